@@ -1,0 +1,1 @@
+"""The pipeline stages (ingest, train, export), orchestrator and CLI."""

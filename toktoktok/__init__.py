@@ -1,0 +1,2 @@
+"""toktoktok: a multi-phase byte-level BPE trainer for tiktoken."""
+__version__ = "0.1.0"
