@@ -1,0 +1,819 @@
+"""The configuration schema (SPEC §2): typed, validated before any work starts.
+
+``load_config(path)`` reads a YAML file and returns a frozen ``Config``, or
+raises ``ConfigError`` with one line that names the file, the YAML line and
+the key path, e.g.::
+
+    config.yaml line 7: phases[1].merges must be an integer >= 0, got 'abc' (a string)
+
+The CLI maps ``ConfigError`` to exit code 2 (SPEC §7b).
+
+Design
+------
+*Safe loading, our own conversion.* The file is parsed with
+``yaml.compose(..., Loader=yaml.SafeLoader)`` into a node tree; scalars are
+built by PyYAML's ``SafeConstructor`` (so ``!!python/...`` tags are refused),
+and mappings and lists are converted here, which lets us keep the line of
+every key (``start_mark.line + 1``) under its key path and refuse what the
+stock loader lets slip: duplicate keys (PyYAML silently keeps the last),
+non-string keys, recursive aliases, alias "billion laughs" blow-ups
+(``_MAX_NODES``) and several YAML documents in one file. ``<<`` merge keys
+work (explicit keys win over merged ones).
+
+*Validate, then build.* Each mapping's keys are checked first (an unknown key
+gets a ``did you mean 'merges'?`` hint, or "it belongs in a source"), so a
+typo is reported as a typo rather than as a missing required key. Then every
+value is type- and range-checked; ``bool`` never passes for an integer or a
+number. The first problem found is raised.
+
+Decisions
+---------
+- ``output`` must end with ``.tiktoken`` (and have a name before it): every
+  artifact name (``NAME.meta.json``, ``NAME.work``, ...) derives from it, and
+  a stray ``.txt`` output would make these surprising. It must not be an
+  existing directory.
+- Paths may use ``~``; relative paths are relative to the config file's
+  folder, never the current directory; all paths are made absolute with
+  ``Path.resolve()``.
+- ``null`` means "not set" only for keys whose default is "nothing":
+  ``pattern``, ``work_dir``, ``warm_start``, ``pad_to_multiple_of``,
+  ``max_token_bytes``, ``special_tokens``, ``include``, ``exclude`` and
+  ``warm_start.special_tokens``. For a key with a value default
+  (``working_set_mb:`` left empty, say) ``null`` is an error: it is most
+  likely an unfinished edit.
+- Numbers: a plain (unquoted) scalar such as ``5e-3`` or ``1e3``, which
+  YAML 1.1 reads as a string, is read as a float, as YAML 1.2 does. Integer
+  keys never accept floats (``merges: 3e4`` is an error: write ``30000``).
+- ``seed`` is an integer in [0, 2**63); ``merges`` at most 2**31 - 1.
+- ``pattern`` names are matched case-insensitively, and tiktoken's encoding
+  names are accepted as aliases (``cl100k_base``, ``o200k_base``,
+  ``r50k_base``/``p50k_base`` = ``gpt2``): a regex that literally matches
+  ``CL100K`` is never what was meant. A custom regex must compile in both
+  engines (``regex`` via ``resolve_pattern``, and tiktoken's own), so a
+  construct only one of them knows (``\\X``, ``(?V1)``) fails here, not at
+  export time. An empty pattern is an error.
+- A ``file:`` must have a readable suffix (``.txt``, ``.jsonl``, ``.parquet``,
+  ``.txt``/``.jsonl`` + ``.zst``/``.gz``). A ``path:`` directory is not
+  scanned here: the scanner reports a directory with no readable files.
+- Special tokens: empty, repeated, or one inside another is an error. The
+  nesting check also covers ``warm_start.special_tokens`` (a token listed in
+  both places is fine: it keeps the base's id); two warm-start tokens with
+  the same id are an error.
+- Phase names must be unique case-insensitively, and so must their slugified
+  names (``"English General"`` and ``"english-general"`` would share phase
+  folders in spirit). Phase slugs are ``NN-name``; the name part is cut at
+  60 characters so folder names stay short.
+- Safety: ``work_dir`` (which ``toktok clean`` may delete) must not be or
+  contain the config file, the output, a source or the warm-start file, and
+  the output must not overwrite the warm-start file.
+- Warnings, not errors: ``merges: 0``; the same source listed twice in a
+  phase (``weight:`` says that more plainly).
+
+``effective_settings(cfg)`` is the JSON-able view of the settings that shape
+the result (all fields but ``path``, ``verbose``, ``threads``, ``warnings``);
+``config_fingerprint(cfg)`` is the sha256 of its canonical JSON.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names the key or path (and YAML line)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path  # absolute, resolved against the config file's folder
+    is_dir: bool  # True for `path:` (directory scan), False for `file:`
+    text_column: str = "text"
+    weight: float = 1.0
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    merges: int
+    sources: tuple[Source, ...]
+    index: int  # 1-based position in the config
+    slug: str  # e.g. "01-english-general"
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    file: Path
+    special_tokens: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path  # the YAML file
+    output: Path
+    phases: tuple[Phase, ...]
+    pattern: Pattern
+    work_dir: Path
+    working_set_mb: int = 1024
+    threads: int = -1
+    verbose: bool = False
+    special_tokens: tuple[str, ...] = ()
+    warm_start: WarmStart | None = None
+    hardcoded_merges: bool = True
+    seed: int = 0
+    min_frequency: int = 2
+    heldout_share: float = 0.005
+    pad_to_multiple_of: int | None = None
+    max_token_bytes: int | None = None
+    export_hf: bool = False
+    max_piece_bytes: int = 1 << 20
+    on_bad_file: str = "fail"
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+
+# --------------------------------------------------------------------------
+# Schema tables
+# --------------------------------------------------------------------------
+
+TOP_KEYS = (
+    "output", "working_set_mb", "threads", "verbose", "special_tokens", "phases",
+    "warm_start", "hardcoded_merges", "pattern", "seed", "work_dir",
+    "min_frequency", "heldout_share", "pad_to_multiple_of", "max_token_bytes",
+    "export_hf", "max_piece_bytes", "on_bad_file",
+)  # fmt: skip
+PHASE_KEYS = ("name", "merges", "sources")
+SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude")
+WARM_START_KEYS = ("file", "special_tokens")
+
+# Where a key belongs when it is written one level off.
+_MISPLACED = {
+    "phase": ({"name", "merges", "sources"}, "it belongs in a phase, under phases:"),
+    "source": (set(SOURCE_KEYS), "it belongs in a source, under sources:"),
+}
+
+OUTPUT_SUFFIX = ".tiktoken"
+READABLE_SUFFIXES = (
+    ".txt", ".jsonl", ".parquet", ".txt.zst", ".txt.gz", ".jsonl.zst", ".jsonl.gz",
+)  # fmt: skip
+PATTERN_ALIASES = {"cl100k_base": "cl100k", "o200k_base": "o200k",
+                   "r50k_base": "gpt2", "p50k_base": "gpt2"}  # fmt: skip
+MAX_MERGES = 2**31 - 1
+MAX_SEED = 2**63 - 1
+SLUG_MAX_CHARS = 60
+_MAX_NODES = 100_000  # YAML nodes after alias expansion
+
+KeyPath = tuple[str | int, ...]
+
+
+# --------------------------------------------------------------------------
+# Key paths and error messages
+# --------------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def format_key_path(path: KeyPath) -> str:
+    """Spell a key path the way users read it.
+
+    >>> format_key_path(("phases", 1, "sources", 0, "path"))
+    'phases[1].sources[0].path'
+    >>> format_key_path(("warm_start", "special_tokens", "<|eot|>"))
+    "warm_start.special_tokens['<|eot|>']"
+    """
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENT.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out or "the top level"
+
+
+def _describe(value: Any) -> str:
+    """A short, typed rendering of a received value, for error messages.
+
+    >>> _describe("abc"), _describe(True), _describe(None)
+    ("'abc' (a string)", 'true (a boolean)', 'null')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    kinds = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+    kind = kinds.get(type(value), type(value).__name__)
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({kind})"
+
+
+@dataclass
+class _Context:
+    """What error messages need: the file's display name and each key's line."""
+
+    file: str
+    base_dir: Path
+    lines: dict[KeyPath, int] = field(default_factory=dict)
+
+    def line_of(self, path: KeyPath) -> int | None:
+        """The YAML line of ``path`` or, failing that, of its nearest parent."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+    def error(self, path: KeyPath, problem: str, line: int | None = None) -> ConfigError:
+        """``config.yaml line 7: phases[1].merges must be ...``"""
+        line = line if line is not None else self.line_of(path)
+        where = f"{self.file} line {line}" if line is not None else self.file
+        return ConfigError(f"{where}: {format_key_path(path)} {problem}")
+
+
+# --------------------------------------------------------------------------
+# YAML: safe compose, then our own conversion keeping lines
+# --------------------------------------------------------------------------
+
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_YAML12_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)\Z")
+
+
+def _compose(text: str, file: str) -> yaml.Node | None:
+    """Parse to a node tree with the safe loader; bad YAML -> ConfigError with its line."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{file} line {mark.line + 1}" if mark is not None else file
+        what = "; ".join(p for p in (exc.context, exc.problem) if p)
+        raise ConfigError(f"{where}: invalid YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{file}: invalid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: invalid YAML: nested too deeply") from None
+
+
+class _Converter:
+    """Turn composed nodes into plain Python values, recording each key's line."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.constructor = yaml.constructor.SafeConstructor()
+        self.active: set[int] = set()  # ids of the collection nodes being converted
+        self.count = 0
+
+    def convert(self, node: yaml.Node, path: KeyPath) -> Any:
+        self.count += 1
+        if self.count > _MAX_NODES:
+            raise self.ctx.error(path, f"makes the file too large (over {_MAX_NODES} values once aliases are expanded)")
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node, path)
+        if id(node) in self.active:
+            raise self.ctx.error(path, "refers to itself through a YAML alias")
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return self._sequence(node, path)
+            return self._mapping(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def _scalar(self, node: yaml.ScalarNode, path: KeyPath) -> Any:
+        if node.tag == _STR_TAG and node.style is None and _YAML12_FLOAT.match(node.value):
+            return float(node.value)  # YAML 1.2 reads `5e-3` as a number
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except Exception as exc:  # unknown tag, `!!int abc`, ...
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise self.ctx.error(path, f"cannot be read: {' '.join(problem.split())}") from None
+
+    def _sequence(self, node: yaml.SequenceNode, path: KeyPath) -> list[Any]:
+        if node.tag != _SEQ_TAG:
+            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}")
+        items = []
+        for i, item in enumerate(node.value):
+            self.ctx.lines[path + (i,)] = item.start_mark.line + 1
+            items.append(self.convert(item, path + (i,)))
+        return items
+
+    def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> dict[str, Any]:
+        if node.tag != _MAP_TAG:
+            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}")
+        merged: dict[str, Any] = {}
+        for key_node, value_node in node.value:  # `<<:` merges first: explicit keys win
+            if key_node.tag == _MERGE_TAG:
+                for source in self._merge_sources(value_node, path):
+                    for key, value in self.convert(source, path).items():
+                        merged.setdefault(key, value)  # the first merged mapping wins
+        explicit: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                continue
+            key = self._key(key_node, path)
+            line = key_node.start_mark.line + 1
+            if key in explicit:
+                first = self.ctx.lines[path + (key,)]
+                raise self.ctx.error(path + (key,), f"is given twice (lines {first} and {line})", line)
+            self.ctx.lines[path + (key,)] = line
+            explicit[key] = self.convert(value_node, path + (key,))
+        return {**merged, **explicit}
+
+    def _key(self, key_node: yaml.Node, path: KeyPath) -> str:
+        key = self._scalar(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
+        if not isinstance(key, str):
+            shown = _describe(key) if isinstance(key_node, yaml.ScalarNode) else "a list or mapping"
+            raise self.ctx.error(path, f"has a key that is not a string: {shown}", key_node.start_mark.line + 1)
+        return key
+
+    def _merge_sources(self, node: yaml.Node, path: KeyPath) -> list[yaml.MappingNode]:
+        nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        if not all(isinstance(n, yaml.MappingNode) for n in nodes):
+            raise self.ctx.error(path, "has a `<<:` merge key whose value is not a mapping (or a list of mappings)")
+        return nodes
+
+
+def _read_document(path: Path, ctx: _Context) -> dict[str, Any]:
+    """Read, safely parse and convert the file; the top level must be a mapping."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(f"{ctx.file}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{ctx.file}: is a directory, not a config file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{ctx.file}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{ctx.file}: cannot read: {exc.strerror or exc}") from None
+    root = _compose(text, ctx.file)
+    if root is None:
+        raise ConfigError(f"{ctx.file}: the config file is empty (it needs at least `output:` and `phases:`)")
+    try:
+        document = _Converter(ctx).convert(root, ())
+    except RecursionError:
+        raise ConfigError(f"{ctx.file}: nested too deeply") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{ctx.file} line {root.start_mark.line + 1}: the top level must be a mapping of settings (output:, phases:, ...), got {_describe(document)}")
+    return document
+
+
+# --------------------------------------------------------------------------
+# Value checkers: each returns the checked value or raises ConfigError
+# --------------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_keys(ctx: _Context, path: KeyPath, mapping: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    """Refuse unknown keys, with a did-you-mean or a where-it-belongs hint.
+
+    ``mergez`` in a phase -> ``phases[0].mergez is not a known key (did you mean 'merges'?)``.
+    """
+    for key in mapping:
+        if key in allowed:
+            continue
+        close = difflib.get_close_matches(key.lower(), allowed, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean {close[0]!r}?"
+        else:
+            hint = next((where for keys, where in _MISPLACED.values() if key in keys and not keys & set(allowed)), None)
+            hint = hint or "known keys: " + ", ".join(allowed)
+        raise ctx.error(path + (key,), f"is not a known key ({hint})")
+
+
+def _require(ctx: _Context, mapping: dict[str, Any], path: KeyPath, key: str) -> Any:
+    if key not in mapping:
+        raise ctx.error(path + (key,), "is required")
+    return mapping[key]
+
+
+def _int(ctx: _Context, path: KeyPath, value: Any, low: int, high: int | None = None) -> int:
+    """An integer in [low, high] (bools and floats refused)."""
+    wanted = f"an integer >= {low}" if high is None else f"an integer between {low} and {high}"
+    if not _is_int(value) or value < low or (high is not None and value > high):
+        raise ctx.error(path, f"must be {wanted}, got {_describe(value)}")
+    return value
+
+
+def _optional_int(ctx: _Context, path: KeyPath, value: Any, low: int) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or value < low:
+        raise ctx.error(path, f"must be an integer >= {low} or null, got {_describe(value)}")
+    return value
+
+
+def _number(ctx: _Context, path: KeyPath, value: Any, wanted: str, ok: Any) -> float:
+    """A finite int or float for which ``ok(value)`` holds; returned as float."""
+    if not _is_number(value) or not math.isfinite(value) or not ok(value):
+        raise ctx.error(path, f"must be {wanted}, got {_describe(value)}")
+    return float(value)
+
+
+def _bool(ctx: _Context, path: KeyPath, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ctx.error(path, f"must be true or false, got {_describe(value)}")
+    return value
+
+
+def _string(ctx: _Context, path: KeyPath, value: Any, what: str = "a non-empty string") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ctx.error(path, f"must be {what}, got {_describe(value)}")
+    return value
+
+
+def _mapping(ctx: _Context, path: KeyPath, value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ctx.error(path, f"must be {what}, got {_describe(value)}")
+    return value
+
+
+def _list(ctx: _Context, path: KeyPath, value: Any, what: str, non_empty: bool = False) -> list[Any]:
+    if not isinstance(value, list) or (non_empty and not value):
+        raise ctx.error(path, f"must be {what}, got {_describe(value)}")
+    return value
+
+
+def _string_list(ctx: _Context, path: KeyPath, value: Any) -> tuple[str, ...]:
+    """A list of non-empty strings (null = empty), e.g. include/exclude globs."""
+    if value is None:
+        return ()
+    items = _list(ctx, path, value, "a list of strings")
+    return tuple(_string(ctx, path + (i,), item) for i, item in enumerate(items))
+
+
+def _path(ctx: _Context, path: KeyPath, value: Any) -> Path:
+    """A path string made absolute against the config's folder (``~`` expanded)."""
+    text = _string(ctx, path, value, "a path (a non-empty string)")
+    try:
+        candidate = Path(text).expanduser()
+        return (ctx.base_dir / candidate).resolve()  # an absolute candidate wins the `/`
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ctx.error(path, f"is not a usable path: {exc}") from None
+
+
+def _choice(ctx: _Context, path: KeyPath, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices or not isinstance(value, str):
+        close = difflib.get_close_matches(str(value).lower(), choices, n=1) if isinstance(value, str) else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ctx.error(path, f"must be one of {', '.join(choices)}, got {_describe(value)}{hint}")
+    return value
+
+
+# --------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------
+
+
+def slugify(name: str) -> str:
+    """Lowercase; runs of anything but [a-z0-9] become "-"; "phase" if nothing is left.
+
+    >>> slugify("English General"), slugify("C++ / Rust!"), slugify("日本語")
+    ('english-general', 'c-rust', 'phase')
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug[:SLUG_MAX_CHARS].rstrip("-") or "phase"
+
+
+def _existing(ctx: _Context, path: KeyPath, value: Any, want_dir: bool) -> Path:
+    """A path that exists, is readable and is a directory (want_dir) or a file."""
+    resolved = _path(ctx, path, value)
+    kind, other = ("directory", "file") if want_dir else ("file", "directory")
+    if not resolved.exists():
+        raise ctx.error(path, f"does not exist: {resolved}")
+    if resolved.is_dir() != want_dir:
+        key = "path" if not want_dir else "file"
+        raise ctx.error(path, f"is a {other}, not a {kind}: {resolved} (use `{key}:` for a {other})")
+    if not os.access(resolved, os.R_OK | (os.X_OK if want_dir else 0)):
+        raise ctx.error(path, f"is not readable: {resolved}")
+    return resolved
+
+
+def _source(ctx: _Context, path: KeyPath, raw: Any) -> Source:
+    """One entry of a phase's ``sources:`` list (exactly one of path:/file:)."""
+    entry = _mapping(ctx, path, raw, "a mapping with `path:` (a directory) or `file:` (a file)")
+    _check_keys(ctx, path, entry, SOURCE_KEYS)
+    if ("path" in entry) == ("file" in entry):
+        both = "has both" if "path" in entry else "has neither"
+        raise ctx.error(path, f"{both} `path:` and `file:`; give exactly one (path: a directory to scan, file: one file)")
+    is_dir = "path" in entry
+    key = "path" if is_dir else "file"
+    location = _existing(ctx, path + (key,), entry[key], want_dir=is_dir)
+    if not is_dir and not location.name.lower().endswith(READABLE_SUFFIXES):
+        raise ctx.error(path + (key,), f"is not a readable kind of file: {location} (readable: {', '.join(READABLE_SUFFIXES)})")
+    for glob_key in ("include", "exclude"):
+        if glob_key in entry and not is_dir:
+            raise ctx.error(path + (glob_key,), "is only allowed with `path:` (a directory), not with `file:`")
+    text_column = entry.get("text_column", "text")
+    if not isinstance(text_column, str) or not text_column:
+        raise ctx.error(path + ("text_column",), f"must be a non-empty string, got {_describe(text_column)}")
+    weight = _number(ctx, path + ("weight",), entry.get("weight", 1.0), "a positive number", lambda w: w > 0)
+    include = _string_list(ctx, path + ("include",), entry.get("include"))
+    exclude = _string_list(ctx, path + ("exclude",), entry.get("exclude"))
+    return Source(location, is_dir, text_column, weight, include, exclude)
+
+
+def _phase(ctx: _Context, path: KeyPath, raw: Any, index: int) -> Phase:
+    """One entry of ``phases:``; ``index`` is 1-based."""
+    entry = _mapping(ctx, path, raw, "a mapping with name:, merges: and sources:")
+    _check_keys(ctx, path, entry, PHASE_KEYS)
+    name = _string(ctx, path + ("name",), _require(ctx, entry, path, "name"))
+    merges = _int(ctx, path + ("merges",), _require(ctx, entry, path, "merges"), 0, MAX_MERGES)
+    sources_path = path + ("sources",)
+    raw_sources = _list(ctx, sources_path, _require(ctx, entry, path, "sources"), "a non-empty list of sources", non_empty=True)
+    sources = tuple(_source(ctx, sources_path + (i,), s) for i, s in enumerate(raw_sources))
+    return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}")
+
+
+def _phases(ctx: _Context, raw: Any) -> tuple[Phase, ...]:
+    """The ``phases:`` list: at least one, names unique (case-insensitively and as slugs)."""
+    items = _list(ctx, ("phases",), raw, "a non-empty list of phases", non_empty=True)
+    phases = tuple(_phase(ctx, ("phases", i), item, i + 1) for i, item in enumerate(items))
+    seen_names: dict[str, int] = {}
+    seen_slugs: dict[str, int] = {}
+    for i, phase in enumerate(phases):
+        where = ("phases", i, "name")
+        for seen, key in ((seen_names, phase.name.casefold()), (seen_slugs, slugify(phase.name))):
+            if key in seen:
+                first = phases[seen[key]].name
+                raise ctx.error(where, f"{phase.name!r} is too close to phases[{seen[key]}].name {first!r}: phase names must be unique (ignoring case and punctuation)")
+            seen[key] = i
+    return phases
+
+
+def _special_tokens(ctx: _Context, raw: Any) -> tuple[str, ...]:
+    """``special_tokens:``: a list of non-empty, unique strings (null = none)."""
+    if raw is None:
+        return ()
+    items = _list(ctx, ("special_tokens",), raw, "a list of strings")
+    first_at: dict[str, int] = {}
+    for i, token in enumerate(items):
+        if not isinstance(token, str) or not token:
+            raise ctx.error(("special_tokens", i), f"must be a non-empty string, got {_describe(token)}")
+        if token in first_at:
+            raise ctx.error(("special_tokens", i), f"{token!r} repeats special_tokens[{first_at[token]}]")
+        first_at[token] = i
+    return tuple(items)
+
+
+def _check_nesting(ctx: _Context, tokens: list[tuple[KeyPath, str]]) -> None:
+    """No special token may sit inside another (tiktoken would pick by hash order).
+
+    The same token listed in two places (top level and warm start) is allowed.
+    """
+    for j, (path_b, b) in enumerate(tokens):
+        for path_a, a in tokens[:j]:
+            if a == b:
+                continue
+            if a in b or b in a:
+                outer, inner = (b, a) if a in b else (a, b)
+                raise ctx.error(path_b, f"{b!r} and {format_key_path(path_a)} {a!r} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
+
+
+def _warm_start(ctx: _Context, raw: Any) -> WarmStart | None:
+    """``warm_start: {file: base.tiktoken, special_tokens: {tok: id}}`` (null = none)."""
+    if raw is None:
+        return None
+    path: KeyPath = ("warm_start",)
+    entry = _mapping(ctx, path, raw, "a mapping like {file: base.tiktoken}")
+    _check_keys(ctx, path, entry, WARM_START_KEYS)
+    file = _existing(ctx, path + ("file",), _require(ctx, entry, path, "file"), want_dir=False)
+    raw_specials = entry.get("special_tokens")
+    if raw_specials is None:
+        return WarmStart(file, None)
+    specials = _mapping(ctx, path + ("special_tokens",), raw_specials, "a mapping of token: id")
+    by_id: dict[int, str] = {}
+    for token, token_id in specials.items():
+        where = path + ("special_tokens", token)
+        if not token:
+            raise ctx.error(where, "is an empty special token")
+        _int(ctx, where, token_id, 0, 2**32 - 1)
+        if token_id in by_id:
+            raise ctx.error(where, f"has id {token_id}, already used by {by_id[token_id]!r}")
+        by_id[token_id] = token
+    return WarmStart(file, dict(specials))
+
+
+def _pattern(ctx: _Context, raw: Any) -> Pattern:
+    """``pattern:`` null/a name (case-insensitive, tiktoken aliases) or a regex."""
+    if raw is None:
+        return resolve_pattern(None)
+    if not isinstance(raw, str) or not raw:
+        raise ctx.error(("pattern",), f"must be a name ({', '.join(NAMED_PATTERNS)}) or a regex string, got {_describe(raw)}")
+    name = PATTERN_ALIASES.get(raw.strip().lower(), raw.strip().lower())
+    if name in NAMED_PATTERNS:
+        return NAMED_PATTERNS[name]
+    try:
+        pattern = resolve_pattern(raw)
+    except ValueError as exc:
+        raise ctx.error(("pattern",), f"is not a valid regex: {exc}") from None
+    problem = _tiktoken_rejects(pattern.tiktoken)
+    if problem:
+        raise ctx.error(("pattern",), f"is a regex tiktoken cannot use: {problem}")
+    return pattern
+
+
+def _tiktoken_rejects(pattern: str) -> str | None:
+    """tiktoken's engine (fancy-regex) differs from ``regex``: try it on 256 bytes."""
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a dependency
+        return None
+    ranks = {bytes([b]): b for b in range(256)}
+    try:
+        tiktoken.Encoding("toktoktok-check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # pyo3 panics are BaseExceptions
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return None
+
+
+def _output(ctx: _Context, raw: Any) -> Path:
+    """``output:`` a path ending in ``.tiktoken``, not an existing directory."""
+    output = _path(ctx, ("output",), raw)
+    if not output.name.endswith(OUTPUT_SUFFIX) or output.name == OUTPUT_SUFFIX:
+        raise ctx.error(("output",), f"must be a file name ending in {OUTPUT_SUFFIX} (e.g. my_tokenizer{OUTPUT_SUFFIX}), got {raw!r}")
+    if output.is_dir():
+        raise ctx.error(("output",), f"is an existing directory: {output}")
+    return output
+
+
+def default_work_dir(output: Path) -> Path:
+    """``DIR/NAME.tiktoken`` -> ``DIR/NAME.work``.
+
+    >>> default_work_dir(Path("/out/tok.tiktoken")).as_posix()
+    '/out/tok.work'
+    """
+    return output.with_name(output.name[: -len(OUTPUT_SUFFIX)] + ".work")
+
+
+def _work_dir(ctx: _Context, raw: Any, output: Path) -> Path:
+    if raw is None:
+        return default_work_dir(output)
+    work_dir = _path(ctx, ("work_dir",), raw)
+    if work_dir.exists() and not work_dir.is_dir():
+        raise ctx.error(("work_dir",), f"exists and is not a directory: {work_dir}")
+    return work_dir
+
+
+def _check_work_dir_safety(ctx: _Context, cfg: Config) -> None:
+    """work_dir may be deleted by ``toktok clean``: it must hold nothing of the user's."""
+    guarded: list[tuple[str, Path]] = [("the config file", cfg.path), ("the output", cfg.output)]
+    if cfg.warm_start is not None:
+        guarded.append(("the warm-start file", cfg.warm_start.file))
+        if cfg.output == cfg.warm_start.file:
+            raise ctx.error(("output",), f"would overwrite the warm-start file {cfg.warm_start.file}")
+    for phase in cfg.phases:
+        guarded += [(f"a source of phase {phase.name!r}", s.path) for s in phase.sources]
+    for what, path in guarded:
+        if path == cfg.work_dir or cfg.work_dir in path.parents:
+            raise ctx.error(("work_dir",), f"{cfg.work_dir} contains {what} ({path}); it must be a folder of its own")
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and fully validate a YAML config; raise ``ConfigError`` on any problem.
+
+    Minimal example (``data/`` being a folder beside the config)::
+
+        output: tok.tiktoken
+        phases:
+          - {name: English, merges: 1000, sources: [{path: data}]}
+
+    gives ``Config(output=<config dir>/tok.tiktoken, work_dir=<config dir>/tok.work,
+    phases=(Phase('English', 1000, ..., index=1, slug='01-english'),), ...)``.
+    """
+    config_path = Path(path).expanduser()
+    ctx = _Context(file=str(path), base_dir=config_path.resolve().parent)
+    doc = _read_document(config_path, ctx)
+    _check_keys(ctx, (), doc, TOP_KEYS)
+    output = _output(ctx, _require(ctx, doc, (), "output"))
+    phases = _phases(ctx, _require(ctx, doc, (), "phases"))
+    special_tokens = _special_tokens(ctx, doc.get("special_tokens"))
+    warm_start = _warm_start(ctx, doc.get("warm_start"))
+    _check_nesting(ctx, _all_special_tokens(special_tokens, warm_start))
+    cfg = Config(
+        path=config_path.resolve(),
+        output=output,
+        phases=phases,
+        pattern=_pattern(ctx, doc.get("pattern")),
+        work_dir=_work_dir(ctx, doc.get("work_dir"), output),
+        special_tokens=special_tokens,
+        warm_start=warm_start,
+        warnings=_warnings(phases),
+        **_scalar_settings(ctx, doc),
+    )
+    _check_work_dir_safety(ctx, cfg)
+    return cfg
+
+
+def _scalar_settings(ctx: _Context, doc: dict[str, Any]) -> dict[str, Any]:
+    """The simple top-level settings, defaults filled in."""
+
+    def get(key: str) -> tuple[KeyPath, Any]:
+        default = next(f.default for f in fields(Config) if f.name == key)
+        return (key,), doc.get(key, default)
+
+    threads_path, threads = get("threads")
+    if not _is_int(threads) or not (threads == -1 or threads >= 1):
+        raise ctx.error(threads_path, f"must be -1 (all cores) or an integer >= 1, got {_describe(threads)}")
+    share_ok = lambda x: 0 <= x <= 0.5  # noqa: E731
+    return {
+        "working_set_mb": _int(ctx, *get("working_set_mb"), 1),
+        "threads": threads,
+        "verbose": _bool(ctx, *get("verbose")),
+        "hardcoded_merges": _bool(ctx, *get("hardcoded_merges")),
+        "seed": _int(ctx, *get("seed"), 0, MAX_SEED),
+        "min_frequency": _int(ctx, *get("min_frequency"), 1),
+        "heldout_share": _number(ctx, *get("heldout_share"), "a number between 0 and 0.5", share_ok),
+        "pad_to_multiple_of": _optional_int(ctx, *get("pad_to_multiple_of"), 1),
+        "max_token_bytes": _optional_int(ctx, *get("max_token_bytes"), 2),
+        "export_hf": _bool(ctx, *get("export_hf")),
+        "max_piece_bytes": _int(ctx, *get("max_piece_bytes"), 1024),
+        "on_bad_file": _choice(ctx, *get("on_bad_file"), ("fail", "skip")),
+    }
+
+
+def _all_special_tokens(tokens: tuple[str, ...], warm_start: WarmStart | None) -> list[tuple[KeyPath, str]]:
+    found: list[tuple[KeyPath, str]] = [(("special_tokens", i), t) for i, t in enumerate(tokens)]
+    if warm_start is not None and warm_start.special_tokens:
+        found += [(("warm_start", "special_tokens", t), t) for t in warm_start.special_tokens]
+    return found
+
+
+def _warnings(phases: tuple[Phase, ...]) -> tuple[str, ...]:
+    """Valid but probably unintended: ``merges: 0``, a source listed twice in a phase."""
+    out: list[str] = []
+    for phase in phases:
+        if phase.merges == 0:
+            out.append(f"phase {phase.name!r} has merges: 0: it adds no tokens")
+        seen: set[tuple[Any, ...]] = set()
+        for source in phase.sources:
+            key = (source.path, source.is_dir, source.text_column, source.include, source.exclude)
+            if key in seen:
+                out.append(f"phase {phase.name!r} lists {source.path} twice: its text counts twice (weight: says so more plainly)")
+            seen.add(key)
+    return tuple(out)
+
+
+def _jsonable(value: Any) -> Any:
+    """Dataclasses -> dicts, Paths -> strings, tuples -> lists, recursively."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+_NOT_SETTINGS = ("path", "verbose", "threads", "warnings")
+
+
+def effective_settings(cfg: Config) -> dict[str, Any]:
+    """The settings that shape the result, as plain JSON values.
+
+    Every ``Config`` field except ``path``, ``verbose``, ``threads`` and
+    ``warnings`` (they change how a run goes, not what it makes); paths are
+    absolute strings, the pattern is ``{name, tiktoken, python, cut_at_safe_places}``.
+    """
+    settings = _jsonable(cfg)
+    for key in _NOT_SETTINGS:
+        settings.pop(key)
+    return settings
+
+
+def config_fingerprint(cfg: Config) -> str:
+    """sha256 hex of the canonical JSON (sorted keys, no spaces) of ``effective_settings``."""
+    canonical = json.dumps(effective_settings(cfg), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()

@@ -1,0 +1,492 @@
+"""Learning merges: the plain-Python reference and the numba merge loop.
+
+Both take the distinct pieces of a phase with their counts, segment them as
+tiktoken would with the vocabulary the phase starts from, then repeat:
+
+1. take the adjacent pair with the highest count (counts weighted by how
+   often the piece occurs); ties go to the smallest (left rank, right rank);
+2. stop if that count is below ``min_frequency``;
+3. skip the pair if its token would be longer than ``max_token_bytes``;
+4. if the joined bytes already are a token, its occurrences merge into that
+   token and no rank is made; otherwise the token gets the next rank;
+5. replace every occurrence of the pair, left to right, in every piece.
+
+until ``merges`` new ranks exist or no pair is left.
+
+    >>> base = {bytes([b]): b for b in range(256)}
+    >>> [(r, bytes(t)) for r, _, _, t, _ in train_reference({b"abab": 3, b"ab": 1}, base, merges=2)]
+    [(256, b'ab'), (257, b'abab')]
+
+``train_reference`` recounts every pair after every merge: quadratic, short,
+obviously correct, and used only by the tests. ``train_phase`` is the same
+rule on flat arrays: each distinct piece is a run of int32 symbols; a hash
+table maps each pair to its count and to a linked list of the pieces it
+occurs in; a max-heap orders pairs with lazy deletion (an entry whose count
+is no longer the pair's count is stale; every count increase pushes a fresh
+entry). A merge visits only the pieces on its pair's list and updates only the
+pairs next to each merge site, so its cost follows the merge, not the corpus.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from toktoktok.segment import (
+    _NONE,
+    build_table,
+    segment_pieces,
+    segment_reference,
+    table_capacity,
+    table_insert,
+    table_lookup,
+)
+from toktoktok.vocab import Vocab
+
+Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
+
+
+def train_reference(
+    pieces: Mapping[bytes, int],
+    ranks: Mapping[bytes, int],
+    *,
+    merges: int,
+    min_frequency: int = 2,
+    max_token_bytes: int | None = None,
+) -> list[Merge]:
+    """The training rule in plain Python (see the module docstring)."""
+    ranks = dict(ranks)
+    by_rank = {r: t for t, r in ranks.items()}
+    words = [(segment_reference(p, ranks), c) for p, c in pieces.items()]
+    banned: set[tuple[int, int]] = set()
+    learned: list[Merge] = []
+    next_rank = max(ranks.values()) + 1
+    made = 0
+    while made < merges:
+        counts: Counter[tuple[int, int]] = Counter()
+        for syms, c in words:
+            for pair in zip(syms, syms[1:]):
+                if pair not in banned:
+                    counts[pair] += c
+        if not counts:
+            break
+        (a, b), best = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if best < min_frequency:
+            break
+        joined = by_rank[a] + by_rank[b]
+        if max_token_bytes is not None and len(joined) > max_token_bytes:
+            banned.add((a, b))
+            continue
+        if joined in ranks:
+            rank = ranks[joined]
+        else:
+            rank, next_rank, made = next_rank, next_rank + 1, made + 1
+            ranks[joined], by_rank[rank] = rank, joined
+        learned.append((rank, a, b, joined, best))
+        words = [(_replace_pair(syms, a, b, rank), c) for syms, c in words]
+    return learned
+
+
+def _replace_pair(syms: list[int], a: int, b: int, rank: int) -> list[int]:
+    """Replace each (a, b) in ``syms``, left to right, by ``rank``."""
+    out: list[int] = []
+    i = 0
+    while i < len(syms):
+        if i + 1 < len(syms) and syms[i] == a and syms[i + 1] == b:
+            out.append(rank)
+            i += 2
+        else:
+            out.append(syms[i])
+            i += 1
+    return out
+
+
+# ---------------------------------------------------------------------------
+# numba: growable arrays, the pair table, the heap.
+
+
+@njit(cache=True)
+def _grow(arr, need):
+    """``arr`` itself if it holds ``need`` items, else a copy twice as large."""
+    if need <= len(arr):
+        return arr
+    out = np.empty(max(need, 2 * len(arr)), dtype=arr.dtype)
+    out[: len(arr)] = arr
+    return out
+
+
+@njit(cache=True, inline="always")
+def _mix(key):
+    """A 64-bit finalizer (murmur3's) so that pair keys spread over the table."""
+    x = np.uint64(key)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xC4CEB9FE1A85EC53)
+    x ^= x >> np.uint64(33)
+    return x
+
+
+@njit(cache=True)
+def _slot(slots, p_key, key):
+    """The slot of ``key`` in ``slots`` (pair indices, -1 empty): its own or the empty one to fill."""
+    mask = np.uint64(len(slots) - 1)
+    s = _mix(key) & mask
+    while slots[s] >= 0 and p_key[slots[s]] != key:
+        s = (s + np.uint64(1)) & mask
+    return s
+
+
+@njit(cache=True)
+def _rehash(p_key, n_pairs, capacity):
+    slots = np.full(capacity, -1, dtype=np.int32)
+    for p in range(n_pairs):
+        slots[_slot(slots, p_key, p_key[p])] = p
+    return slots
+
+
+@njit(cache=True, inline="always")
+def _better(c1, k1, c2, k2):
+    """Heap order: higher count first; on equal counts the smaller (left, right)."""
+    return c1 > c2 or (c1 == c2 and k1 < k2)
+
+
+@njit(cache=True)
+def _push(h_count, h_pair, size, count, p, p_key):
+    i = size
+    h_count[i] = count
+    h_pair[i] = p
+    while i > 0:
+        up = (i - 1) >> 1
+        if not _better(h_count[i], p_key[h_pair[i]], h_count[up], p_key[h_pair[up]]):
+            break
+        h_count[i], h_count[up] = h_count[up], h_count[i]
+        h_pair[i], h_pair[up] = h_pair[up], h_pair[i]
+        i = up
+
+
+@njit(cache=True)
+def _pop(h_count, h_pair, size, p_key):
+    """Remove the top entry (read it first); ``size`` is the size before."""
+    size -= 1
+    h_count[0] = h_count[size]
+    h_pair[0] = h_pair[size]
+    i = 0
+    while True:
+        best = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < size and _better(
+                h_count[child], p_key[h_pair[child]], h_count[best], p_key[h_pair[best]]
+            ):
+                best = child
+        if best == i:
+            break
+        h_count[i], h_count[best] = h_count[best], h_count[i]
+        h_pair[i], h_pair[best] = h_pair[best], h_pair[i]
+        i = best
+
+
+@njit(cache=True, nogil=True)
+def _train_kernel(
+    sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress
+):
+    """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
+
+    ``tok_off`` has room for ``first_rank + n_merges + 1`` offsets and ``table``
+    for as many tokens. ``progress[0]`` is kept at the number of new ranks made.
+    """
+    n_words = len(wlen)
+    # -- 1. count every adjacent pair, and note the pieces it occurs in ------
+    cap_pairs = 1024
+    p_key = np.empty(cap_pairs, dtype=np.int64)
+    p_count = np.zeros(cap_pairs, dtype=np.int64)
+    p_head = np.empty(cap_pairs, dtype=np.int32)
+    p_last = np.empty(cap_pairs, dtype=np.int32)
+    p_stamp = np.zeros(cap_pairs, dtype=np.int64)
+    slots = np.full(4096, -1, dtype=np.int32)
+    n_pairs = 0
+    occ_word = np.empty(1024, dtype=np.int32)
+    occ_next = np.empty(1024, dtype=np.int32)
+    n_occ = 0
+    for w in range(n_words):
+        s0 = woff[w]
+        for i in range(wlen[w] - 1):
+            key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
+            s = _slot(slots, p_key, key)
+            p = slots[s]
+            if p < 0:
+                p = n_pairs
+                n_pairs += 1
+                if n_pairs > len(p_key):
+                    p_key = _grow(p_key, n_pairs)
+                    p_count = _grow(p_count, n_pairs)
+                    p_head = _grow(p_head, n_pairs)
+                    p_last = _grow(p_last, n_pairs)
+                    p_stamp = _grow(p_stamp, n_pairs)
+                p_key[p] = key
+                p_count[p] = 0
+                p_head[p] = -1
+                p_last[p] = -1
+                p_stamp[p] = 0
+                slots[s] = p
+                if 2 * n_pairs > len(slots):
+                    slots = _rehash(p_key, n_pairs, 2 * len(slots))
+            p_count[p] += wcount[w]
+            if p_last[p] != w:
+                p_last[p] = w
+                occ_word = _grow(occ_word, n_occ + 1)
+                occ_next = _grow(occ_next, n_occ + 1)
+                occ_word[n_occ] = w
+                occ_next[n_occ] = p_head[p]
+                p_head[p] = n_occ
+                n_occ += 1
+    # -- 2. a heap of every pair that could be merged --------------------------
+    h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
+    h_pair = np.empty(max(16, 2 * n_pairs), dtype=np.int32)
+    h_size = 0
+    for p in range(n_pairs):
+        if p_count[p] >= min_freq:
+            _push(h_count, h_pair, h_size, p_count[p], p, p_key)
+            h_size += 1
+    # -- 3. merge until the budget is spent or no pair is frequent enough -----
+    m_rank = np.empty(max(16, n_merges), dtype=np.int32)
+    m_left = np.empty(max(16, n_merges), dtype=np.int32)
+    m_right = np.empty(max(16, n_merges), dtype=np.int32)
+    m_count = np.empty(max(16, n_merges), dtype=np.int64)
+    n_learned = 0
+    made = 0
+    next_rank = first_rank
+    tok_end = tok_off[first_rank]
+    w_stamp = np.zeros(n_words, dtype=np.int64)
+    touched = np.empty(1024, dtype=np.int32)
+    stamp = 0
+    while made < n_merges and h_size > 0:
+        p = h_pair[0]
+        c = h_count[0]
+        _pop(h_count, h_pair, h_size, p_key)
+        h_size -= 1
+        if p_count[p] != c:  # stale entry
+            if p_count[p] < c and p_count[p] >= min_freq:
+                _push(h_count, h_pair, h_size, p_count[p], p, p_key)
+                h_size += 1
+            continue
+        if c < min_freq:
+            break
+        a = p_key[p] >> 32
+        b = p_key[p] & 0xFFFFFFFF
+        la = tok_off[a + 1] - tok_off[a]
+        lb = tok_off[b + 1] - tok_off[b]
+        if max_bytes > 0 and la + lb > max_bytes:
+            continue
+        # -- 3a. the token: an existing one with these bytes, or a new rank --
+        tok_buf = _grow(tok_buf, tok_end + la + lb)
+        tok_buf[tok_end : tok_end + la] = tok_buf[tok_off[a] : tok_off[a] + la]
+        tok_buf[tok_end + la : tok_end + la + lb] = tok_buf[tok_off[b] : tok_off[b] + lb]
+        r = table_lookup(table, tok_buf, tok_off, tok_buf, tok_end, tok_end + la + lb)
+        if r == _NONE:
+            r = next_rank
+            tok_off[r + 1] = tok_end + la + lb
+            tok_end += la + lb
+            table_insert(table, tok_buf, tok_off, r)
+            next_rank += 1
+            made += 1
+            progress[0] = made
+        if n_learned == len(m_rank):
+            m_rank = _grow(m_rank, n_learned + 1)
+            m_left = _grow(m_left, n_learned + 1)
+            m_right = _grow(m_right, n_learned + 1)
+            m_count = _grow(m_count, n_learned + 1)
+        m_rank[n_learned] = r
+        m_left[n_learned] = a
+        m_right[n_learned] = b
+        m_count[n_learned] = c
+        n_learned += 1
+        # -- 3b. replace the pair in every piece on its list ------------------
+        stamp += 1
+        n_touched = 0
+        o = p_head[p]
+        p_head[p] = -1
+        while o >= 0:
+            w = occ_word[o]
+            o = occ_next[o]
+            if w_stamp[w] == stamp:
+                continue
+            w_stamp[w] = stamp
+            s0 = woff[w]
+            n = wlen[w]
+            cw = wcount[w]
+            i = 0
+            j = 0
+            while i < n:
+                if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
+                    p_count[p] -= cw
+                    for side in range(4):
+                        # the pairs a merge site changes: (x,a)->(x,r) and (b,y)->(r,y)
+                        if side < 2:
+                            if j == 0:
+                                continue
+                            left = np.int64(sym[s0 + j - 1])
+                            right = np.int64(a) if side == 0 else np.int64(r)
+                        else:
+                            if i + 2 >= n:
+                                continue
+                            left = np.int64(b) if side == 2 else np.int64(r)
+                            right = np.int64(sym[s0 + i + 2])
+                        delta = -cw if side % 2 == 0 else cw
+                        key = (left << 32) | right
+                        s = _slot(slots, p_key, key)
+                        q = slots[s]
+                        if q < 0:
+                            q = n_pairs
+                            n_pairs += 1
+                            if n_pairs > len(p_key):
+                                p_key = _grow(p_key, n_pairs)
+                                p_count = _grow(p_count, n_pairs)
+                                p_head = _grow(p_head, n_pairs)
+                                p_last = _grow(p_last, n_pairs)
+                                p_stamp = _grow(p_stamp, n_pairs)
+                            p_key[q] = key
+                            p_count[q] = 0
+                            p_head[q] = -1
+                            p_last[q] = -1
+                            p_stamp[q] = 0
+                            slots[s] = q
+                            if 2 * n_pairs > len(slots):
+                                slots = _rehash(p_key, n_pairs, 2 * len(slots))
+                        p_count[q] += delta
+                        if delta > 0:
+                            if p_last[q] != w:
+                                p_last[q] = w
+                                occ_word = _grow(occ_word, n_occ + 1)
+                                occ_next = _grow(occ_next, n_occ + 1)
+                                occ_word[n_occ] = w
+                                occ_next[n_occ] = p_head[q]
+                                p_head[q] = n_occ
+                                n_occ += 1
+                            if p_stamp[q] != stamp:
+                                p_stamp[q] = stamp
+                                touched = _grow(touched, n_touched + 1)
+                                touched[n_touched] = q
+                                n_touched += 1
+                    sym[s0 + j] = r
+                    i += 2
+                else:
+                    sym[s0 + j] = sym[s0 + i]
+                    i += 1
+                j += 1
+            wlen[w] = j
+        # -- 3c. fresh heap entries for every pair whose count grew -----------
+        for t in range(n_touched):
+            q = touched[t]
+            if p_count[q] >= min_freq:
+                h_count = _grow(h_count, h_size + 1)
+                h_pair = _grow(h_pair, h_size + 1)
+                _push(h_count, h_pair, h_size, p_count[q], q, p_key)
+                h_size += 1
+    return m_rank[:n_learned], m_left[:n_learned], m_right[:n_learned], m_count[:n_learned], tok_buf[:tok_end], made
+
+
+@njit(cache=True)
+def _count_differing(sym_a, lens_a, sym_b, lens_b, off, counts):
+    """How many pieces (and weighted occurrences) segment differently in a and b."""
+    pieces = 0
+    weighted = 0
+    for w in range(len(lens_a)):
+        same = lens_a[w] == lens_b[w]
+        if same:
+            for k in range(off[w], off[w] + lens_a[w]):
+                if sym_a[k] != sym_b[k]:
+                    same = False
+                    break
+        if not same:
+            pieces += 1
+            weighted += counts[w]
+    return pieces, weighted
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """What one phase learned.
+
+    ``rank``, ``left``, ``right``, ``count`` are the merges in the order
+    learned (a merge into an existing token repeats that token's rank);
+    ``vocab`` is the vocabulary after the phase; ``made`` the number of new
+    ranks; ``differing_pieces`` / ``differing_weight`` count the pieces whose
+    trainer segmentation differs from tiktoken's rule with the final
+    vocabulary (expected 0).
+    """
+
+    rank: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    count: np.ndarray
+    vocab: Vocab
+    made: int
+    differing_pieces: int
+    differing_weight: int
+
+    def merged_bytes(self) -> list[bytes]:
+        return [self.vocab.token(int(r)) for r in self.rank]
+
+
+def train_phase(
+    vocab: Vocab,
+    buf: np.ndarray,
+    off: np.ndarray,
+    counts: np.ndarray,
+    *,
+    merges: int,
+    min_frequency: int = 2,
+    max_token_bytes: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> PhaseResult:
+    """Learn up to ``merges`` new ranks on top of ``vocab`` from a piece inventory.
+
+    Piece ``w`` is ``buf[off[w]:off[w+1]]`` and occurs ``counts[w]`` times.
+    ``on_progress(made)`` is called about ten times a second while the loop runs.
+    """
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    sym, lens = segment_pieces(vocab, buf, off)
+    first = len(vocab)
+    tok_off = np.zeros(first + merges + 1, dtype=np.int64)
+    tok_off[: first + 1] = vocab.off
+    table = build_table(vocab.buf, vocab.off, table_capacity(first + merges))
+    progress = np.zeros(1, dtype=np.int64)
+    args = (sym, off[:-1].copy(), lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
+            min_frequency, max_token_bytes or 0, progress)
+    out = _run_reporting(_train_kernel, args, progress, on_progress)
+    m_rank, m_left, m_right, m_count, tok_buf, made = out
+    new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
+    check_sym, check_lens = segment_pieces(new_vocab, buf, off)
+    pieces, weight = _count_differing(sym, lens, check_sym, check_lens, off, counts)
+    return PhaseResult(m_rank, m_left, m_right, m_count, new_vocab, int(made), int(pieces), int(weight))
+
+
+def _run_reporting(kernel, args, progress, on_progress):
+    """Run a nogil kernel in a thread, reporting ``progress[0]`` while it runs."""
+    if on_progress is None:
+        return kernel(*args)
+    result: list = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(kernel(*args))
+        except BaseException as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+        on_progress(int(progress[0]))
+    if errors:
+        raise errors[0]
+    on_progress(int(progress[0]))
+    return result[0]

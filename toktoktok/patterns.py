@@ -1,0 +1,89 @@
+"""Pre-tokenization patterns: the default one and the named ones.
+
+A pattern has two spellings: the string tiktoken is given (``tiktoken``), and
+the string the Python ``regex`` module runs (``python``), which is our
+reference engine. They differ only where the engines read a construct
+differently: tiktoken's engine reads ``$`` as end of text, ``regex`` reads it
+as "end of text or before a final newline", so ``$`` becomes ``\\Z``.
+
+    >>> resolve_pattern("cl100k").name
+    'cl100k'
+    >>> resolve_pattern(None).name
+    'default'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
+    r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A pre-tokenization pattern in both engines' spelling.
+
+    ``cut_at_safe_places`` says whether a text may be cut at SPEC §4's safe
+    places (after a line break before a non-space, or after a non-space
+    before a space) without changing what the pattern finds; when false,
+    every document is matched whole.
+    """
+
+    name: str
+    tiktoken: str
+    python: str
+    cut_at_safe_places: bool
+
+
+def _python_spelling(tiktoken_pattern: str) -> str:
+    """tiktoken's ``$`` is end of text; ``regex`` needs ``\\Z`` for that."""
+    return tiktoken_pattern.replace("$", r"\Z")
+
+
+NAMED_PATTERNS: dict[str, Pattern] = {
+    "default": Pattern("default", DEFAULT_PATTERN, DEFAULT_PATTERN, True),
+    "cl100k": Pattern("cl100k", CL100K_PATTERN, _python_spelling(CL100K_PATTERN), True),
+    "o200k": Pattern("o200k", O200K_PATTERN, O200K_PATTERN, False),
+    "gpt2": Pattern("gpt2", GPT2_PATTERN, _python_spelling(GPT2_PATTERN), False),
+}
+
+
+def resolve_pattern(value: str | None) -> Pattern:
+    """Map a config's ``pattern:`` value (None, a name, or a regex) to a Pattern.
+
+    A custom regex is used as written by both engines and matched over whole
+    documents. Raises ``ValueError`` when a custom regex does not compile.
+    """
+    if value is None:
+        return NAMED_PATTERNS["default"]
+    if value in NAMED_PATTERNS:
+        return NAMED_PATTERNS[value]
+    import regex
+
+    try:
+        regex.compile(value)
+    except regex.error as exc:
+        raise ValueError(f"pattern does not compile: {exc}") from exc
+    return Pattern("custom", value, value, False)
