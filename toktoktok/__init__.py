@@ -1,2 +1,6 @@
 """toktoktok: a multi-phase byte-level BPE trainer for tiktoken."""
 __version__ = "0.1.0"
+
+from toktoktok.loading import load
+
+__all__ = ["__version__", "load"]

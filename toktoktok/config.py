@@ -307,7 +307,7 @@ class _Converter:
 
     def _sequence(self, node: yaml.SequenceNode, path: KeyPath) -> list[Any]:
         if node.tag != _SEQ_TAG:
-            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}")
+            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}", node.start_mark.line + 1)
         items = []
         for i, item in enumerate(node.value):
             self.ctx.lines[path + (i,)] = item.start_mark.line + 1
@@ -316,7 +316,7 @@ class _Converter:
 
     def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> dict[str, Any]:
         if node.tag != _MAP_TAG:
-            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}")
+            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}", node.start_mark.line + 1)
         merged: dict[str, Any] = {}
         for key_node, value_node in node.value:  # `<<:` merges first: explicit keys win
             if key_node.tag == _MERGE_TAG:
@@ -412,9 +412,10 @@ def _require(ctx: _Context, mapping: dict[str, Any], path: KeyPath, key: str) ->
 
 def _int(ctx: _Context, path: KeyPath, value: Any, low: int, high: int | None = None) -> int:
     """An integer in [low, high] (bools and floats refused)."""
-    wanted = f"an integer >= {low}" if high is None else f"an integer between {low} and {high}"
-    if not _is_int(value) or value < low or (high is not None and value > high):
-        raise ctx.error(path, f"must be {wanted}, got {_describe(value)}")
+    if not _is_int(value) or value < low:
+        raise ctx.error(path, f"must be an integer >= {low}, got {_describe(value)}")
+    if high is not None and value > high:
+        raise ctx.error(path, f"must be an integer <= {high}, got {_describe(value)}")
     return value
 
 

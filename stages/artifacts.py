@@ -1,0 +1,115 @@
+"""Artifacts on disk: Arrow IPC files (zstd) and one JSON manifest per stage folder.
+
+Stages talk only through these files. A stage folder is complete when its
+``manifest.json`` exists: the manifest is written last, and a stage about to
+redo its work deletes the old manifest first, so a folder interrupted half
+way is never mistaken for a finished one. The manifest's ``key`` is a digest
+of everything the stage's result depends on (settings and its inputs'
+fingerprints): a stage whose key did not change is not redone.
+
+    >>> key_of({"b": 1, "a": [1, 2]}) == key_of({"a": [1, 2], "b": 1})
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from toktoktok.atomic import atomic_path, atomic_write_bytes
+
+MANIFEST = "manifest.json"
+FORMAT = "toktoktok-artifacts/1"
+
+
+def key_of(obj: Any) -> str:
+    """A sha256 digest of ``obj``'s canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_ipc(path: Path, table: pa.Table) -> dict[str, Any]:
+    """Write ``table`` as a zstd-compressed Arrow IPC file, atomically.
+
+    Returns the output's entry for a manifest: name, rows, bytes, sha256.
+    """
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with atomic_path(path) as tmp:
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as w:
+            w.write_table(table)
+    return {"name": path.name, "rows": table.num_rows, "bytes": path.stat().st_size, "sha256": file_digest(path)}
+
+
+def read_ipc(path: Path) -> pa.Table:
+    """Read a whole Arrow IPC file (memory-mapped, so the OS pages it in)."""
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's manifest, or None if the stage never finished there."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def is_current(folder: Path, key: str) -> bool:
+    """True if the folder holds a finished stage with this key and all its outputs."""
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("key") != key:
+        return False
+    return all(_output_intact(folder, out) for out in manifest.get("outputs", []))
+
+
+def _output_intact(folder: Path, out: dict[str, Any]) -> bool:
+    """An output inside the folder must exist; one outside it (``path``) must be unchanged."""
+    if "path" not in out:
+        return (folder / out["name"]).is_file()
+    path = Path(out["path"])
+    return path.is_file() and path.stat().st_size == out["bytes"] and file_digest(path) == out["sha256"]
+
+
+def begin(folder: Path) -> None:
+    """Make ``folder`` empty and ready: the old manifest goes first."""
+    (folder / MANIFEST).unlink(missing_ok=True)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+
+
+def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Write the manifest last (atomically), adding the format and peak RSS."""
+    manifest = {"format": FORMAT, **manifest, "peak_rss_mb": peak_rss_mb()}
+    atomic_write_bytes(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
+    return manifest
+
+
+def outputs_key(manifest: dict[str, Any]) -> str:
+    """A digest of a finished stage's outputs: what the next stage depends on."""
+    return key_of([(o["name"], o["sha256"]) for o in manifest.get("outputs", [])])
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory so far of this process and of its finished children."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round(max(own, children) / 1024, 1)

@@ -1,0 +1,242 @@
+"""Stage 3, export: every phase's merges -> ``NAME.tiktoken`` and ``NAME.meta.json``.
+
+Reads: ``WORK/train/*/merges.arrow`` (the vocabulary), ``WORK/ingest/*/``
+(held-out text and pieces, for validation).
+Writes: the ``.tiktoken`` file and its companion (SPEC §7), atomically, then
+``WORK/export/manifest.json`` (last).
+
+Export proves what it wrote before it calls the run done:
+
+1. it loads the file back with our own parser into a real
+   ``tiktoken.Encoding`` (``toktoktok.load``);
+2. it round-trips text through it: built-in samples in many scripts, some
+   held-out text of every phase, each with special tokens in between, and
+   checks every special token encodes to its single id;
+3. it encodes the most frequent pieces of every phase with tiktoken and
+   compares them with our own segmenter on the same vocabulary (the train
+   stage already compared the trainer's segmentation with that segmenter),
+   and reports how many differ (expected 0).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import regex
+import tiktoken
+
+import toktoktok
+from stages import artifacts
+from stages.ingest import merge_counts
+from stages.ingest import stage_dir as ingest_dir
+from stages.progress import Progress
+from stages.train import MissingInput, inventory, vocab_after
+from stages.train import stage_dir as train_dir
+from toktoktok.atomic import atomic_write_bytes
+from toktoktok.config import Config, config_fingerprint
+from toktoktok.loading import META_FORMAT, meta_path
+from toktoktok.segment import segment_pieces
+from toktoktok.tiktoken_file import write_tiktoken
+from toktoktok.vocab import Vocab
+
+CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
+HELDOUT_SAMPLE_CHARS = 200_000  # held-out text of each phase round-tripped
+SAMPLES = [
+    "Hello, world! It's 2026: naïve café, 3.14159 and 1,000,000 tokens.\n\n    indented\r\nCRLF\ttab",
+    "Grüße aus Köln – „Anführungszeichen“ und ß. Ελληνικά. Русский текст. Čeština, Polski: zażółć gęślą jaźń.",
+    "日本語のテキスト、中文文本。한국어 텍스트. ภาษาไทย. हिन्दी पाठ. العربية النص. עברית.",
+    "emoji 👍🏽👨‍👩‍👧 and symbols ∑∫√∞ ≠ ≤; combining e\u0301 a\u0308; NBSP\u00a0here; zero\u200bwidth",
+    "def f(x):\n    return x ** 2  # comment\n\n\nif __name__ == '__main__':\n\tprint(f(3))\n",
+    "   leading spaces, trailing spaces   \n\n\n\n  ",
+]
+
+
+def output_paths(cfg: Config) -> tuple[Path, Path]:
+    return cfg.output, meta_path(cfg.output)
+
+
+def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
+    """Special tokens after all merges, in config order, then padding tokens.
+
+    >>> special_ids_for(["<|a|>"], 1001, pad_to=4)
+    {'<|a|>': 1001, '<|reserved_special_token_0|>': 1002, '<|reserved_special_token_1|>': 1003}
+    """
+    return special_ids_for(list(cfg.special_tokens), vocab_size, pad_to=cfg.pad_to_multiple_of)
+
+
+def special_ids_for(tokens: list[str], vocab_size: int, *, pad_to: int | None) -> dict[str, int]:
+    ids = {tok: vocab_size + i for i, tok in enumerate(tokens)}
+    k = 0
+    while pad_to and (vocab_size + len(ids)) % pad_to:
+        name = f"<|reserved_special_token_{k}|>"
+        if name not in ids:
+            ids[name] = vocab_size + len(ids)
+        k += 1
+    return ids
+
+
+def export_key(cfg: Config) -> str:
+    trained = []
+    for phase in cfg.phases:
+        manifest = artifacts.read_manifest(train_dir(cfg, phase))
+        if manifest is None:
+            raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
+        trained.append(artifacts.outputs_key(manifest))
+    return artifacts.key_of({
+        "stage": "export",
+        "trained": trained,
+        "hardcoded_merges": cfg.hardcoded_merges,
+        "special_tokens": cfg.special_tokens,
+        "pad_to_multiple_of": cfg.pad_to_multiple_of,
+        "pattern": cfg.pattern.tiktoken,
+        "output": str(cfg.output),
+        "fingerprint": config_fingerprint(cfg),
+    })
+
+
+def meta_document(cfg: Config, vocab: Vocab, specials: dict[str, int], train_manifests: list[dict]) -> dict:
+    """The companion file: what the ``.tiktoken`` cannot hold."""
+    phases = []
+    for phase, manifest in zip(cfg.phases, train_manifests):
+        counts = manifest["counts"]
+        first = manifest["inputs"]["vocab_size_before"]
+        phases.append({"name": phase.name, "merges_requested": phase.merges, "merges_made": counts["merges_made"],
+                       "first_rank": first, "last_rank": first + counts["merges_made"] - 1})
+    return {
+        "format": META_FORMAT,
+        "name": cfg.output.name.removesuffix(".tiktoken"),
+        "pattern": {"name": cfg.pattern.name, "tiktoken": cfg.pattern.tiktoken, "python": cfg.pattern.python},
+        "special_tokens": specials,
+        "vocab_size": len(vocab) + len(specials),
+        "mergeable_ranks": len(vocab),
+        "hardcoded_merges": cfg.hardcoded_merges,
+        "phases": phases,
+        "versions": {
+            "toktoktok": toktoktok.__version__,
+            "regex": regex.__version__,
+            "tiktoken": tiktoken.__version__ if hasattr(tiktoken, "__version__") else _dist_version("tiktoken"),
+            "unicode": unicodedata.unidata_version,
+            "python": platform.python_version(),
+        },
+        "config_fingerprint": config_fingerprint(cfg),
+    }
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+def round_trip_failures(enc: tiktoken.Encoding, texts: list[str], specials: dict[str, int]) -> list[str]:
+    """Texts that do not decode back to themselves, or special tokens not atomic."""
+    failures = [t[:60] for t in texts if enc.decode(enc.encode_ordinary(t)) != t]
+    for tok, tid in specials.items():
+        if enc.encode(tok, allowed_special="all") != [tid]:
+            failures.append(f"special token {tok!r} does not encode to [{tid}]")
+    joined = "".join(f"{t}{tok}" for t, tok in zip(texts, list(specials) * len(texts)))
+    if specials and enc.decode(enc.encode(joined, allowed_special="all")) != joined:
+        failures.append("text with special tokens does not round-trip")
+    return failures
+
+
+def _phase_pieces(cfg: Config, phase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The most frequent pieces of a phase (up to CHECKED_PIECES), as flat arrays."""
+    manifest = artifacts.read_manifest(ingest_dir(cfg, phase)) or {"outputs": []}
+    chunks = [ingest_dir(cfg, phase) / o["name"] for o in manifest["outputs"] if o["name"].startswith("chunk-")]
+    table = merge_counts([artifacts.read_ipc(p) for p in chunks if p.is_file()])
+    if table.num_rows > CHECKED_PIECES:
+        import pyarrow.compute as pc
+
+        top = pc.select_k_unstable(table, CHECKED_PIECES, [("count", "descending"), ("piece", "ascending")])
+        table = table.take(top)
+    return inventory(table)
+
+
+def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, cfg: Config) -> tuple[int, int]:
+    """(pieces checked, pieces where tiktoken and our segmenter differ)."""
+    checked = differing = 0
+    for phase in cfg.phases:
+        buf, off, _ = _phase_pieces(cfg, phase)
+        sym, lens = segment_pieces(vocab, buf, off)
+        data = buf.tobytes()
+        for w in range(len(off) - 1):
+            ours = sym[off[w] : off[w] + lens[w]].tolist()
+            if enc._encode_single_piece(data[off[w] : off[w + 1]]) != ours:
+                differing += 1
+        checked += len(off) - 1
+    return checked, differing
+
+
+def _heldout_samples(cfg: Config) -> list[str]:
+    texts = []
+    for phase in cfg.phases:
+        path = ingest_dir(cfg, phase) / "heldout.arrow"
+        if path.is_file():
+            column = artifacts.read_ipc(path)["text"].to_pylist()
+            texts.append("".join(column)[:HELDOUT_SAMPLE_CHARS])
+    return [t for t in texts if t]
+
+
+class ExportError(Exception):
+    """The written tokenizer failed its own validation."""
+
+
+def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, Any]:
+    """Export unless the outputs are current; returns the export manifest."""
+    folder = cfg.work_dir / "export"
+    key = export_key(cfg)
+    if not force and artifacts.is_current(folder, key):
+        return {**artifacts.read_manifest(folder), "skipped": True}
+    started = time.perf_counter()
+    artifacts.begin(folder)
+    train_manifests = [artifacts.read_manifest(train_dir(cfg, p)) for p in cfg.phases]
+    vocab = vocab_after(cfg, len(cfg.phases))
+    specials = special_ids(cfg, len(vocab))
+    tiktoken_path, meta_file = output_paths(cfg)
+    tiktoken_path.parent.mkdir(parents=True, exist_ok=True)
+    meta = meta_document(cfg, vocab, specials, train_manifests)
+    write_tiktoken(tiktoken_path, vocab.ranks())
+    atomic_write_bytes(meta_file, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
+    written = time.perf_counter()
+    progress.start("export: validating", unit="pieces")
+    enc = toktoktok.load(tiktoken_path)
+    failures = round_trip_failures(enc, SAMPLES + _heldout_samples(cfg), specials)
+    checked, differing = tiktoken_disagreements(enc, vocab, cfg)
+    progress.set(checked)
+    progress.done()
+    if failures:
+        tiktoken_path.unlink(missing_ok=True)
+        meta_file.unlink(missing_ok=True)
+        raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
+    trainer_differing = sum(m["counts"]["differing_pieces"] for m in train_manifests)
+    if differing or trainer_differing:
+        progress.note(f"warning: {differing} of {checked} pieces encode differently in tiktoken; "
+                      f"{trainer_differing} pieces end training segmented unlike tiktoken's rule")
+    outputs = [_output_entry(tiktoken_path), _output_entry(meta_file)]
+    return artifacts.finish(folder, {
+        "stage": "export",
+        "key": key,
+        "inputs": {"trained": [m["outputs"] for m in train_manifests]},
+        "outputs": outputs,
+        "counts": {
+            "mergeable_ranks": len(vocab),
+            "special_tokens": len(specials),
+            "vocab_size": len(vocab) + len(specials),
+            "pieces_checked_with_tiktoken": checked,
+            "pieces_differing_from_tiktoken": differing,
+            "pieces_trainer_differing": trainer_differing,
+            "round_trip_texts": len(SAMPLES) + len(_heldout_samples(cfg)),
+        },
+        "seconds": {"write": round(written - started, 3), "validate": round(time.perf_counter() - written, 3)},
+    })
+
+
+def _output_entry(path: Path) -> dict[str, Any]:
+    return {"name": path.name, "path": str(path), "bytes": path.stat().st_size, "sha256": artifacts.file_digest(path)}

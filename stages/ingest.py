@@ -1,0 +1,317 @@
+"""Stage 1, ingest: a phase's sources -> distinct-piece chunk files and held-out text.
+
+Reads: every file of the phase's sources (streamed, never whole).
+Writes, in ``WORK/ingest/NN-slug/``:
+
+- ``chunk-00000.arrow`` ...: ``piece: binary, count: uint64``, the distinct
+  pieces of about 128 MB of text each, sorted by piece;
+- ``heldout.arrow``: ``text: large_string``, the held-out documents;
+- ``manifest.json``: files and their fingerprints, counts, timings (last).
+
+The main process reads files, decides for each document whether it is held
+out (a seeded hash of its position, so the choice does not depend on timing
+or threads), cuts documents into parts at the pattern's safe places and sends
+batches of parts to worker processes, which cut out special tokens, run the
+pattern and count pieces with polars. ``regex`` holds the GIL while it
+builds match objects, so threads do not scale; processes do. Counts come
+back in submission order, so chunk files are the same for any ``threads``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from stages import artifacts
+from stages.progress import Progress
+from toktoktok.config import Config, Phase, Source
+from toktoktok.patterns import Pattern
+from toktoktok.pretokenize import PartCutter, pieces
+from toktoktok.sources import ReadStats, SourceError, iter_blocks, list_source_files
+
+CHUNK_TEXT_CHARS = 128 << 20  # text per chunk file
+BATCH_TEXT_CHARS = 2 << 20  # text per worker task
+HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
+CHUNK_SCHEMA = pa.schema([("piece", pa.binary()), ("count", pa.uint64())])
+
+
+def stage_dir(cfg: Config, phase: Phase) -> Path:
+    return cfg.work_dir / "ingest" / phase.slug
+
+
+def count_texts(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
+    """Distinct pieces of ``texts`` with their counts (runs in a worker).
+
+    >>> from toktoktok.patterns import resolve_pattern
+    >>> count_texts(["a a a"], resolve_pattern(None), ()).sort_by("piece").to_pylist()
+    [{'piece': b' a', 'count': 2}, {'piece': b'a', 'count': 1}]
+    """
+    found: list[str] = []
+    for text in texts:
+        found.extend(pieces(text, pattern, special_tokens))
+    column = pa.array(found, type=pa.large_string()).cast(pa.large_binary())
+    counted = pl.DataFrame({"piece": column}).group_by("piece").len("count")
+    return counted.with_columns(pl.col("count").cast(pl.UInt64)).to_arrow()
+
+
+def _weighted(table: pa.Table, weight: float) -> pa.Table:
+    """Counts times a source's weight (rounded, at least 1 for a piece seen)."""
+    if weight == 1:
+        return table
+    df = pl.from_arrow(table)
+    if float(weight).is_integer():
+        scaled = pl.col("count") * int(weight)
+    else:
+        scaled = (pl.col("count").cast(pl.Float64) * weight).round().clip(lower_bound=1).cast(pl.UInt64)
+    return df.with_columns(scaled.cast(pl.UInt64)).to_arrow()
+
+
+def merge_counts(tables: list[pa.Table]) -> pa.Table:
+    """Sum counts by piece over several tables; sorted by piece, schema CHUNK_SCHEMA."""
+    if not tables:
+        return CHUNK_SCHEMA.empty_table()
+    df = pl.concat([pl.from_arrow(t) for t in tables])
+    summed = df.group_by("piece").agg(pl.col("count").sum()).sort("piece")
+    return summed.to_arrow().cast(CHUNK_SCHEMA)
+
+
+def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
+    """A seeded, position-based choice: the same documents whatever the threads."""
+    if share <= 0:
+        return False
+    digest = hashlib.blake2b(f"{seed}/{slug}/{file_index}/{doc}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") < share * 2.0**64
+
+
+def phase_files(phase: Phase) -> list[tuple[Source, Path]]:
+    """Every (source, file) of a phase, in config then path order."""
+    return [(src, path) for src in phase.sources for path in list_source_files(src)]
+
+
+def ingest_key(cfg: Config, phase: Phase, files: list[tuple[Source, Path]]) -> str:
+    """What the ingest of this phase depends on: settings and file fingerprints."""
+    return artifacts.key_of(
+        {
+            "stage": "ingest",
+            "pattern": cfg.pattern.python,
+            "cut": cfg.pattern.cut_at_safe_places,
+            "special_tokens": cfg.special_tokens,
+            "seed": cfg.seed,
+            "heldout_share": cfg.heldout_share,
+            "max_piece_bytes": cfg.max_piece_bytes,
+            "on_bad_file": cfg.on_bad_file,
+            "slug": phase.slug,
+            "files": [_fingerprint(src, path) for src, path in files],
+        }
+    )
+
+
+def _fingerprint(src: Source, path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return {
+        "path": str(path),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "text_column": src.text_column,
+        "weight": src.weight,
+    }
+
+
+@dataclass
+class _Tally:
+    """Counters that end up in the manifest."""
+
+    files: int = 0
+    documents: int = 0
+    bytes_read: int = 0
+    replaced_chars: int = 0
+    forced_cuts: int = 0
+    heldout_documents: int = 0
+    heldout_bytes: int = 0
+    heldout_truncated: int = 0
+    bad_files: list[dict[str, str]] = field(default_factory=list)
+
+
+class _Chunker:
+    """Collects counted batches and writes a chunk file every CHUNK_TEXT_CHARS."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.pending: list[pa.Table] = []
+        self.chars = 0
+        self.outputs: list[dict[str, Any]] = []
+        self.pieces = 0
+
+    def add(self, table: pa.Table, chars: int) -> None:
+        self.pending.append(table)
+        self.chars += chars
+        self.pieces += int(pa.compute.sum(table["count"]).as_py() or 0)
+        if self.chars >= CHUNK_TEXT_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        name = f"chunk-{len(self.outputs):05d}.arrow"
+        self.outputs.append(artifacts.write_ipc(self.folder / name, merge_counts(self.pending)))
+        self.pending, self.chars = [], 0
+
+
+class _Batcher:
+    """Sends batches of parts to the workers (or counts them here) in order."""
+
+    def __init__(self, cfg: Config, chunker: _Chunker, pool: ProcessPoolExecutor | None) -> None:
+        self.cfg, self.chunker, self.pool = cfg, chunker, pool
+        self.texts: list[str] = []
+        self.chars = 0
+        self.weight = 1.0
+        self.inflight: list[tuple[Future[pa.Table] | pa.Table, float, int]] = []
+
+    def add(self, parts: list[str], weight: float) -> None:
+        if weight != self.weight:
+            self.send()
+            self.weight = weight
+        for part in parts:
+            self.texts.append(part)
+            self.chars += len(part)
+        if self.chars >= BATCH_TEXT_CHARS:
+            self.send()
+
+    def send(self) -> None:
+        if not self.texts:
+            return
+        args = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
+        job = self.pool.submit(count_texts, *args) if self.pool else count_texts(*args)
+        self.inflight.append((job, self.weight, self.chars))
+        self.texts, self.chars = [], 0
+        limit = 2 * self.pool._max_workers if self.pool else 0  # bounded memory in flight
+        while len(self.inflight) > limit:
+            self._collect_one()
+
+    def _collect_one(self) -> None:
+        job, weight, chars = self.inflight.pop(0)
+        table = job.result() if isinstance(job, Future) else job
+        self.chunker.add(_weighted(table, weight), chars)
+
+    def drain(self) -> None:
+        self.send()
+        while self.inflight:
+            self._collect_one()
+
+
+def _documents(path: Path, src: Source, tally: _Tally) -> Iterator[tuple[int, str, bool]]:
+    stats = ReadStats()
+    try:
+        for block in iter_blocks(path, text_column=src.text_column, stats=stats):
+            yield block.doc, block.text, block.end
+    finally:
+        tally.documents += stats.documents
+        tally.bytes_read += stats.bytes_read
+        tally.replaced_chars += stats.replaced_chars
+
+
+def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: _Batcher,
+                 heldout: list[str], tally: _Tally, progress: Progress) -> None:
+    cutter: PartCutter | None = None
+    held: list[str] | None = None
+    for doc, text, end in _documents(path, src, tally):
+        if cutter is None and held is None:
+            if tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(
+                cfg.seed, phase.slug, index, doc, cfg.heldout_share
+            ):
+                held = []
+            else:
+                cutter = PartCutter(cut=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+                                    max_piece_chars=cfg.max_piece_bytes)
+        if held is not None:
+            room = HELDOUT_CAP_BYTES - tally.heldout_bytes
+            piece = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            tally.heldout_truncated += len(piece) < len(text)
+            held.append(piece)
+            tally.heldout_bytes += len(piece.encode("utf-8", "surrogatepass"))
+        else:
+            batcher.add(cutter.feed(text), src.weight)
+        progress.update(len(text))
+        if end:
+            if held is not None:
+                heldout.append("".join(held))
+                tally.heldout_documents += 1
+            else:
+                batcher.add(cutter.finish(), src.weight)
+                tally.forced_cuts += cutter.forced_cuts
+            cutter, held = None, None
+
+
+def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
+    """Ingest one phase unless its artifacts are current; returns its manifest."""
+    folder = stage_dir(cfg, phase)
+    files = phase_files(phase)
+    key = ingest_key(cfg, phase, files)
+    if not force and artifacts.is_current(folder, key):
+        return {**artifacts.read_manifest(folder), "skipped": True}
+    started = time.perf_counter()
+    artifacts.begin(folder)
+    tally, heldout = _Tally(), []
+    chunker = _Chunker(folder)
+    total = sum(path.stat().st_size for _, path in files)
+    progress.start(f"ingest {phase.name}", total=total, unit="B")
+    with _pool(cfg) as pool:
+        batcher = _Batcher(cfg, chunker, pool)
+        for index, (src, path) in enumerate(files):
+            try:
+                _ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress)
+                tally.files += 1
+            except SourceError as exc:
+                if cfg.on_bad_file == "fail":
+                    raise
+                tally.bad_files.append({"path": str(path), "error": str(exc)})
+                progress.note(f"skipped bad file {path}: {exc}")
+        batcher.drain()
+    chunker.flush()
+    progress.done()
+    held_table = pa.table({"text": pa.array(heldout, type=pa.large_string())})
+    outputs = chunker.outputs + [artifacts.write_ipc(folder / "heldout.arrow", held_table)]
+    return artifacts.finish(folder, {
+        "stage": "ingest",
+        "phase": phase.name,
+        "key": key,
+        "inputs": [_fingerprint(src, path) for src, path in files],
+        "outputs": outputs,
+        "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},
+        "seconds": round(time.perf_counter() - started, 3),
+    })
+
+
+class _pool:
+    """A spawn-context process pool when ``threads`` > 1 (None otherwise)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.workers = resolve_threads(cfg.threads)
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> ProcessPoolExecutor | None:
+        if self.workers > 1:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+        return self.pool
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+
+def resolve_threads(threads: int) -> int:
+    """``threads: -1`` means every core this process may use."""
+    import os
+
+    if threads and threads > 0:
+        return threads
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -1,0 +1,159 @@
+"""Stage 2, train: a phase's piece counts -> its merges, on top of every earlier phase.
+
+Reads: ``WORK/ingest/NN-slug/chunk-*.arrow`` (this phase's pieces) and
+``WORK/train/MM-slug/merges.arrow`` of every earlier phase (the vocabulary
+this phase starts from).
+Writes, in ``WORK/train/NN-slug/``:
+
+- ``merges.arrow``: ``rank, left, right: uint32`` (ranks of the merged token
+  and of its two parts), ``bytes: binary``, ``count: uint64`` (the pair's
+  count when it was merged), in the order learned. A merge whose bytes were
+  already a token repeats that token's rank (SPEC §5) and adds no rank;
+- ``manifest.json``: inputs' digests, counts, rate, timings (last).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from stages import artifacts
+from stages.ingest import merge_counts
+from stages.ingest import stage_dir as ingest_dir
+from stages.progress import Progress
+from toktoktok.config import Config, Phase
+from toktoktok.merge import PhaseResult, train_phase
+from toktoktok.vocab import Vocab
+
+MERGES_SCHEMA = pa.schema(
+    [("rank", pa.uint32()), ("left", pa.uint32()), ("right", pa.uint32()), ("bytes", pa.binary()), ("count", pa.uint64())]
+)
+
+
+class MissingInput(Exception):
+    """A stage's input artifacts are absent; the message says what to run first."""
+
+
+def stage_dir(cfg: Config, phase: Phase) -> Path:
+    return cfg.work_dir / "train" / phase.slug
+
+
+def base_vocab(cfg: Config) -> Vocab:
+    """The vocabulary before the first phase: bytes, then the hardcoded merges if on."""
+    return Vocab.initial(hardcoded=cfg.hardcoded_merges)
+
+
+def vocab_after(cfg: Config, last: int) -> Vocab:
+    """The vocabulary after phases 1..last, rebuilt from their merges files."""
+    vocab = base_vocab(cfg)
+    for phase in cfg.phases[:last]:
+        table = artifacts.read_ipc(stage_dir(cfg, phase) / "merges.arrow")
+        ranks = table["rank"].to_numpy()
+        tokens = table["bytes"].to_pylist()
+        vocab = vocab.extended(t for r, t in zip(ranks, tokens) if r >= len(vocab))
+    return vocab
+
+
+def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A (piece, count) table as flat arrays: bytes, int64 offsets, int64 counts."""
+    pieces = table["piece"].combine_chunks().cast(pa.large_binary())
+    _, offsets, data = pieces.buffers()
+    off = np.frombuffer(offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
+    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    buf = buf[off[0] : off[-1]] if len(off) else buf[:0]
+    counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False)
+    if len(counts) and counts.max() >= 2**63:
+        raise OverflowError("a piece count exceeds 2**63: lower the sources' weights")
+    return buf, off - off[0], counts.astype(np.int64)
+
+
+def _input_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
+    manifest = artifacts.read_manifest(ingest_dir(cfg, phase))
+    if manifest is None:
+        raise MissingInput(f"phase '{phase.name}' has not been ingested: run `toktok ingest -c {cfg.path}` first")
+    return manifest
+
+
+def train_key(cfg: Config, phase: Phase) -> str:
+    """What this phase's merges depend on: its pieces, the earlier phases, settings."""
+    before = []
+    for earlier in cfg.phases[: phase.index - 1]:
+        manifest = artifacts.read_manifest(stage_dir(cfg, earlier))
+        if manifest is None:
+            raise MissingInput(f"phase '{earlier.name}' has not been trained: run `toktok train -c {cfg.path}` first")
+        before.append(artifacts.outputs_key(manifest))
+    return artifacts.key_of({
+        "stage": "train",
+        "pieces": artifacts.outputs_key(_input_manifest(cfg, phase)),
+        "before": before,
+        "hardcoded_merges": cfg.hardcoded_merges,
+        "merges": phase.merges,
+        "min_frequency": cfg.min_frequency,
+        "max_token_bytes": cfg.max_token_bytes,
+    })
+
+
+def merges_table(result: PhaseResult) -> pa.Table:
+    return pa.table(
+        {
+            "rank": result.rank.astype(np.uint32),
+            "left": result.left.astype(np.uint32),
+            "right": result.right.astype(np.uint32),
+            "bytes": pa.array(result.merged_bytes(), type=pa.binary()),
+            "count": result.count.astype(np.uint64),
+        },
+        schema=MERGES_SCHEMA,
+    )
+
+
+def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
+    """Train one phase unless its merges are current; returns its manifest."""
+    folder = stage_dir(cfg, phase)
+    key = train_key(cfg, phase)
+    if not force and artifacts.is_current(folder, key):
+        return {**artifacts.read_manifest(folder), "skipped": True}
+    started = time.perf_counter()
+    artifacts.begin(folder)
+    ingest_manifest = _input_manifest(cfg, phase)
+    chunks = [o["name"] for o in ingest_manifest["outputs"] if o["name"].startswith("chunk-")]
+    table = merge_counts([artifacts.read_ipc(ingest_dir(cfg, phase) / name) for name in chunks])
+    buf, off, counts = inventory(table)
+    vocab = vocab_after(cfg, phase.index - 1)
+    loaded = time.perf_counter()
+    progress.start(f"train {phase.name}", total=phase.merges, unit="merges")
+    result = train_phase(vocab, buf, off, counts, merges=phase.merges, min_frequency=cfg.min_frequency,
+                         max_token_bytes=cfg.max_token_bytes, on_progress=progress.set)
+    trained = time.perf_counter()
+    progress.done(f"{result.made} new tokens")
+    warnings = []
+    if result.made < phase.merges:
+        warnings.append(f"phase '{phase.name}' ran out of pairs seen at least {cfg.min_frequency} times: "
+                        f"{result.made} of {phase.merges} merges made")
+    for warning in warnings:
+        progress.note(f"warning: {warning}")
+    output = artifacts.write_ipc(folder / "merges.arrow", merges_table(result))
+    return artifacts.finish(folder, {
+        "stage": "train",
+        "phase": phase.name,
+        "key": key,
+        "inputs": {"pieces": ingest_manifest["outputs"], "vocab_size_before": len(vocab)},
+        "outputs": [output],
+        "counts": {
+            "distinct_pieces": len(counts),
+            "pieces": int(counts.sum()),
+            "merges_requested": phase.merges,
+            "merges_made": result.made,
+            "merges_into_existing_tokens": len(result.rank) - result.made,
+            "vocab_size_after": len(result.vocab),
+            "differing_pieces": result.differing_pieces,
+            "differing_weight": result.differing_weight,
+        },
+        "warnings": warnings,
+        "seconds": {"load": round(loaded - started, 3), "train": round(trained - loaded, 3),
+                    "total": round(time.perf_counter() - started, 3)},
+        "merges_per_second": round(result.made / max(trained - loaded, 1e-9), 1),
+    })

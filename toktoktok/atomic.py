@@ -1,0 +1,106 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half.
+
+Every artifact toktoktok writes (the ``.tiktoken`` file, manifests, Arrow
+chunks) goes through here, because an interrupted run must not leave a
+truncated file that a later run mistakes for a finished one.
+
+The recipe is the classic one: write a temporary file *in the same folder*
+(``os.replace`` is only atomic within one file system), flush it, ``fsync``
+it so the bytes are on disk before the name points at them, then
+``os.replace`` it over the target, and finally ``fsync`` the folder (where the
+platform allows it) so the rename itself survives a crash.
+
+Two entry points:
+
+- ``atomic_write_bytes(path, data)`` for data already in memory;
+- ``atomic_path(path)``, a context manager yielding a temporary sibling path
+  for writers that want a file name (pyarrow, polars); the temp file is
+  renamed into place only if the block succeeds, and deleted otherwise.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> atomic_write_bytes(d / "a.txt", b"hello")
+    >>> (d / "a.txt").read_bytes()
+    b'hello'
+    >>> with atomic_path(d / "b.txt") as tmp:
+    ...     _ = tmp.write_bytes(b"bye")
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt', 'b.txt']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _fsync_file(path: Path) -> None:
+    """Flush a closed file's bytes to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable; silently skipped where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # Windows, some network file systems
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _temp_sibling(path: Path) -> Path:
+    """Create (empty) and return a uniquely named hidden file beside ``path``.
+
+    The name starts with ``.NAME.`` and ends with ``.tmp`` so a stray one
+    left by a killed process is easy to recognise and never matches ``*.NAME``.
+    Created with mode 0o666 filtered by the umask, like ``open(path, "w")``
+    (``tempfile.mkstemp`` would make the final file private, 0o600).
+    """
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"could not create a temporary file beside {path}")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path``; move it onto ``path`` on success.
+
+    The parent folder must exist. On an exception inside the block the
+    temporary file is deleted, ``path`` is left untouched, and the exception
+    propagates.
+    """
+    target = Path(path)
+    tmp = _temp_sibling(target)
+    try:
+        yield tmp
+        _fsync_file(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(target.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see the module docstring)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)  # atomic_path flushes and fsyncs it

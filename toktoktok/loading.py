@@ -1,0 +1,131 @@
+"""``toktoktok.load``: a trained ``.tiktoken`` file as a ready ``tiktoken.Encoding``.
+
+A ``.tiktoken`` file holds only the mergeable ranks. The pattern and the
+special tokens live in the companion ``NAME.meta.json`` that export writes
+beside ``NAME.tiktoken`` (SPEC §7), so ``load`` reads both:
+
+    >>> import tempfile, pathlib
+    >>> from toktoktok.tiktoken_file import write_tiktoken
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> write_tiktoken(d / "tiny.tiktoken", {bytes([b]): b for b in range(256)})
+    >>> enc = load(d / "tiny.tiktoken", special_tokens={"<|endoftext|>": 256})
+    >>> enc.name, enc.n_vocab
+    ('tiny', 257)
+    >>> enc.encode("hi<|endoftext|>", allowed_special="all")
+    [104, 105, 256]
+
+Decisions:
+
+- The ranks are read with our own parser (``read_tiktoken``), never with
+  tiktoken's loader, which caches by path and can serve a rewritten file
+  stale (SPEC §8).
+- Keyword arguments win over the companion file; each one replaces that part
+  of it whole (``special_tokens={}`` means "no special tokens").
+- ``pattern=`` takes what a config's ``pattern:`` takes: a name
+  (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
+- No companion and no ``pattern=``: the default pattern (SPEC §4) and no
+  special tokens.
+- Everything tiktoken would panic on or silently accept wrongly (duplicate
+  ranks, missing bytes, a special id equal to a rank) is checked first and
+  raised as ``ValueError``: tiktoken's panics are not ``Exception``s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from toktoktok.patterns import resolve_pattern
+from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
+
+META_FORMAT = "toktoktok-meta/1"
+
+
+def split_name(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """The folder and the NAME of ``DIR/NAME.tiktoken`` (or ``.tiktoken.gz``).
+
+    >>> split_name("out/demo.tiktoken")
+    (PosixPath('out'), 'demo')
+    >>> split_name("base.tiktoken.gz")[1], split_name("vocab.bpe")[1]
+    ('base', 'vocab')
+    """
+    p = Path(path)
+    for suffix in (".tiktoken.gz", ".tiktoken"):
+        if p.name.endswith(suffix) and p.name != suffix:
+            return p.parent, p.name[: -len(suffix)]
+    return p.parent, p.stem
+
+
+def meta_path(path: str | os.PathLike[str]) -> Path:
+    """The companion of ``DIR/NAME.tiktoken``: ``DIR/NAME.meta.json``.
+
+    >>> meta_path("out/demo.tiktoken")
+    PosixPath('out/demo.meta.json')
+    """
+    folder, name = split_name(path)
+    return folder / f"{name}.meta.json"
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a ``.meta.json`` file; ``ValueError`` names the file."""
+    path = Path(path)
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: cannot read the companion file ({e})") from e
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    if meta.get("format") != META_FORMAT:
+        raise ValueError(f"{path}: unsupported format {meta.get('format')!r}, expected {META_FORMAT!r}")
+    return meta
+
+
+def _meta_pattern(meta: dict[str, Any], source: Path) -> str | None:
+    """The tiktoken spelling of the meta's pattern, if it names one."""
+    pattern = meta.get("pattern")
+    if pattern is None:
+        return None
+    if not isinstance(pattern, dict) or not isinstance(pattern.get("tiktoken"), str):
+        raise ValueError(f"{source}: 'pattern' must be an object with a 'tiktoken' string")
+    return pattern["tiktoken"]
+
+
+def _meta_special_tokens(meta: dict[str, Any], source: Path) -> dict[str, int]:
+    """The meta's special tokens, ``{}`` if it has none."""
+    special = meta.get("special_tokens", {})
+    if not isinstance(special, dict):
+        raise ValueError(f"{source}: 'special_tokens' must be an object of token -> id")
+    return dict(special)
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None = None,
+    special_tokens: dict[str, int] | None = None,
+) -> tiktoken.Encoding:
+    """Load ``DIR/NAME.tiktoken`` (+ ``DIR/NAME.meta.json``) as a ``tiktoken.Encoding``.
+
+    ``pattern`` (a name or a regex) and ``special_tokens`` override the
+    companion file. Raises ``ValueError`` naming the file on anything
+    invalid or unreadable (``TiktokenFileError`` for the ``.tiktoken`` itself,
+    a missing one included).
+    """
+    ranks = read_tiktoken(path)
+    companion = meta_path(path)
+    meta = read_meta(companion) if companion.is_file() else {}
+    pat_str = resolve_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
+    if pat_str is None:
+        pat_str = resolve_pattern(None).tiktoken
+    special = dict(special_tokens) if special_tokens is not None else _meta_special_tokens(meta, companion)
+    validate_special_tokens(ranks, special)
+    return tiktoken.Encoding(
+        name=split_name(path)[1],
+        pat_str=pat_str,
+        mergeable_ranks=ranks,
+        special_tokens=special,
+    )

@@ -1,0 +1,282 @@
+"""Pre-tokenization: special tokens, safe cut places, and pieces (SPEC §4).
+
+Three pure text tools, shared by ingest and by the tests:
+
+- ``split_special`` cuts the special tokens out of a text (they are never
+  counted), leaving the segments the pattern runs over.
+- ``safe_cut`` and ``PartCutter`` split one document into bounded parts at
+  places no match of the default or cl100k pattern can cross, so that running
+  the pattern part by part finds exactly the pieces it finds over the whole
+  document.
+- ``pieces`` runs the pattern (the ``regex`` module is the reference engine).
+
+Why these cut places are safe (default and cl100k patterns). A place ``p``
+is safe when ``text[p-1]`` is ``\\r`` or ``\\n`` and ``text[p]`` is not white
+space, or ``text[p-1]`` is not white space and ``text[p]`` is a space:
+
+- No alternative can match across it: letters, digits and contractions hold
+  no white space; the punctuation alternative may end in line breaks but
+  never continues past them; the white space alternatives stop at ``\\S``;
+  and no alternative starts with a line break or ends with a non-space
+  followed by a space.
+- The only context a match reads beyond itself is ``(?!\\S)`` and cl100k's
+  ``\\s++$``. Before a place of the first kind, a white space run ending in a
+  line break is taken whole by ``\\s*[\\r\\n]+`` (or cl100k's ``\\s*[\\r\\n]``)
+  with or without the text after it, which is what ``\\s++$`` takes at the end
+  of a part; before a place of the second kind no match ends in white space.
+
+"White space" is the ``regex`` module's ``\\s``, the class the patterns use.
+A cut must also not fall strictly inside an occurrence of a special token (of
+any token, at any position, overlapping ones included): then the special
+tokens found part by part are the ones found in the whole text.
+
+Trade-offs: the safe places are searched backwards with two small regexes
+(one starting with a literal space, one with a line break), which the engine
+skips to quickly; a text with no safe place costs a few milliseconds per MB.
+``PartCutter`` remembers how far it has found no safe place, so a long run
+without one is scanned once, not once per block. A run with no safe place at
+all longer than ``part_chars + max_piece_chars`` is cut anyway (counted in
+``forced_cuts``): the one place where the memory bound wins over exactness.
+
+    >>> split_special("a<|e|>b", ["<|e|>"])
+    ['a', 'b']
+    >>> safe_cut("hello world")
+    5
+    >>> from toktoktok.patterns import resolve_pattern
+    >>> pieces("Hi there<|e|>!", resolve_pattern(None), ["<|e|>"])
+    ['Hi', ' there', '!']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import regex
+
+from toktoktok.patterns import Pattern
+
+# A safe place p is the index of a space preceded by non white space ...
+_SPACE_AFTER_WORD = regex.compile(r"(?<=\S) ")
+_SPACE_AFTER_WORD_REV = regex.compile(r"(?r)(?<=\S) ")
+# ... or the index after a line break followed by non white space.
+_BREAK_BEFORE_WORD = regex.compile(r"[\r\n](?=\S)")
+_BREAK_BEFORE_WORD_REV = regex.compile(r"(?r)[\r\n](?=\S)")
+
+
+@lru_cache(maxsize=64)
+def _special_regex(tokens: tuple[str, ...]) -> regex.Pattern[str]:
+    """One alternation of the escaped tokens, longest first (leftmost-longest)."""
+    ordered = sorted(set(tokens), key=lambda t: (-len(t), t))
+    return regex.compile("|".join(regex.escape(t) for t in ordered))
+
+
+@lru_cache(maxsize=64)
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+def split_special(text: str, special_tokens: Sequence[str]) -> list[str]:
+    """The non-empty segments of ``text`` between special token occurrences.
+
+    Tokens are matched left to right, the longest one at a position first
+    (as tiktoken does when no token is inside another); they are dropped.
+
+        >>> split_special("<|a|><|a|>x<|a|", ["<|a|>"])
+        ['x<|a|']
+    """
+    tokens = tuple(t for t in special_tokens if t)
+    if not tokens:
+        return [text] if text else []
+    return [seg for seg in _special_regex(tokens).split(text) if seg]
+
+
+def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> list[str]:
+    """The pattern's matches over each segment between special tokens.
+
+        >>> from toktoktok.patterns import resolve_pattern
+        >>> pieces("it's 2024\\n", resolve_pattern(None))
+        ['it', "'s", ' ', '202', '4', '\\n']
+    """
+    compiled = _compiled(pattern.python)
+    out: list[str] = []
+    for seg in split_special(text, special_tokens):
+        if compiled.groups:  # a custom regex with groups: keep whole matches
+            out.extend(m.group() for m in compiled.finditer(seg))
+        else:
+            out.extend(compiled.findall(seg))
+    return out
+
+
+def _inside_special(text: str, p: int, special_tokens: Sequence[str]) -> bool:
+    """Whether some occurrence of a special token starts before p and ends after it.
+
+    Any occurrence lying within ``text[p-len+1 : p+len-1]`` covers p strictly.
+    """
+    for tok in special_tokens:
+        n = len(tok)
+        if n > 1 and tok in text[max(0, p - n + 1) : p + n - 1]:
+            return True
+    return False
+
+
+def _last_char_safe(text: str, lo: int, hi: int) -> int:
+    """The last p with lo < p < hi meeting the character rule, else 0."""
+    m = _BREAK_BEFORE_WORD_REV.search(text, lo, hi)
+    best = m.start() + 1 if m else 0
+    m = _SPACE_AFTER_WORD_REV.search(text, max(lo + 1, best + 1), hi)
+    return m.start() if m else best
+
+
+def _first_char_safe(text: str, lo: int, hi: int) -> int:
+    """The first p with lo < p < hi meeting the character rule, else 0."""
+    m = _BREAK_BEFORE_WORD.search(text, lo, hi)
+    best = m.start() + 1 if m else 0
+    m = _SPACE_AFTER_WORD.search(text, lo + 1, best if best else hi)
+    return m.start() if m else best
+
+
+def _last_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str]) -> int:
+    """The last safe p with lo < p < hi (0 if none)."""
+    while lo + 1 < hi:
+        p = _last_char_safe(text, lo, hi)
+        if not p or not _inside_special(text, p, special_tokens):
+            return p
+        hi = p
+    return 0
+
+
+def _first_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str]) -> int:
+    """The first safe p with lo < p < hi (0 if none)."""
+    while lo + 1 < hi:
+        p = _first_char_safe(text, lo, hi)
+        if not p or not _inside_special(text, p, special_tokens):
+            return p
+        lo = p
+    return 0
+
+
+def safe_cut(text: str, special_tokens: Sequence[str] = ()) -> int:
+    """The last index 0 < p < len(text) where text may be cut, or 0 if none.
+
+    Safe: after a line break before non white space, or after non white space
+    before a space, and never strictly inside a special token.
+
+        >>> safe_cut("a b\\nc")
+        4
+        >>> safe_cut("<|x y|>", ["<|x y|>"])
+        0
+    """
+    return _last_safe(text, 0, len(text), tuple(special_tokens))
+
+
+class PartCutter:
+    """Cuts one document, fed as blocks of text, into parts at safe places.
+
+    ``feed`` returns the parts completed so far (each ends at a safe place
+    and is about ``part_chars`` long, longer when safe places are rare);
+    ``finish`` returns the rest and makes the cutter ready for the next
+    document. The parts concatenate to the document. With ``cut=False``
+    (patterns matched over whole documents) the document is one part.
+
+        >>> c = PartCutter(cut=True, part_chars=4)
+        >>> c.feed("one two ") + c.feed("three") + c.finish()
+        ['one', ' two', ' three']
+    """
+
+    def __init__(
+        self,
+        *,
+        cut: bool,
+        special_tokens: Sequence[str] = (),
+        part_chars: int = 1 << 20,
+        max_piece_chars: int = 1 << 20,
+    ) -> None:
+        self.cut = cut
+        self.special_tokens = tuple(t for t in special_tokens if t)
+        self.part_chars = max(1, part_chars)
+        self.max_piece_chars = max(1, max_piece_chars)
+        self.forced_cuts = 0
+        # A place p < len - hold is safe or not for good: every token
+        # occurrence that could cover it already lies inside the carried text.
+        self._hold = max((len(t) for t in self.special_tokens), default=0) - 2
+        self._hold = max(0, self._hold)
+        self._carry: list[str] = []
+        self._size = 0
+        self._clean = 0  # no safe place p with 0 < p <= _clean in the carry
+        self._dry = False  # the carry holds no safe place below its hold-back
+        self._tail = ""  # the carry's last (_hold + 2) characters, when dry
+
+    def feed(self, block: str) -> list[str]:
+        """Add a block of the document; return the parts now complete."""
+        if not block:
+            return []
+        self._carry.append(block)
+        self._size += len(block)
+        if not self.cut or self._size <= self.part_chars:
+            return []
+        if self._dry and not self._may_cut(block):
+            return []
+        return self._cut(final=False)
+
+    def finish(self) -> list[str]:
+        """Return the rest of the document as parts; reset for the next one."""
+        parts = self._cut(final=True) if self.cut and self._size > self.part_chars else []
+        rest = "".join(self._carry)
+        if rest:
+            parts.append(rest)
+        self._carry, self._size, self._clean, self._dry, self._tail = [], 0, 0, False, ""
+        return parts
+
+    def _may_cut(self, block: str) -> bool:
+        """After a dry search: can this block make a cut possible?
+
+        Only a place near or in the new block can be newly safe, so a quick
+        look at the character rule there saves joining the carry again.
+        """
+        window = self._tail + block
+        self._tail = window[-(self._hold + 2) :]
+        if self._size > self.part_chars + self.max_piece_chars:
+            return True
+        return _first_char_safe(window, 0, len(window)) > 0
+
+    def _cut(self, *, final: bool) -> list[str]:
+        """Cut complete parts off the carried text, keeping the remainder."""
+        text = "".join(self._carry)
+        hi = len(text) if final else len(text) - self._hold
+        parts: list[str] = []
+        start = 0
+        while len(text) - start > self.part_chars:
+            end = self._next_end(text, start, hi, final=final)
+            if not end:
+                break
+            parts.append(text[start:end])
+            start = end
+        rest = text[start:]
+        self._carry = [rest] if rest else []
+        self._size = len(rest)
+        self._clean = max(0, self._clean - start)
+        self._dry = self._clean >= hi - start - 1
+        self._tail = text[-(self._hold + 2) :]
+        return parts
+
+    def _next_end(self, text: str, start: int, hi: int, *, final: bool) -> int:
+        """Where the part starting at ``start`` ends; 0 if not known yet.
+
+        Prefers the last safe place within ``part_chars``, else the first one
+        after; with none, forces a cut once the carry is too long.
+        """
+        lo = max(start, self._clean)
+        window = min(start + self.part_chars + 1, hi)
+        end = _last_safe(text, lo, window, self.special_tokens)
+        if end:
+            self._clean = max(self._clean, window - 1)
+            return end
+        end = _first_safe(text, max(lo, window - 1), hi, self.special_tokens)
+        if end:
+            return end
+        self._clean = max(self._clean, hi - 1)
+        if not final and len(text) - start > self.part_chars + self.max_piece_chars:
+            self.forced_cuts += 1
+            return len(text)
+        return 0

@@ -1,0 +1,463 @@
+"""Reading source files into documents (SPEC §2 and §4).
+
+A source is a file or a directory scanned recursively for ``.txt``,
+``.jsonl``, ``.parquet``, and ``.txt``/``.jsonl`` compressed as ``.zst`` or
+``.gz``. ``iter_blocks`` streams one file as ``Block`` objects: pieces of
+text tagged with the document they belong to, so that a caller never holds
+more than a block or so of a file, whatever its size.
+
+Documents:
+
+- ``.txt``: split after a blank line that is followed by a character that is
+  not white space (``regex``'s ``\\s``). A line break is ``\\r\\n``, ``\\n``
+  or ``\\r``; a blank line is a line break immediately followed by another
+  one. The boundary falls after the second line break, so the blank line
+  stays at the end of the earlier document: ``"a\\n\\nb"`` gives ``"a\\n\\n"``
+  and ``"b"``; ``"a\\n\\n b"`` is one document (the indented line continues
+  it, as in code); ``"a\\r\\n\\r\\nb"`` gives ``"a\\r\\n\\r\\n"`` and ``"b"``.
+- ``.jsonl``: each non-blank line is a JSON object; its ``text_column`` value
+  is the document. A ``null`` value is skipped and not counted (a row with
+  no text is no document); an empty string is a document with no text.
+- ``.parquet``: each non-null value of the text column is a document.
+
+Decisions and trade-offs:
+
+- Text is decoded as UTF-8 with invalid bytes replaced by U+FFFD (counted in
+  ``ReadStats.replaced_chars``: U+FFFD in the output minus those spelled
+  validly in the input). A UTF-8 byte order mark at the start is dropped.
+- ``.zst`` is decompressed with a ``decompressobj`` fed small input slices,
+  not with ``stream_reader``, because the reader ends silently on a
+  truncated frame; a truncated or empty compressed file is an error. The
+  slices bound memory for any sane compression ratio.
+- Anything a library raises while reading (corrupt, truncated, unreadable)
+  becomes a ``SourceError`` naming the file, chained with ``from``; the
+  caller decides whether to fail or to skip the file (``on_bad_file``).
+- A directory listing is sorted by path relative to the directory, skips
+  hidden names, follows symlinked directories once (by real path, so loops
+  end) and lists a file reached through several links once.
+"""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import regex
+import zstandard
+
+from toktoktok.config import Source
+
+SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
+
+_READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
+_ZSTD_INPUT_SLICE = 1 << 13  # compressed bytes per decompress call
+_PARQUET_BATCH_ROWS = 256
+_REPLACEMENT = "\ufffd"
+_REPLACEMENT_UTF8 = _REPLACEMENT.encode()
+# The line breaks before a document boundary; the boundary is at match end.
+_DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
+
+
+class SourceError(Exception):
+    """A source that cannot be read; the message names the file (and line)."""
+
+
+@dataclass
+class Block:
+    """A piece of a document; a document's blocks concatenate to it."""
+
+    doc: int  # 0-based document index within the file
+    text: str
+    end: bool  # True on the document's last block
+
+
+@dataclass
+class ReadStats:
+    bytes_read: int = 0  # raw (decompressed) bytes consumed
+    documents: int = 0
+    replaced_chars: int = 0  # U+FFFD inserted for invalid UTF-8
+    files: int = 0  # files read to the end
+
+
+# ---------------------------------------------------------------- listing
+
+
+def file_format(path: Path) -> tuple[str, str | None]:
+    """(kind, compression) of a supported file name, else SourceError.
+
+        >>> file_format(Path("a/b.jsonl.zst"))
+        ('jsonl', 'zst')
+    """
+    name = path.name.lower()
+    for suffix in SUFFIXES:
+        if name.endswith(suffix):
+            kind, _, comp = suffix[1:].partition(".")
+            return kind, comp or None
+    raise SourceError(f"{path}: unsupported file type (expected one of {', '.join(SUFFIXES)})")
+
+
+def _is_supported(name: str) -> bool:
+    return name.lower().endswith(SUFFIXES)
+
+
+def _walk_files(root: Path) -> Iterator[Path]:
+    """Files under root, skipping hidden names, visiting each real dir once."""
+    seen: set[str] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            raise SourceError(f"{folder}: cannot list directory: {exc}") from exc
+        subdirs = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():
+                subdirs.append(Path(entry.path))
+            elif entry.is_file():
+                yield Path(entry.path)
+        stack.extend(reversed(subdirs))
+
+
+def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """include (empty = all) and not exclude, globs on the relative posix path."""
+    if include and not any(fnmatch.fnmatchcase(rel, g) for g in include):
+        return False
+    return not any(fnmatch.fnmatchcase(rel, g) for g in exclude)
+
+
+def list_source_files(source: Source) -> list[Path]:
+    """The files a source reads, in a deterministic order.
+
+    A ``file:`` source is itself; a ``path:`` directory is scanned
+    recursively for supported files, filtered by the include/exclude globs
+    (``fnmatch`` on the path relative to the directory, ``/`` separated;
+    ``*`` also matches ``/``) and sorted by that relative path.
+    """
+    path = Path(source.path)
+    if not source.is_dir:
+        if not path.is_file():
+            raise SourceError(f"{path}: no such file")
+        file_format(path)
+        return [path]
+    if not path.is_dir():
+        raise SourceError(f"{path}: no such directory")
+    found: list[tuple[str, Path]] = []
+    for file in _walk_files(path):
+        rel = file.relative_to(path).as_posix()
+        if _is_supported(file.name) and _selected(rel, source.include, source.exclude):
+            found.append((rel, file))
+    files = _unique_real(sorted(found))
+    if not files:
+        raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
+    return files
+
+
+def _unique_real(found: list[tuple[str, Path]]) -> list[Path]:
+    """Drop files already listed under another name (symlinks)."""
+    seen: set[str] = set()
+    out = []
+    for _, file in found:
+        real = os.path.realpath(file)
+        if real not in seen:
+            seen.add(real)
+            out.append(file)
+    return out
+
+
+# ------------------------------------------------------------ raw bytes
+
+
+def _plain_chunks(path: Path, size: int) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        while chunk := fh.read(size):
+            yield chunk
+
+
+def _gzip_chunks(path: Path, size: int) -> Iterator[bytes]:
+    if os.path.getsize(path) == 0:
+        raise SourceError(f"{path}: empty file, not gzip data")
+    with gzip.open(path, "rb") as fh:
+        while chunk := fh.read(size):
+            yield chunk
+
+
+def _zstd_chunks(path: Path, size: int) -> Iterator[bytes]:
+    """Decompressed chunks of at most ``size`` bytes; all frames; truncation fails."""
+    out = bytearray()
+    with open(path, "rb") as fh:
+        for data in _zstd_outputs(path, fh):
+            out += data
+            while len(out) >= size:
+                yield bytes(out[:size])
+                del out[:size]
+    if out:
+        yield bytes(out)
+
+
+def _zstd_outputs(path: Path, fh) -> Iterator[bytes]:
+    """Decompress frame after frame, checking the last one is complete."""
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    fed = False  # has the current frame been given any input?
+    while data := fh.read(_ZSTD_INPUT_SLICE):
+        while data:
+            fed = True
+            yield dobj.decompress(data)
+            data = b""
+            if dobj.eof:
+                data = dobj.unused_data
+                dobj = zstandard.ZstdDecompressor().decompressobj()
+                fed = False
+    if fed or fh.tell() == 0:
+        raise SourceError(f"{path}: truncated or empty zstd data (the last frame is incomplete)")
+
+
+def raw_chunks(path: Path, size: int) -> Iterator[bytes]:
+    """The file's bytes, decompressed, in chunks of about ``size`` bytes."""
+    compression = file_format(path)[1]
+    if compression == "zst":
+        return _zstd_chunks(path, size)
+    if compression == "gz":
+        return _gzip_chunks(path, size)
+    return _plain_chunks(path, size)
+
+
+# ------------------------------------------------------------ decoding
+
+
+def _decode_line(raw: bytes, stats: ReadStats) -> str:
+    """UTF-8 with replacement; replacements counted."""
+    text = raw.decode("utf-8", "replace")
+    if _REPLACEMENT in text:
+        stats.replaced_chars += text.count(_REPLACEMENT) - raw.count(_REPLACEMENT_UTF8)
+    return text
+
+
+def _decoded(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[str]:
+    """Incrementally decoded text (BOM dropped), counting bytes and replacements."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    tail = b""  # the last 2 bytes, to find a valid U+FFFD across chunks
+    started = False
+    for raw in _with_end(chunks):
+        data = raw or b""
+        stats.bytes_read += len(data)
+        text = decoder.decode(data, raw is None)
+        if _REPLACEMENT in text:
+            legit = data.count(_REPLACEMENT_UTF8) + (tail + data[:2]).count(_REPLACEMENT_UTF8)
+            stats.replaced_chars += text.count(_REPLACEMENT) - legit
+        tail = (tail + data)[-2:] if len(data) < 2 else data[-2:]
+        if text and not started:
+            started = True
+            text = text.removeprefix("\ufeff")
+        if text:
+            yield text
+
+
+def _with_end(chunks: Iterable[bytes]) -> Iterator[bytes | None]:
+    """The chunks, then None (the decoder's final flush)."""
+    yield from chunks
+    yield None
+
+
+def _iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines split on b"\\n" (without it), a line at a time."""
+    pending: list[bytes] = []
+    for chunk in chunks:
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            pending.append(chunk)
+            continue
+        pending.append(lines[0])
+        yield b"".join(pending)
+        yield from lines[1:-1]
+        pending = [lines[-1]] if lines[-1] else []
+    if pending:
+        yield b"".join(pending)
+
+
+# ------------------------------------------------------------ documents
+
+
+class _DocSplitter:
+    """Splits a stream of text into .txt documents (see the module docstring).
+
+    Each position is judged once, when its character arrives, with the last
+    3 characters of the earlier text as context. The newest text of the open
+    document is held back until more arrives, so the last block of every
+    document holds text and carries ``end=True``.
+    """
+
+    def __init__(self, stats: ReadStats) -> None:
+        self.stats = stats
+        self.doc = 0
+        self.open = ""  # text of the open document not yet yielded
+        self.context = ""  # the last 3 characters seen
+
+    def feed(self, text: str) -> list[Block]:
+        buf = self.context + text
+        offset = len(self.context)
+        blocks: list[Block] = []
+        prev = 0
+        for m in _DOC_BOUNDARY.finditer(buf):
+            if m.end() < offset:
+                continue
+            cut = m.end() - offset
+            blocks.append(self._close(self.open + text[prev:cut]))
+            prev = cut
+        rest = text[prev:]
+        if rest:
+            if self.open:
+                blocks.append(Block(self.doc, self.open, False))
+            self.open = rest
+        self.context = buf[-3:]
+        return blocks
+
+    def finish(self) -> list[Block]:
+        return [self._close(self.open)] if self.open else []
+
+    def _close(self, text: str) -> Block:
+        block = Block(self.doc, text, True)
+        self.stats.documents += 1
+        self.doc += 1
+        self.open = ""
+        return block
+
+
+def _text_blocks(path: Path, block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    splitter = _DocSplitter(stats)
+    for text in _decoded(raw_chunks(path, block_chars), stats):
+        yield from splitter.feed(text)
+    yield from splitter.finish()
+
+
+def _document_blocks(doc: int, text: str, block_chars: int) -> Iterator[Block]:
+    """One document as blocks of at most block_chars characters."""
+    if len(text) <= block_chars:
+        yield Block(doc, text, True)
+        return
+    for i in range(0, len(text), block_chars):
+        yield Block(doc, text[i : i + block_chars], i + block_chars >= len(text))
+
+
+def _jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
+    """The document of one JSON line (None for null), else SourceError."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{path}: line {lineno}: invalid JSON ({exc.msg}, column {exc.colno})") from exc
+    if not isinstance(obj, dict):
+        raise SourceError(f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}")
+    if column not in obj:
+        raise SourceError(f"{path}: line {lineno}: no {column!r} field")
+    value = obj[column]
+    if value is not None and not isinstance(value, str):
+        kind = type(value).__name__
+        raise SourceError(f"{path}: line {lineno}: {column!r} is {kind}, expected a string")
+    return value
+
+
+def _jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    doc = 0
+    for lineno, raw in enumerate(_iter_lines(_counted(raw_chunks(path, block_chars), stats)), 1):
+        line = _decode_line(raw, stats)
+        if lineno == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip():
+            continue
+        text = _jsonl_text(path, lineno, line, column)
+        if text is None:
+            continue
+        stats.documents += 1
+        yield from _document_blocks(doc, text, block_chars)
+        doc += 1
+
+
+def _counted(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[bytes]:
+    for chunk in chunks:
+        stats.bytes_read += len(chunk)
+        yield chunk
+
+
+def _text_field_type(path: Path, schema: pa.Schema, column: str) -> pa.DataType:
+    """The column's type, checked to hold strings, else SourceError."""
+    index = schema.get_field_index(column)
+    if index < 0:
+        names = ", ".join(schema.names)
+        raise SourceError(f"{path}: no column {column!r} (columns: {names})")
+    kind = schema.field(index).type
+    values = kind.value_type if pa.types.is_dictionary(kind) else kind
+    if not (pa.types.is_string(values) or pa.types.is_large_string(values)):
+        raise SourceError(f"{path}: column {column!r} is {kind}, expected string")
+    return kind
+
+
+def _as_strings(array: pa.Array) -> pa.Array:
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    return array
+
+
+def _parquet_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    doc = 0
+    with pq.ParquetFile(path) as pf:
+        _text_field_type(path, pf.schema_arrow, column)
+        for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[column]):
+            array = _as_strings(batch.column(0))
+            stats.bytes_read += pc.sum(pc.binary_length(array)).as_py() or 0
+            for text in array.to_pylist():
+                if text is None:
+                    continue
+                stats.documents += 1
+                yield from _document_blocks(doc, text, block_chars)
+                doc += 1
+
+
+def iter_blocks(
+    path: Path,
+    *,
+    text_column: str = "text",
+    block_chars: int = 1 << 20,
+    stats: ReadStats | None = None,
+) -> Iterator[Block]:
+    """Stream one file as document blocks (never reading it whole).
+
+    ``.txt`` text is read in blocks of about ``block_chars`` bytes; jsonl
+    and parquet documents longer than ``block_chars`` come in several blocks.
+    Any failure to read the file raises SourceError naming it.
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = f.write_text("one\\n\\ntwo")
+        >>> [(b.doc, b.text, b.end) for b in iter_blocks(f)]
+        [(0, 'one\\n\\n', True), (1, 'two', True)]
+    """
+    path = Path(path)
+    stats = stats if stats is not None else ReadStats()
+    kind = file_format(path)[0]
+    block_chars = max(1, block_chars)
+    try:
+        if kind == "parquet":
+            yield from _parquet_blocks(path, text_column, block_chars, stats)
+        elif kind == "jsonl":
+            yield from _jsonl_blocks(path, text_column, block_chars, stats)
+        else:
+            yield from _text_blocks(path, block_chars, stats)
+    except _READ_ERRORS as exc:
+        raise SourceError(f"{path}: cannot read: {type(exc).__name__}: {exc}") from exc
+    stats.files += 1

@@ -1,0 +1,318 @@
+"""Reading and writing ``.tiktoken`` files, with our own strict parser.
+
+The format (SPEC §7): one line per token, the standard padded base64 of the
+token's bytes, one space, the rank in decimal, ``\\n``. Special tokens are not
+in it (they live in the ``.meta.json`` companion).
+
+Why not ``tiktoken.load.load_tiktoken_bpe``? It caches files by path, even
+local ones, so a rewritten file can load stale (SPEC §8); and it accepts data
+that makes tiktoken panic later (duplicate ranks) or mis-encode silently
+(duplicate bytes: the last line wins). This parser reports every problem with
+the file name and the 1-based line number, before tiktoken ever sees it.
+
+Decisions:
+
+- Lenient where every loader is lenient: a trailing ``\\r`` (CRLF files), a
+  missing final newline, empty lines (skipped; line numbers still count them).
+- Strict elsewhere: exactly one space between the two fields, base64 checked
+  with ``validate=True`` (no stray characters, correct padding), the rank
+  plain ASCII decimal digits, below 2**32 - 1 (tiktoken ranks are ``u32`` and
+  ``u32::MAX`` is its "no merge" sentinel), bytes unique, ranks unique, all
+  256 single bytes present.
+- Rank gaps are allowed: files made elsewhere have them (p50k_base at 50256,
+  where its special token sits), and a warm start must keep them.
+- A gzip-compressed file (``.tiktoken.gz``) is recognised by its magic bytes
+  and decompressed on reading; ``write_tiktoken`` to a ``.gz`` path writes
+  gzip with a zero timestamp, so the bytes stay reproducible.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.tiktoken"
+    >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    >>> write_tiktoken(p, vocab)
+    >>> p.read_bytes().splitlines()[256]
+    b'YWI= 256'
+    >>> read_tiktoken(p) == vocab
+    True
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import os
+import zlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from toktoktok.atomic import atomic_write_bytes
+
+MAX_RANK = 2**32 - 2
+"""The highest rank tiktoken can hold (``u32``; ``u32::MAX`` is a sentinel)."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class TiktokenFileError(ValueError):
+    """A ``.tiktoken`` file that cannot be used; names the file and the line.
+
+    >>> str(TiktokenFileError("v.tiktoken", 3, "duplicate rank 7"))
+    'v.tiktoken, line 3: duplicate rank 7'
+    >>> str(TiktokenFileError("v.tiktoken", None, "empty"))
+    'v.tiktoken: empty'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str):
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        where = self.path if line is None else f"{self.path}, line {line}"
+        super().__init__(f"{where}: {problem}")
+
+
+def _describe_byte(b: int) -> str:
+    r"""Name a single byte readably.
+
+    >>> print(_describe_byte(10), _describe_byte(200))
+    0x0a ('\n') 0xc8
+    """
+    return f"0x{b:02x} ({chr(b)!r})" if b < 128 else f"0x{b:02x}"
+
+
+def missing_single_bytes(tokens: Iterable[bytes]) -> list[int]:
+    """The byte values (0-255) that are not tokens on their own.
+
+    >>> missing_single_bytes([bytes([b]) for b in range(2, 256)])
+    [0, 1]
+    """
+    present = {t[0] for t in tokens if len(t) == 1}
+    return [b for b in range(256) if b not in present]
+
+
+def _missing_bytes_message(missing: list[int]) -> str:
+    """A readable, bounded description of the missing single bytes."""
+    shown = ", ".join(_describe_byte(b) for b in missing[:16])
+    more = f", ... ({len(missing)} missing in all)" if len(missing) > 16 else ""
+    return (
+        f"the vocabulary lacks {len(missing)} of the 256 single bytes: {shown}{more}; "
+        "tiktoken cannot encode text containing a missing byte"
+    )
+
+
+def _read_raw(path: Path) -> bytes:
+    """The file's bytes, decompressed when it is gzip."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise TiktokenFileError(path, None, f"cannot read the file ({e.strerror or e})") from e
+    if data[:2] != _GZIP_MAGIC:
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise TiktokenFileError(path, None, f"corrupt gzip data ({e})") from e
+
+
+def _parse_rank(field: bytes) -> int:
+    """Parse the rank field; raise ``ValueError`` with the reason.
+
+    >>> _parse_rank(b"42")
+    42
+    """
+    text = field.decode("ascii", "backslashreplace")
+    if field[:1] == b"-" and field[1:].isdigit():
+        raise ValueError(f"negative rank {text}")
+    if not field.isdigit():  # bytes.isdigit is ASCII-only: no "+1", " 1", "١"
+        raise ValueError(f"rank {text!r} is not a non-negative decimal integer")
+    rank = int(field)
+    if rank > MAX_RANK:
+        raise ValueError(f"rank {rank} is too large (tiktoken ranks are 32-bit, at most {MAX_RANK})")
+    return rank
+
+
+def _parse_line(line: bytes) -> tuple[bytes, int]:
+    """Parse one ``BASE64 RANK`` line (``\\r`` already stripped).
+
+    >>> _parse_line(b"IQ== 0")
+    (b'!', 0)
+    """
+    fields = line.split(b" ")
+    if len(fields) != 2:
+        raise ValueError(
+            f"expected '<base64> <rank>' separated by one space, got {_shorten(line)}"
+        )
+    b64, rank_field = fields
+    try:
+        token = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ValueError(f"invalid base64 {_shorten(b64)} ({e})") from None
+    if not token:
+        raise ValueError("empty token (the base64 field decodes to no bytes)")
+    return token, _parse_rank(rank_field)
+
+
+def _shorten(raw: bytes, limit: int = 60) -> str:
+    """repr of a possibly long byte string, cut to about ``limit`` characters."""
+    text = raw.decode("utf-8", "backslashreplace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def parse_tiktoken_bytes(data: bytes, path: str | os.PathLike[str] = "<bytes>") -> dict[bytes, int]:
+    """Parse the contents of a ``.tiktoken`` file; ``path`` only names errors.
+
+    >>> parse_tiktoken_bytes(b"IQ== 0\\r\\nIg== 1")
+    {b'!': 0, b'"': 1}
+    """
+    ranks: dict[bytes, int] = {}
+    line_of_token: dict[bytes, int] = {}
+    line_of_rank: dict[int, int] = {}
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line:
+            continue
+        try:
+            token, rank = _parse_line(line)
+        except ValueError as e:
+            raise TiktokenFileError(path, number, str(e)) from None
+        if token in ranks:
+            raise TiktokenFileError(
+                path, number, f"duplicate token {token!r}: already on line {line_of_token[token]}"
+            )
+        if rank in line_of_rank:
+            raise TiktokenFileError(
+                path, number, f"duplicate rank {rank}: already on line {line_of_rank[rank]}"
+            )
+        ranks[token] = rank
+        line_of_token[token] = number
+        line_of_rank[rank] = number
+    return ranks
+
+
+def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
+    """Read a ``.tiktoken`` (or ``.tiktoken.gz``) file into ``{token bytes: rank}``.
+
+    Raises ``TiktokenFileError`` (a ``ValueError``) naming the file, and the
+    line where there is one, for anything tiktoken would choke on.
+    """
+    path = Path(path)
+    ranks = parse_tiktoken_bytes(_read_raw(path), path)
+    missing = missing_single_bytes(ranks)
+    if missing:
+        raise TiktokenFileError(path, None, _missing_bytes_message(missing))
+    return ranks
+
+
+def _check_pair(token: object, rank: object) -> None:
+    """Type and range checks for one ``(token, rank)`` pair to be written."""
+    if not isinstance(token, bytes) or not token:
+        raise ValueError(f"token {token!r} is not a non-empty bytes object")
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= MAX_RANK:
+        raise ValueError(f"rank {rank!r} of token {token!r} is not an integer in 0..{MAX_RANK}")
+
+
+def validate_ranks(ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> list[tuple[bytes, int]]:
+    """Check a vocabulary and return it as ``(token, rank)`` pairs sorted by rank.
+
+    Raises ``ValueError`` on a bad type, a repeated token or rank, or a
+    missing single byte.
+
+    >>> validate_ranks([(bytes([b]), 255 - b) for b in range(256)])[0]
+    (b'\\xff', 0)
+    """
+    pairs = list(ranks.items()) if isinstance(ranks, Mapping) else list(ranks)
+    seen_tokens: dict[bytes, int] = {}
+    seen_ranks: dict[int, bytes] = {}
+    for token, rank in pairs:
+        _check_pair(token, rank)
+        if token in seen_tokens:
+            raise ValueError(f"token {token!r} appears twice (ranks {seen_tokens[token]} and {rank})")
+        if rank in seen_ranks:
+            raise ValueError(f"rank {rank} is given to two tokens: {seen_ranks[rank]!r} and {token!r}")
+        seen_tokens[token] = rank
+        seen_ranks[rank] = token
+    missing = missing_single_bytes(seen_tokens)
+    if missing:
+        raise ValueError(_missing_bytes_message(missing))
+    return sorted(pairs, key=lambda pair: pair[1])
+
+
+def format_tiktoken(ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> bytes:
+    """The validated file contents: one ``BASE64 RANK\\n`` line per token, by rank.
+
+    >>> format_tiktoken({bytes([b]): b for b in range(256)}).splitlines()[65]
+    b'QQ== 65'
+    """
+    lines = [base64.b64encode(token) + b" %d\n" % rank for token, rank in validate_ranks(ranks)]
+    return b"".join(lines)
+
+
+def write_tiktoken(
+    path: str | os.PathLike[str], ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]
+) -> None:
+    """Validate ``ranks`` and write them to ``path`` atomically, sorted by rank.
+
+    A path ending in ``.gz`` gets gzip data (timestamp 0: reproducible bytes).
+    Nothing is written when validation fails.
+    """
+    data = format_tiktoken(ranks)
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(path, data)
+
+
+def validate_special_tokens(ranks: Mapping[bytes, int], special: Mapping[str, int]) -> None:
+    """Check special tokens against a vocabulary before tiktoken sees them.
+
+    tiktoken silently accepts a special id equal to a rank (decoding becomes
+    ambiguous), and picks between two special tokens where one contains the
+    other by hash order; so all of these raise ``ValueError``: an empty or
+    non-string token, an id that is not an integer in ``0..MAX_RANK``, an id
+    equal to a rank, two tokens with one id, one token inside another.
+
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> validate_special_tokens(ranks, {"<|endoftext|>": 256})
+    >>> validate_special_tokens(ranks, {"<|endoftext|>": 255})
+    Traceback (most recent call last):
+    ...
+    ValueError: special token '<|endoftext|>' has id 255, which is already the rank of b'\\xff'
+    """
+    by_rank = {rank: token for token, rank in ranks.items()}
+    owner: dict[int, str] = {}
+    for token, tid in special.items():
+        _check_special(token, tid)
+        if tid in by_rank:
+            raise ValueError(
+                f"special token {token!r} has id {tid}, which is already the rank of {by_rank[tid]!r}"
+            )
+        if tid in owner:
+            raise ValueError(f"special tokens {owner[tid]!r} and {token!r} share the id {tid}")
+        owner[tid] = token
+    _check_not_nested(list(special))
+
+
+def _check_special(token: object, tid: object) -> None:
+    """Type and range checks for one special token and its id."""
+    if not isinstance(token, str) or not token:
+        raise ValueError(f"special token {token!r} is not a non-empty string")
+    if isinstance(tid, bool) or not isinstance(tid, int) or not 0 <= tid <= MAX_RANK:
+        raise ValueError(f"special token {token!r} has id {tid!r}, not an integer in 0..{MAX_RANK}")
+
+
+def _check_not_nested(tokens: list[str]) -> None:
+    """Reject a special token that occurs inside another one.
+
+    >>> _check_not_nested(["<|a|>", "<|ab|>"])
+    >>> _check_not_nested(["<|a|>", "x<|a|>"])
+    Traceback (most recent call last):
+    ...
+    ValueError: special token '<|a|>' occurs inside special token 'x<|a|>' (tiktoken would choose between them by hash order)
+    """
+    by_length = sorted(tokens, key=len)
+    for i, short in enumerate(by_length):
+        for long in by_length[i + 1 :]:
+            if short in long:
+                raise ValueError(
+                    f"special token {short!r} occurs inside special token {long!r} "
+                    "(tiktoken would choose between them by hash order)"
+                )
