@@ -1,0 +1,39 @@
+"""Small shared helpers for the tests: real text that every machine has, and inventories."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import regex
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def stdlib_text(limit: int = 200_000) -> str:
+    """Real English and code: docstrings and sources of a few stdlib modules."""
+    import collections
+    import email.message
+    import textwrap
+
+    parts = []
+    for mod in (json, collections, textwrap, email.message, inspect):
+        parts.append(inspect.getdoc(mod) or "")
+        parts.append(inspect.getsource(mod))
+    return "\n\n".join(parts)[:limit]
+
+
+def piece_counts(text: str, pattern: str) -> Counter[bytes]:
+    return Counter(p.encode("utf-8", "surrogatepass") for p in regex.findall(pattern, text))
+
+
+def as_inventory(pieces: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A {piece: count} mapping as the flat arrays the kernels take (sorted by piece)."""
+    items = sorted(pieces.items())
+    off = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p, _ in items], out=off[1:])
+    buf = np.frombuffer(b"".join(p for p, _ in items), dtype=np.uint8).copy()
+    return buf, off, np.array([c for _, c in items], dtype=np.int64)

@@ -1,0 +1,80 @@
+"""The numba merge loop learns exactly what the plain-Python reference learns."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.helpers import as_inventory, piece_counts, stdlib_text
+from toktoktok.merge import train_phase, train_reference
+from toktoktok.patterns import DEFAULT_PATTERN
+from toktoktok.vocab import Vocab
+
+
+def fast(pieces, vocab, **options):
+    buf, off, counts = as_inventory(pieces)
+    result = train_phase(vocab, buf, off, counts, **options)
+    merges = list(zip(result.rank.tolist(), result.left.tolist(), result.right.tolist(),
+                      result.merged_bytes(), result.count.tolist()))
+    return merges, result
+
+
+@pytest.mark.parametrize("hardcoded", [True, False])
+def test_real_text_equals_reference(hardcoded):
+    pieces = piece_counts(stdlib_text(80_000), DEFAULT_PATTERN)
+    vocab = Vocab.initial(hardcoded=hardcoded)
+    ours, result = fast(pieces, vocab, merges=400)
+    assert ours == train_reference(pieces, vocab.ranks(), merges=400)
+    assert result.made == 400 and len(result.vocab) == len(vocab) + 400
+    assert result.differing_pieces == 0
+
+
+def test_min_frequency_and_max_token_bytes():
+    pieces = piece_counts(stdlib_text(40_000), DEFAULT_PATTERN)
+    vocab = Vocab.initial(hardcoded=False)
+    for options in ({"min_frequency": 7}, {"max_token_bytes": 3}, {"min_frequency": 3, "max_token_bytes": 5}):
+        ours, result = fast(pieces, vocab, merges=3000, **options)
+        assert ours == train_reference(pieces, vocab.ranks(), merges=3000, **options)
+        if "min_frequency" in options:
+            assert result.made < 3000 and min(c for *_, c in ours) >= options["min_frequency"]
+        if "max_token_bytes" in options:
+            assert max(len(t) for _, _, _, t, _ in ours) <= options["max_token_bytes"]
+
+
+def test_pair_whose_bytes_are_a_token_makes_no_rank():
+    # "abc" is a token but neither "ab" nor "bc" is: "abc" is segmented a|b|c.
+    ranks = {bytes([b]): b for b in range(256)} | {b"abc": 256}
+    vocab = Vocab.from_ranks(ranks)
+    pieces = {b"abc": 10, b"abx": 3}
+    ours, result = fast(pieces, vocab, merges=2)
+    assert ours == train_reference(pieces, ranks, merges=2)
+    assert [(r, t) for r, _, _, t, _ in ours] == [(257, b"ab"), (256, b"abc"), (258, b"abx")]
+    assert result.made == 2 and len(result.vocab) == 259
+
+
+def test_counts_are_64_bit():
+    pieces = {b"ab": 3 * 2**40, b"cd": 2**41, b"abcd": 2**33}
+    ours, _ = fast(pieces, Vocab.initial(hardcoded=False), merges=3)
+    assert ours == train_reference(pieces, Vocab.initial(hardcoded=False).ranks(), merges=3)
+    assert ours[0][4] == 3 * 2**40 + 2**33
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.dictionaries(st.text("abc d", min_size=1, max_size=12).map(str.encode), st.integers(1, 50), max_size=30),
+    st.integers(0, 40),
+    st.booleans(),
+)
+def test_random_corpora_equal_reference(pieces, merges, hardcoded):
+    vocab = Vocab.initial(hardcoded=hardcoded)
+    ours, result = fast(pieces, vocab, merges=merges) if pieces else ([], None)
+    assert ours == train_reference(pieces, vocab.ranks(), merges=merges, min_frequency=2)
+    if result is not None:
+        assert result.differing_pieces == 0
+
+
+def test_progress_is_reported():
+    pieces = piece_counts(stdlib_text(40_000), DEFAULT_PATTERN)
+    seen: list[int] = []
+    _, result = fast(pieces, Vocab.initial(hardcoded=False), merges=200, on_progress=seen.append)
+    assert seen and seen[-1] == result.made == 200

@@ -1,0 +1,83 @@
+"""The numba segmenter equals tiktoken's rule: the plain reference and tiktoken itself."""
+
+from __future__ import annotations
+
+import gzip
+import base64
+
+import numpy as np
+import pytest
+import tiktoken
+from hypothesis import given, settings, strategies as st
+
+from tests.helpers import SHARED, as_inventory, piece_counts, stdlib_text
+from toktoktok.merge import train_reference
+from toktoktok.patterns import DEFAULT_PATTERN
+from toktoktok.segment import segment_pieces, segment_reference
+from toktoktok.vocab import Vocab
+
+
+@pytest.fixture(scope="module")
+def trained() -> tuple[Vocab, tiktoken.Encoding]:
+    """A vocabulary of 1,417 + 300 tokens learned from real text."""
+    base = Vocab.initial(hardcoded=True)
+    merges = train_reference(piece_counts(stdlib_text(60_000), DEFAULT_PATTERN), base.ranks(), merges=300)
+    vocab = base.extended(t for r, _, _, t, _ in merges if r >= len(base))
+    enc = tiktoken.Encoding("t", pat_str=DEFAULT_PATTERN, mergeable_ranks=vocab.ranks(), special_tokens={})
+    return vocab, enc
+
+
+def _segment_all(vocab: Vocab, pieces: list[bytes]) -> list[list[int]]:
+    buf, off, _ = as_inventory({p: 1 for p in pieces})
+    order = sorted(set(pieces))
+    sym, lens = segment_pieces(vocab, buf, off)
+    by_piece = {p: sym[off[i] : off[i] + lens[i]].tolist() for i, p in enumerate(order)}
+    return [by_piece[p] for p in pieces]
+
+
+def test_real_pieces_match_reference_and_tiktoken(trained):
+    vocab, enc = trained
+    ranks = vocab.ranks()
+    pieces = sorted(piece_counts(stdlib_text(), DEFAULT_PATTERN))
+    ours = _segment_all(vocab, pieces)
+    assert any(len(s) > 1 for s in ours) and any(len(s) == 1 and len(p) > 1 for s, p in zip(ours, pieces))
+    for piece, seg in zip(pieces, ours):
+        assert seg == enc._encode_single_piece(piece), piece
+    for piece, seg in list(zip(pieces, ours))[::25]:
+        assert seg == segment_reference(piece, ranks), piece
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=40) | st.text(max_size=30).map(str.encode), min_size=1, max_size=20))
+def test_arbitrary_bytes_match_tiktoken(trained, pieces):
+    vocab, enc = trained
+    for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
+        assert seg == enc._encode_single_piece(piece) if piece else seg == []
+
+
+def test_long_pieces_and_ties(trained):
+    vocab, enc = trained
+    pieces = [b"a" * 5001, b" " * 3000, b"\n" * 999, b"0" * 4000, b"ab" * 1500, b"..." * 700]
+    for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
+        assert seg == enc._encode_single_piece(piece)
+
+
+def test_vocabulary_with_gaps():
+    ranks = {bytes([b]): b + 10 for b in range(256)} | {b"ab": 400, b"abc": 300, b"bc": 500}
+    vocab = Vocab.from_ranks(ranks)
+    assert _segment_all(vocab, [b"abc", b"xabcab"]) == [[300], [ord("x") + 10, 300, 400]]
+    assert segment_reference(b"xabcab", ranks) == [ord("x") + 10, 300, 400]
+
+
+@pytest.mark.skipif(not (SHARED / "data/reference/cl100k_base.tiktoken.gz").exists(), reason="needs ../shared")
+def test_cl100k_matches_tiktoken():
+    ranks = {}
+    for line in gzip.open(SHARED / "data/reference/cl100k_base.tiktoken.gz").read().splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    vocab = Vocab.from_ranks(ranks)
+    enc = tiktoken.Encoding("cl", pat_str=DEFAULT_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    text = "".join(p.read_text(errors="replace") for p in sorted((SHARED / "data/multilingual").iterdir()))
+    pieces = sorted(piece_counts(text, DEFAULT_PATTERN))
+    for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
+        assert seg == enc._encode_single_piece(piece), piece
