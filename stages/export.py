@@ -41,6 +41,7 @@ from stages.train import stage_dir as train_dir
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, config_fingerprint
 from toktoktok.loading import META_FORMAT, meta_path
+from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
@@ -121,7 +122,8 @@ def meta_document(cfg: Config, vocab: Vocab, specials: dict[str, int], train_man
             "toktoktok": toktoktok.__version__,
             "regex": regex.__version__,
             "tiktoken": tiktoken.__version__ if hasattr(tiktoken, "__version__") else _dist_version("tiktoken"),
-            "unicode": unicodedata.unidata_version,
+            "unicode_regex": regex_unicode_version(),
+            "unicode_python": unicodedata.unidata_version,
             "python": platform.python_version(),
         },
         "config_fingerprint": config_fingerprint(cfg),

@@ -114,8 +114,8 @@ def test_split_special_examples():
 
 
 def test_split_special_longest_first():
-    # "<|a|>" and "<|a|>x" are not one inside another for the regex... but the
-    # config forbids that; still, the longest wins at a position, like tiktoken.
+    # The config refuses a token inside another; if one slips through, the
+    # longest token at a position wins, whatever the order given.
     assert split_special("1<|ab|>2", ["<|a", "<|ab|>"]) == ["1", "2"]
     assert split_special("1<|a2", ["<|a", "<|ab|>"]) == ["1", "2"]
 

@@ -87,3 +87,29 @@ def resolve_pattern(value: str | None) -> Pattern:
     except regex.error as exc:
         raise ValueError(f"pattern does not compile: {exc}") from exc
     return Pattern("custom", value, value, False)
+
+
+# A letter first assigned in each Unicode version, newest first: the newest one
+# the ``regex`` module calls a letter tells which tables it carries.
+_UNICODE_PROBES = (
+    ("17.0", "\U00011db0"),  # Tolong Siki
+    ("16.0", "\U000105c0"),  # Todhri
+    ("15.1", "\U0002ebf0"),  # CJK Unified Ideographs Extension I
+    ("15.0", "\U0001e4d0"),  # Nag Mundari
+    ("14.0", "\U00010570"),  # Vithkuqi
+    ("13.0", "\U00010e80"),  # Yezidi
+)
+
+
+def regex_unicode_version() -> str:
+    """The Unicode version of the ``regex`` module's tables (probed, at least 13.0).
+
+    >>> regex_unicode_version() >= "13.0"
+    True
+    """
+    import regex
+
+    for version, letter in _UNICODE_PROBES:
+        if regex.match(r"\p{L}", letter):
+            return version
+    return "older than 13.0"

@@ -25,6 +25,8 @@ Decisions and trade-offs:
 - Text is decoded as UTF-8 with invalid bytes replaced by U+FFFD (counted in
   ``ReadStats.replaced_chars``: U+FFFD in the output minus those spelled
   validly in the input). A UTF-8 byte order mark at the start is dropped.
+  A lone surrogate from a JSON escape (half of a cut emoji) cannot be
+  encoded as UTF-8: it becomes U+FFFD and is counted the same way.
 - ``.zst`` is decompressed with a ``decompressobj`` fed small input slices,
   not with ``stream_reader``, because the reader ends silently on a
   truncated frame; a truncated or empty compressed file is an error. The
@@ -48,6 +50,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,6 +67,9 @@ _ZSTD_INPUT_SLICE = 1 << 13  # compressed bytes per decompress call
 _PARQUET_BATCH_ROWS = 256
 _REPLACEMENT = "\ufffd"
 _REPLACEMENT_UTF8 = _REPLACEMENT.encode()
+# A JSON escape that may decode to a lone surrogate, and such a surrogate.
+_ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 # The line breaks before a document boundary; the boundary is at match end.
 _DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
@@ -211,7 +217,7 @@ def _zstd_chunks(path: Path, size: int) -> Iterator[bytes]:
         yield bytes(out)
 
 
-def _zstd_outputs(path: Path, fh) -> Iterator[bytes]:
+def _zstd_outputs(path: Path, fh: BinaryIO) -> Iterator[bytes]:
     """Decompress frame after frame, checking the last one is complete."""
     dobj = zstandard.ZstdDecompressor().decompressobj()
     fed = False  # has the current frame been given any input?
@@ -361,6 +367,8 @@ def _jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise SourceError(f"{path}: line {lineno}: invalid JSON ({exc.msg}, column {exc.colno})") from exc
+    except (ValueError, RecursionError) as exc:  # e.g. an integer too long, deep nesting
+        raise SourceError(f"{path}: line {lineno}: invalid JSON ({exc})") from exc
     if not isinstance(obj, dict):
         raise SourceError(f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}")
     if column not in obj:
@@ -383,9 +391,21 @@ def _jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -
         text = _jsonl_text(path, lineno, line, column)
         if text is None:
             continue
+        if _ESCAPED_SURROGATE.search(raw):
+            text = _replace_surrogates(text, stats)
         stats.documents += 1
         yield from _document_blocks(doc, text, block_chars)
         doc += 1
+
+
+def _replace_surrogates(text: str, stats: ReadStats) -> str:
+    """Lone surrogates (JSON escapes like "\\ud83d" of a cut emoji) -> U+FFFD, counted.
+
+    They cannot be encoded as UTF-8, so they would break every later step.
+    """
+    fixed, count = _SURROGATE.subn(_REPLACEMENT, text)
+    stats.replaced_chars += count
+    return fixed
 
 
 def _counted(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[bytes]:
