@@ -209,7 +209,8 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
     written = time.perf_counter()
     progress.start("export: validating", unit="pieces")
     enc = toktoktok.load(tiktoken_path)
-    failures = round_trip_failures(enc, SAMPLES + _heldout_samples(cfg), specials)
+    texts = SAMPLES + _heldout_samples(cfg)
+    failures = round_trip_failures(enc, texts, specials)
     checked, differing = tiktoken_disagreements(enc, vocab, cfg)
     progress.set(checked)
     progress.done()
@@ -234,7 +235,7 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
             "pieces_checked_with_tiktoken": checked,
             "pieces_differing_from_tiktoken": differing,
             "pieces_trainer_differing": trainer_differing,
-            "round_trip_texts": len(SAMPLES) + len(_heldout_samples(cfg)),
+            "round_trip_texts": len(texts),
         },
         "seconds": {"write": round(written - started, 3), "validate": round(time.perf_counter() - written, 3)},
     })

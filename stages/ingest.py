@@ -219,6 +219,18 @@ def _documents(path: Path, src: Source, tally: _Tally) -> Iterator[tuple[int, st
         tally.replaced_chars += stats.replaced_chars
 
 
+def _hold(text: str, held: list[str], tally: _Tally) -> None:
+    """Keep a held-out document's block, cutting it where the per-phase cap is reached."""
+    data = text.encode("utf-8", "surrogatepass")
+    room = HELDOUT_CAP_BYTES - tally.heldout_bytes
+    if len(data) > room:
+        tally.heldout_truncated += room > 0  # the document that crosses the cap
+        data = data[: max(room, 0)]
+        text = data.decode("utf-8", "ignore")
+    held.append(text)
+    tally.heldout_bytes += len(data)
+
+
 def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: _Batcher,
                  heldout: list[str], tally: _Tally, progress: Progress) -> None:
     cutter: PartCutter | None = None
@@ -233,11 +245,7 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
                 cutter = PartCutter(cut=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                                     max_piece_chars=cfg.max_piece_bytes)
         if held is not None:
-            room = HELDOUT_CAP_BYTES - tally.heldout_bytes
-            piece = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
-            tally.heldout_truncated += len(piece) < len(text)
-            held.append(piece)
-            tally.heldout_bytes += len(piece.encode("utf-8", "surrogatepass"))
+            _hold(text, held, tally)
         else:
             batcher.add(cutter.feed(text), src.weight)
         progress.update(len(text))

@@ -13,7 +13,6 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from stages.export import run_export
@@ -146,7 +145,3 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
     lines.append(f"  checked with tiktoken: {export['pieces_checked_with_tiktoken']} pieces, "
                  f"{export['pieces_differing_from_tiktoken']} differ; round trip ok")
     return "\n".join(lines)
-
-
-def work_dir_of(cfg: Config) -> Path:
-    return cfg.work_dir
