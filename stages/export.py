@@ -36,7 +36,7 @@ from stages import artifacts
 from stages.ingest import merge_counts
 from stages.ingest import stage_dir as ingest_dir
 from stages.progress import Progress
-from stages.train import MissingInput, inventory, vocab_after
+from stages.train import MissingInput, base_description, inventory, vocab_after
 from stages.train import stage_dir as train_dir
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, config_fingerprint
@@ -45,6 +45,7 @@ from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
+from toktoktok.warm_start import load_base
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
 HELDOUT_SAMPLE_CHARS = 200_000  # held-out text of each phase round-tripped
@@ -63,23 +64,34 @@ def output_paths(cfg: Config) -> tuple[Path, Path]:
 
 
 def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
-    """Special tokens after all merges, in config order, then padding tokens.
+    """A warm start's special tokens keep their ids; the others come after all
+    merges, in config order, then the padding tokens.
 
     >>> special_ids_for(["<|a|>"], 1001, pad_to=4)
     {'<|a|>': 1001, '<|reserved_special_token_0|>': 1002, '<|reserved_special_token_1|>': 1003}
     """
-    return special_ids_for(list(cfg.special_tokens), vocab_size, pad_to=cfg.pad_to_multiple_of)
+    base = {}
+    if cfg.warm_start is not None:
+        base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens).special_tokens
+    new = [tok for tok in cfg.special_tokens if tok not in base]
+    return base | special_ids_for(new, vocab_size, pad_to=cfg.pad_to_multiple_of, taken=set(base))
 
 
-def special_ids_for(tokens: list[str], vocab_size: int, *, pad_to: int | None) -> dict[str, int]:
+def special_ids_for(tokens: list[str], vocab_size: int, *, pad_to: int | None, taken: set[str] = frozenset()) -> dict[str, int]:
+    """Ids from ``vocab_size`` on, then reserved tokens up to a multiple of ``pad_to``."""
     ids = {tok: vocab_size + i for i, tok in enumerate(tokens)}
     k = 0
     while pad_to and (vocab_size + len(ids)) % pad_to:
         name = f"<|reserved_special_token_{k}|>"
-        if name not in ids:
+        if name not in ids and name not in taken:
             ids[name] = vocab_size + len(ids)
         k += 1
     return ids
+
+
+def vocab_size(vocab: Vocab, specials: dict[str, int]) -> int:
+    """The number of ids: one more than the highest rank or special id."""
+    return max(len(vocab), max(specials.values(), default=-1) + 1)
 
 
 def export_key(cfg: Config) -> str:
@@ -92,7 +104,7 @@ def export_key(cfg: Config) -> str:
     return artifacts.key_of({
         "stage": "export",
         "trained": trained,
-        "hardcoded_merges": cfg.hardcoded_merges,
+        "base": base_description(cfg),
         "special_tokens": cfg.special_tokens,
         "pad_to_multiple_of": cfg.pad_to_multiple_of,
         "pattern": cfg.pattern.tiktoken,
@@ -114,9 +126,10 @@ def meta_document(cfg: Config, vocab: Vocab, specials: dict[str, int], train_man
         "name": cfg.output.name.removesuffix(".tiktoken"),
         "pattern": {"name": cfg.pattern.name, "tiktoken": cfg.pattern.tiktoken, "python": cfg.pattern.python},
         "special_tokens": specials,
-        "vocab_size": len(vocab) + len(specials),
-        "mergeable_ranks": len(vocab),
-        "hardcoded_merges": cfg.hardcoded_merges,
+        "vocab_size": vocab_size(vocab, specials),
+        "mergeable_ranks": vocab.count(),
+        "hardcoded_merges": cfg.hardcoded_merges and cfg.warm_start is None,
+        "warm_start": str(cfg.warm_start.file) if cfg.warm_start else None,
         "phases": phases,
         "versions": {
             "toktoktok": toktoktok.__version__,
@@ -229,9 +242,9 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
         "inputs": {"trained": [m["outputs"] for m in train_manifests]},
         "outputs": outputs,
         "counts": {
-            "mergeable_ranks": len(vocab),
+            "mergeable_ranks": vocab.count(),
             "special_tokens": len(specials),
-            "vocab_size": len(vocab) + len(specials),
+            "vocab_size": vocab_size(vocab, specials),
             "pieces_checked_with_tiktoken": checked,
             "pieces_differing_from_tiktoken": differing,
             "pieces_trainer_differing": trainer_differing,

@@ -21,6 +21,8 @@ from stages.progress import Progress
 from stages.train import run_train
 from toktoktok.config import Config, ConfigError, Phase
 from toktoktok.sources import SourceError, list_source_files
+from toktoktok.tiktoken_file import validate_special_tokens
+from toktoktok.warm_start import load_base
 
 NOT_YET = "is not yet supported by this version of toktoktok"
 
@@ -32,7 +34,13 @@ def check_ready(cfg: Config) -> list[str]:
     for options this version refuses.
     """
     if cfg.warm_start is not None:
-        raise ConfigError(f"{cfg.path}: warm_start {NOT_YET}")
+        try:
+            base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens)
+            new = [t for t in cfg.special_tokens if t not in base.special_tokens]
+            top = len(base.vocab)
+            validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
+        except ValueError as exc:
+            raise ConfigError(f"{cfg.path}: warm_start.file: {exc}") from exc
     if cfg.export_hf:
         raise ConfigError(f"{cfg.path}: export_hf: true {NOT_YET}")
     warnings = list(cfg.warnings)
@@ -135,8 +143,8 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
 def summary(cfg: Config, result: dict[str, Any]) -> str:
     """A few lines for the user at the end of a run."""
     export = result["export"]["counts"]
-    lines = [f"wrote {cfg.output} ({export['mergeable_ranks']} ranks + {export['special_tokens']} special tokens "
-             f"= {export['vocab_size']})"]
+    lines = [f"wrote {cfg.output} ({export['mergeable_ranks']} ranks + {export['special_tokens']} special tokens; "
+             f"ids 0..{export['vocab_size'] - 1})"]
     for phase, ing, tr in zip(cfg.phases, result["ingest"], result["train"]):
         c, t = ing["counts"], tr["counts"]
         lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "

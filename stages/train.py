@@ -28,6 +28,7 @@ from stages.progress import Progress
 from toktoktok.config import Config, Phase
 from toktoktok.merge import PhaseResult, train_phase
 from toktoktok.vocab import Vocab
+from toktoktok.warm_start import load_base
 
 MERGES_SCHEMA = pa.schema(
     [("rank", pa.uint32()), ("left", pa.uint32()), ("right", pa.uint32()), ("bytes", pa.binary()), ("count", pa.uint64())]
@@ -43,8 +44,19 @@ def stage_dir(cfg: Config, phase: Phase) -> Path:
 
 
 def base_vocab(cfg: Config) -> Vocab:
-    """The vocabulary before the first phase: bytes, then the hardcoded merges if on."""
+    """The vocabulary before the first phase: the warm start's, or the bytes and
+    (if on) the hardcoded merges."""
+    if cfg.warm_start is not None:
+        return load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens).vocab
     return Vocab.initial(hardcoded=cfg.hardcoded_merges)
+
+
+def base_description(cfg: Config) -> dict[str, Any]:
+    """What the starting vocabulary depends on, for the stages' keys."""
+    if cfg.warm_start is None:
+        return {"hardcoded_merges": cfg.hardcoded_merges}
+    return {"warm_start": artifacts.file_digest(cfg.warm_start.file),
+            "warm_start_special_tokens": cfg.warm_start.special_tokens}
 
 
 def vocab_after(cfg: Config, last: int) -> Vocab:
@@ -90,7 +102,7 @@ def train_key(cfg: Config, phase: Phase) -> str:
         "stage": "train",
         "pieces": artifacts.outputs_key(_input_manifest(cfg, phase)),
         "before": before,
-        "hardcoded_merges": cfg.hardcoded_merges,
+        "base": base_description(cfg),
         "merges": phase.merges,
         "min_frequency": cfg.min_frequency,
         "max_token_bytes": cfg.max_token_bytes,

@@ -96,6 +96,10 @@ class Vocab:
         """The number of ranks, gaps included (one more than the highest rank)."""
         return len(self.off) - 1
 
+    def count(self) -> int:
+        """The number of tokens (ranks that are not gaps)."""
+        return int(np.count_nonzero(np.diff(self.off)))
+
     def token(self, rank: int) -> bytes:
         return self.buf[self.off[rank] : self.off[rank + 1]].tobytes()
 
