@@ -316,6 +316,21 @@ def test_anchors_aliases_and_merge_keys(project: Path) -> None:
     assert second.sources == first.sources and first.sources[0].weight == 3.0
 
 
+def test_merge_key_list_earlier_mapping_wins(project: Path) -> None:
+    cfg = load(
+        project,
+        """\
+        output: tok.tiktoken
+        phases:
+          - &a {name: A, merges: 1, sources: [{path: data}]}
+          - &b {name: B, merges: 2, sources: [{path: code}]}
+          - <<: [*b, *a]
+            name: C
+        """,
+    )
+    assert (cfg.phases[2].merges, cfg.phases[2].sources) == (2, cfg.phases[1].sources)
+
+
 def test_utf8_bom_is_accepted(project: Path) -> None:
     path = project / "config.yaml"
     path.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())
@@ -499,7 +514,8 @@ def test_phase_must_be_a_mapping(project: Path) -> None:
 def test_phase_keys_are_required(project: Path, missing: str) -> None:
     lines = {"name": "name: A", "merges": "merges: 3", "sources": "sources: [{path: data}]"}
     body = ", ".join(v for k, v in lines.items() if k != missing)
-    message = error_of(project, f"output: x.tiktoken\nphases:\n  - {{name: Z, merges: 1, sources: [{{path: data}}]}}\n  - {{{body}}}\n")
+    first = "{name: Z, merges: 1, sources: [{path: data}]}"
+    message = error_of(project, f"output: x.tiktoken\nphases:\n  - {first}\n  - {{{body}}}\n")
     assert f"config.yaml line 4: phases[1].{missing} is required" in message
 
 
@@ -524,7 +540,9 @@ def test_phase_name_must_be_a_non_empty_string(project: Path, name: str) -> None
     assert "config.yaml line 3: phases[0].name must be a non-empty string" in message
 
 
-@pytest.mark.parametrize(("first", "second"), [("English", "english"), ("C", "c++"), ("Web Text", "web-text")])
+@pytest.mark.parametrize(
+    ("first", "second"), [("English", "english"), ("C", "c++"), ("Web Text", "web-text"), ("Straße", "STRASSE")]
+)
 def test_phase_names_must_be_unique(project: Path, first: str, second: str) -> None:
     text = (
         "output: x.tiktoken\nphases:\n"
@@ -604,7 +622,9 @@ def test_globs_only_with_a_directory(project: Path, key: str) -> None:
     assert f"line 7: phases[0].sources[0].{key} is only allowed with `path:`" in message
 
 
-@pytest.mark.parametrize(("value", "where"), [("'*.txt'", "include"), ("[ok, '']", "include[1]"), ("[3]", "include[0]")])
+@pytest.mark.parametrize(
+    ("value", "where"), [("'*.txt'", "include"), ("[ok, '']", "include[1]"), ("[3]", "include[0]")]
+)
 def test_globs_must_be_lists_of_strings(project: Path, value: str, where: str) -> None:
     message = error_of(project, MINIMAL.replace("- path: data", f"- path: data\n        include: {value}"))
     assert f"phases[0].sources[0].{where} must be a" in message
@@ -709,9 +729,17 @@ def test_wrong_values_name_key_line_and_value(project: Path, line: str, expected
     assert f"config.yaml line 7: {expected}" in error_of(project, MINIMAL + line + "\n")
 
 
-@pytest.mark.parametrize(("line", "attr", "value"), [("threads: 1", "threads", 1), ("heldout_share: 0.5", "heldout_share", 0.5),
-                                                     ("max_token_bytes: 2", "max_token_bytes", 2), ("max_piece_bytes: 1024", "max_piece_bytes", 1024),
-                                                     ("pad_to_multiple_of: 1", "pad_to_multiple_of", 1), ("seed: 0", "seed", 0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "attr", "value"),
+    [
+        ("threads: 1", "threads", 1),
+        ("heldout_share: 0.5", "heldout_share", 0.5),
+        ("max_token_bytes: 2", "max_token_bytes", 2),
+        ("max_piece_bytes: 1024", "max_piece_bytes", 1024),
+        ("pad_to_multiple_of: 1", "pad_to_multiple_of", 1),
+        ("seed: 0", "seed", 0),
+    ],
+)
 def test_boundary_values_are_accepted(project: Path, line: str, attr: str, value: object) -> None:
     assert getattr(load(project, MINIMAL + line + "\n"), attr) == value
 
@@ -793,9 +821,10 @@ def test_warm_start_special_tokens(project: Path, specials: str, expected: str) 
 
 
 def test_warm_start_specials_share_names_with_top_level_but_must_not_nest(project: Path) -> None:
-    shared = "special_tokens: ['<|endoftext|>']\nwarm_start: {file: base.tiktoken, special_tokens: {'<|endoftext|>': 9}}\n"
+    warm = "warm_start: {file: base.tiktoken, special_tokens: {'<|endoftext|>': 9}}\n"
+    shared = "special_tokens: ['<|endoftext|>']\n" + warm
     assert load(project, MINIMAL + shared).special_tokens == ("<|endoftext|>",)
-    nested = "special_tokens: ['<|end']\nwarm_start: {file: base.tiktoken, special_tokens: {'<|endoftext|>': 9}}\n"
+    nested = "special_tokens: ['<|end']\n" + warm
     message = error_of(project, MINIMAL + nested)
     assert "warm_start.special_tokens['<|endoftext|>']" in message and "special_tokens[0] '<|end'" in message
 

@@ -283,7 +283,8 @@ class _Converter:
     def convert(self, node: yaml.Node, path: KeyPath) -> Any:
         self.count += 1
         if self.count > _MAX_NODES:
-            raise self.ctx.error(path, f"makes the file too large (over {_MAX_NODES} values once aliases are expanded)")
+            too_many = f"makes the file too large (over {_MAX_NODES} values once aliases are expanded)"
+            raise self.ctx.error(path, too_many)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, path)
         if id(node) in self.active:
@@ -346,7 +347,8 @@ class _Converter:
     def _merge_sources(self, node: yaml.Node, path: KeyPath) -> list[yaml.MappingNode]:
         nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
         if not all(isinstance(n, yaml.MappingNode) for n in nodes):
-            raise self.ctx.error(path, "has a `<<:` merge key whose value is not a mapping (or a list of mappings)")
+            not_mappings = "has a `<<:` merge key whose value is not a mapping (or a list of mappings)"
+            raise self.ctx.error(path, not_mappings)
         return nodes
 
 
@@ -370,7 +372,10 @@ def _read_document(path: Path, ctx: _Context) -> dict[str, Any]:
     except RecursionError:
         raise ConfigError(f"{ctx.file}: nested too deeply") from None
     if not isinstance(document, dict):
-        raise ConfigError(f"{ctx.file} line {root.start_mark.line + 1}: the top level must be a mapping of settings (output:, phases:, ...), got {_describe(document)}")
+        raise ConfigError(
+            f"{ctx.file} line {root.start_mark.line + 1}: the top level must be a mapping of settings "
+            f"(output:, phases:, ...), got {_describe(document)}"
+        )
     return document
 
 
@@ -399,8 +404,8 @@ def _check_keys(ctx: _Context, path: KeyPath, mapping: dict[str, Any], allowed: 
         if close:
             hint = f"did you mean {close[0]!r}?"
         else:
-            hint = next((where for keys, where in _MISPLACED.values() if key in keys and not keys & set(allowed)), None)
-            hint = hint or "known keys: " + ", ".join(allowed)
+            belongs = [where for keys, where in _MISPLACED.values() if key in keys and not keys & set(allowed)]
+            hint = belongs[0] if belongs else "known keys: " + ", ".join(allowed)
         raise ctx.error(path + (key,), f"is not a known key ({hint})")
 
 
@@ -519,12 +524,14 @@ def _source(ctx: _Context, path: KeyPath, raw: Any) -> Source:
     _check_keys(ctx, path, entry, SOURCE_KEYS)
     if ("path" in entry) == ("file" in entry):
         both = "has both" if "path" in entry else "has neither"
-        raise ctx.error(path, f"{both} `path:` and `file:`; give exactly one (path: a directory to scan, file: one file)")
+        exactly_one = "give exactly one (path: a directory to scan, file: one file)"
+        raise ctx.error(path, f"{both} `path:` and `file:`; {exactly_one}")
     is_dir = "path" in entry
     key = "path" if is_dir else "file"
     location = _existing(ctx, path + (key,), entry[key], want_dir=is_dir)
     if not is_dir and not location.name.lower().endswith(READABLE_SUFFIXES):
-        raise ctx.error(path + (key,), f"is not a readable kind of file: {location} (readable: {', '.join(READABLE_SUFFIXES)})")
+        readable = ", ".join(READABLE_SUFFIXES)
+        raise ctx.error(path + (key,), f"is not a readable kind of file: {location} (readable: {readable})")
     for glob_key in ("include", "exclude"):
         if glob_key in entry and not is_dir:
             raise ctx.error(path + (glob_key,), "is only allowed with `path:` (a directory), not with `file:`")
@@ -544,7 +551,8 @@ def _phase(ctx: _Context, path: KeyPath, raw: Any, index: int) -> Phase:
     name = _string(ctx, path + ("name",), _require(ctx, entry, path, "name"))
     merges = _int(ctx, path + ("merges",), _require(ctx, entry, path, "merges"), 0, MAX_MERGES)
     sources_path = path + ("sources",)
-    raw_sources = _list(ctx, sources_path, _require(ctx, entry, path, "sources"), "a non-empty list of sources", non_empty=True)
+    raw_sources = _require(ctx, entry, path, "sources")
+    raw_sources = _list(ctx, sources_path, raw_sources, "a non-empty list of sources", non_empty=True)
     sources = tuple(_source(ctx, sources_path + (i,), s) for i, s in enumerate(raw_sources))
     return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}")
 
@@ -560,7 +568,8 @@ def _phases(ctx: _Context, raw: Any) -> tuple[Phase, ...]:
         for seen, key in ((seen_names, phase.name.casefold()), (seen_slugs, slugify(phase.name))):
             if key in seen:
                 first = phases[seen[key]].name
-                raise ctx.error(where, f"{phase.name!r} is too close to phases[{seen[key]}].name {first!r}: phase names must be unique (ignoring case and punctuation)")
+                problem = f"{phase.name!r} is too close to phases[{seen[key]}].name {first!r}"
+                raise ctx.error(where, f"{problem}: phase names must be unique (ignoring case and punctuation)")
             seen[key] = i
     return phases
 
@@ -591,7 +600,8 @@ def _check_nesting(ctx: _Context, tokens: list[tuple[KeyPath, str]]) -> None:
                 continue
             if a in b or b in a:
                 outer, inner = (b, a) if a in b else (a, b)
-                raise ctx.error(path_b, f"{b!r} and {format_key_path(path_a)} {a!r} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
+                both = f"{b!r} and {format_key_path(path_a)} {a!r}"
+                raise ctx.error(path_b, f"{both} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
 
 
 def _warm_start(ctx: _Context, raw: Any) -> WarmStart | None:
@@ -623,7 +633,8 @@ def _pattern(ctx: _Context, raw: Any) -> Pattern:
     if raw is None:
         return resolve_pattern(None)
     if not isinstance(raw, str) or not raw:
-        raise ctx.error(("pattern",), f"must be a name ({', '.join(NAMED_PATTERNS)}) or a regex string, got {_describe(raw)}")
+        names = ", ".join(NAMED_PATTERNS)
+        raise ctx.error(("pattern",), f"must be a name ({names}) or a regex string, got {_describe(raw)}")
     name = PATTERN_ALIASES.get(raw.strip().lower(), raw.strip().lower())
     if name in NAMED_PATTERNS:
         return NAMED_PATTERNS[name]
@@ -657,7 +668,8 @@ def _output(ctx: _Context, raw: Any) -> Path:
     """``output:`` a path ending in ``.tiktoken``, not an existing directory."""
     output = _path(ctx, ("output",), raw)
     if not output.name.endswith(OUTPUT_SUFFIX) or output.name == OUTPUT_SUFFIX:
-        raise ctx.error(("output",), f"must be a file name ending in {OUTPUT_SUFFIX} (e.g. my_tokenizer{OUTPUT_SUFFIX}), got {raw!r}")
+        wanted = f"a file name ending in {OUTPUT_SUFFIX} (e.g. my_tokenizer{OUTPUT_SUFFIX})"
+        raise ctx.error(("output",), f"must be {wanted}, got {raw!r}")
     if output.is_dir():
         raise ctx.error(("output",), f"is an existing directory: {output}")
     return output
@@ -763,7 +775,10 @@ def _scalar_settings(ctx: _Context, doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _all_special_tokens(tokens: tuple[str, ...], warm_start: WarmStart | None) -> list[tuple[KeyPath, str]]:
+def _all_special_tokens(
+    tokens: tuple[str, ...], warm_start: WarmStart | None
+) -> list[tuple[KeyPath, str]]:
+    """Every special token the config names, with its key path, for the nesting check."""
     found: list[tuple[KeyPath, str]] = [(("special_tokens", i), t) for i, t in enumerate(tokens)]
     if warm_start is not None and warm_start.special_tokens:
         found += [(("warm_start", "special_tokens", t), t) for t in warm_start.special_tokens]
@@ -780,7 +795,8 @@ def _warnings(phases: tuple[Phase, ...]) -> tuple[str, ...]:
         for source in phase.sources:
             key = (source.path, source.is_dir, source.text_column, source.include, source.exclude)
             if key in seen:
-                out.append(f"phase {phase.name!r} lists {source.path} twice: its text counts twice (weight: says so more plainly)")
+                twice = f"phase {phase.name!r} lists {source.path} twice"
+                out.append(f"{twice}: its text counts twice (weight: says so more plainly)")
             seen.add(key)
     return tuple(out)
 
