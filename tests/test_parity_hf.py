@@ -82,3 +82,21 @@ def test_shakespeare_and_multilingual_same_merges():
     ours = our_merges(docs, 3000, 2)
     assert len(ours) == 3000
     assert ours == hf_merges(docs, 3000, 2)
+
+
+def _corpus_docs(name: str, mb: int) -> list[str]:
+    import zstandard
+
+    with open(SHARED / "corpora" / f"{name}.txt.zst", "rb") as f:
+        raw = zstandard.ZstdDecompressor().stream_reader(f).read(mb << 20)
+    text = raw.decode("utf-8", "ignore")
+    return text[: text.rfind("\n\n")].split("\n\n")
+
+
+@pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
+@pytest.mark.parametrize("name", ["english", "code", "german"])
+def test_shared_corpora_same_merges(name):
+    docs = _corpus_docs(name, 3)
+    ours = our_merges(docs, 4000, 2)
+    assert len(ours) == 4000
+    assert ours == hf_merges(docs, 4000, 2)
