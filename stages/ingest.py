@@ -308,12 +308,19 @@ class _pool:
 
     def __enter__(self) -> ProcessPoolExecutor | None:
         if self.workers > 1:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
         return self.pool
 
     def __exit__(self, *exc: object) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the main process, which stops the pool and reports."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def resolve_threads(threads: int) -> int:
