@@ -36,7 +36,7 @@ from stages import artifacts
 from stages.ingest import merge_counts
 from stages.ingest import stage_dir as ingest_dir
 from stages.progress import Progress
-from stages.train import MissingInput, base_description, inventory, vocab_after
+from stages.train import MissingInput, base_description, inventory, require_current, vocab_after
 from stages.train import stage_dir as train_dir
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, config_fingerprint
@@ -94,23 +94,26 @@ def vocab_size(vocab: Vocab, specials: dict[str, int]) -> int:
     return max(len(vocab), max(specials.values(), default=-1) + 1)
 
 
-def export_key(cfg: Config) -> str:
-    trained = []
-    for phase in cfg.phases:
-        manifest = artifacts.read_manifest(train_dir(cfg, phase))
-        if manifest is None:
-            raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-        trained.append(artifacts.outputs_key(manifest))
-    return artifacts.key_of({
+def export_settings(cfg: Config) -> dict[str, Any]:
+    """The settings export depends on (recorded in its manifest)."""
+    return {
         "stage": "export",
-        "trained": trained,
         "base": base_description(cfg),
-        "special_tokens": cfg.special_tokens,
+        "special_tokens": list(cfg.special_tokens),
         "pad_to_multiple_of": cfg.pad_to_multiple_of,
         "pattern": cfg.pattern.tiktoken,
         "output": str(cfg.output),
         "fingerprint": config_fingerprint(cfg),
-    })
+    }
+
+
+def export_key(cfg: Config) -> str:
+    """Export depends on every phase's merges, each current with its own inputs."""
+    for phase in cfg.phases:
+        if artifacts.read_manifest(train_dir(cfg, phase)) is None:
+            raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
+    trained = [artifacts.outputs_key(require_current(cfg, phase)) for phase in cfg.phases]
+    return artifacts.key_of({**export_settings(cfg), "trained": trained})
 
 
 def meta_document(cfg: Config, vocab: Vocab, specials: dict[str, int], train_manifests: list[dict]) -> dict:
@@ -239,6 +242,7 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
     return artifacts.finish(folder, {
         "stage": "export",
         "key": key,
+        "settings": export_settings(cfg),
         "inputs": {"trained": [m["outputs"] for m in train_manifests]},
         "outputs": outputs,
         "counts": {

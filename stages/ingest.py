@@ -36,7 +36,7 @@ from stages.progress import Progress
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import PartCutter, pieces
-from toktoktok.sources import ReadStats, SourceError, iter_blocks, list_source_files
+from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files
 
 CHUNK_TEXT_CHARS = 128 << 20  # text per chunk file
 BATCH_TEXT_CHARS = 2 << 20  # text per worker task
@@ -97,22 +97,24 @@ def phase_files(phase: Phase) -> list[tuple[Source, Path]]:
     return [(src, path) for src in phase.sources for path in list_source_files(src)]
 
 
+def ingest_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
+    """The settings this phase's ingest depends on (recorded in its manifest)."""
+    return {
+        "stage": "ingest",
+        "phase": phase.slug,
+        "pattern": cfg.pattern.python,
+        "cut_at_safe_places": cfg.pattern.cut_at_safe_places,
+        "special_tokens": list(cfg.special_tokens),
+        "seed": cfg.seed,
+        "heldout_share": cfg.heldout_share,
+        "max_piece_bytes": cfg.max_piece_bytes,
+        "on_bad_file": cfg.on_bad_file,
+    }
+
+
 def ingest_key(cfg: Config, phase: Phase, files: list[tuple[Source, Path]]) -> str:
     """What the ingest of this phase depends on: settings and file fingerprints."""
-    return artifacts.key_of(
-        {
-            "stage": "ingest",
-            "pattern": cfg.pattern.python,
-            "cut": cfg.pattern.cut_at_safe_places,
-            "special_tokens": cfg.special_tokens,
-            "seed": cfg.seed,
-            "heldout_share": cfg.heldout_share,
-            "max_piece_bytes": cfg.max_piece_bytes,
-            "on_bad_file": cfg.on_bad_file,
-            "slug": phase.slug,
-            "files": [_fingerprint(src, path) for src, path in files],
-        }
-    )
+    return artifacts.key_of({**ingest_settings(cfg, phase), "files": [_fingerprint(s, p) for s, p in files]})
 
 
 def _fingerprint(src: Source, path: Path) -> dict[str, Any]:
@@ -233,30 +235,40 @@ def _hold(text: str, held: list[str], tally: _Tally) -> None:
 
 def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: _Batcher,
                  heldout: list[str], tally: _Tally, progress: Progress) -> None:
-    cutter: PartCutter | None = None
+    """Send one file's training text to the batcher and keep its held-out documents.
+
+    Rows (jsonl, parquet) are matched one by one. The documents of a ``.txt``
+    file follow each other in one stream of parts: a ``.txt`` document ends
+    where the default and cl100k patterns may be cut anyway, and for other
+    patterns (and for a special token holding a blank line) this keeps the
+    pieces equal to the pattern over the whole file. A held-out document
+    breaks the stream.
+    """
+    rows = file_format(path)[0] != "txt"
+    cutter = PartCutter(cut=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+                        max_piece_chars=cfg.max_piece_bytes)
     held: list[str] | None = None
+    starting = True
     for doc, text, end in _documents(path, src, tally):
-        if cutter is None and held is None:
-            if tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(
-                cfg.seed, phase.slug, index, doc, cfg.heldout_share
-            ):
-                held = []
-            else:
-                cutter = PartCutter(cut=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
-                                    max_piece_chars=cfg.max_piece_bytes)
+        if starting and tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(
+            cfg.seed, phase.slug, index, doc, cfg.heldout_share
+        ):
+            held = []
+            batcher.add(cutter.finish(), src.weight)
         if held is not None:
             _hold(text, held, tally)
         else:
             batcher.add(cutter.feed(text), src.weight)
         progress.update(len(text))
-        if end:
-            if held is not None:
-                heldout.append("".join(held))
-                tally.heldout_documents += 1
-            else:
-                batcher.add(cutter.finish(), src.weight)
-                tally.forced_cuts += cutter.forced_cuts
-            cutter, held = None, None
+        starting = end
+        if end and held is not None:
+            heldout.append("".join(held))
+            tally.heldout_documents += 1
+            held = None
+        elif end and rows:
+            batcher.add(cutter.finish(), src.weight)
+    batcher.add(cutter.finish(), src.weight)
+    tally.forced_cuts += cutter.forced_cuts
 
 
 def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
@@ -292,6 +304,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "stage": "ingest",
         "phase": phase.name,
         "key": key,
+        "settings": ingest_settings(cfg, phase),
         "inputs": [_fingerprint(src, path) for src, path in files],
         "outputs": outputs,
         "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},

@@ -90,6 +90,18 @@ def _input_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
     return manifest
 
 
+def train_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
+    """The settings this phase's training depends on (recorded in its manifest)."""
+    return {
+        "stage": "train",
+        "phase": phase.slug,
+        "base": base_description(cfg),
+        "merges": phase.merges,
+        "min_frequency": cfg.min_frequency,
+        "max_token_bytes": cfg.max_token_bytes,
+    }
+
+
 def train_key(cfg: Config, phase: Phase) -> str:
     """What this phase's merges depend on: its pieces, the earlier phases, settings."""
     before = []
@@ -98,15 +110,17 @@ def train_key(cfg: Config, phase: Phase) -> str:
         if manifest is None:
             raise MissingInput(f"phase '{earlier.name}' has not been trained: run `toktok train -c {cfg.path}` first")
         before.append(artifacts.outputs_key(manifest))
-    return artifacts.key_of({
-        "stage": "train",
-        "pieces": artifacts.outputs_key(_input_manifest(cfg, phase)),
-        "before": before,
-        "base": base_description(cfg),
-        "merges": phase.merges,
-        "min_frequency": cfg.min_frequency,
-        "max_token_bytes": cfg.max_token_bytes,
-    })
+    pieces = artifacts.outputs_key(_input_manifest(cfg, phase))
+    return artifacts.key_of({**train_settings(cfg, phase), "pieces": pieces, "before": before})
+
+
+def require_current(cfg: Config, phase: Phase) -> dict[str, Any]:
+    """The phase's train manifest, if it matches its inputs now; else MissingInput."""
+    key = train_key(cfg, phase)
+    if not artifacts.is_current(stage_dir(cfg, phase), key):
+        raise MissingInput(f"phase '{phase.name}' is not trained on its current inputs (an earlier phase or its "
+                           f"settings changed): run `toktok train -c {cfg.path}` first")
+    return artifacts.read_manifest(stage_dir(cfg, phase))
 
 
 def merges_table(result: PhaseResult) -> pa.Table:
@@ -152,6 +166,7 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
         "stage": "train",
         "phase": phase.name,
         "key": key,
+        "settings": train_settings(cfg, phase),
         "inputs": {"pieces": ingest_manifest["outputs"], "vocab_size_before": len(vocab)},
         "outputs": [output],
         "counts": {

@@ -453,6 +453,8 @@ def train_phase(
     """
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     sym, lens = segment_pieces(vocab, buf, off)
+    # every merge removes a symbol somewhere: never size for more than can happen
+    merges = min(merges, int(np.maximum(lens.astype(np.int64) - 1, 0).sum()))
     first = len(vocab)
     tok_off = np.zeros(first + merges + 1, dtype=np.int64)
     tok_off[: first + 1] = vocab.off
