@@ -475,7 +475,8 @@ def test_export_after_retraining_an_earlier_phase_alone(tmp_path, corpus):
 
 def test_threads_and_entry_points_give_identical_files(tmp_path, corpus):
     outputs = []
-    for folder, threads, legacy in (("t1", 1, False), ("t2", 2, False), ("legacy", 1, True)):
+    for folder, threads, legacy in (("t1", 1, False), ("t2", 2, False), ("legacy", 1, True), ("all", -1, False),
+                                    ("again", 1, False)):
         config = _small_project(tmp_path, corpus, merges=MERGES, folder=folder)
         config.write_text(config.read_text().replace("threads: 1", f"threads: {threads}")
                           .replace("heldout_share: 0", "heldout_share: 0.05"))
@@ -485,6 +486,8 @@ def test_threads_and_entry_points_give_identical_files(tmp_path, corpus):
         outputs.append((tmp_path / folder / "out" / "tok.tiktoken").read_bytes())
     assert outputs[0] == outputs[1], "threads 1 and 2 differ"
     assert outputs[0] == outputs[2], "`toktoktok -c` differs from `toktok run -c`"
+    assert outputs[0] == outputs[3], "threads 1 and -1 (all cores) differ"
+    assert outputs[0] == outputs[4], "a repeated run differs"
 
 
 def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
