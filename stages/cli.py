@@ -137,14 +137,17 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
 @toktok.command()
 @_options
 @_force
-def export(config: Path, verbose: bool, force: bool) -> None:
+@click.option("--hf", is_flag=True, help="Also write the Hugging Face export OUTPUT_NAME.hf/ (as export_hf: true).")
+def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     """Write and validate the .tiktoken file and its companion.
 
     Reads WORK/train/*/merges.arrow (and WORK/ingest/ for validation); writes
-    OUTPUT.tiktoken, OUTPUT.meta.json and WORK/export/manifest.json.
+    OUTPUT.tiktoken, OUTPUT.meta.json, with --hf (or export_hf: true)
+    OUTPUT_NAME.hf/tokenizer.json and its companions, and
+    WORK/export/manifest.json.
     """
     cfg, progress = _load(config, verbose)
-    m = _guarded(lambda: pipeline.export(cfg, force=force, progress=progress), verbose)
+    m = _guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose)
     c = m["counts"]
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"

@@ -40,6 +40,7 @@ from stages.train import MissingInput, base_description, inventory, require_curr
 from stages.train import stage_dir as train_dir
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, config_fingerprint
+from toktoktok.hf import write_hf
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
@@ -61,6 +62,22 @@ SAMPLES = [
 
 def output_paths(cfg: Config) -> tuple[Path, Path]:
     return cfg.output, meta_path(cfg.output)
+
+
+def hf_dir(cfg: Config) -> Path:
+    """``DIR/NAME.hf`` for ``output: DIR/NAME.tiktoken``."""
+    return cfg.output.with_name(cfg.output.name.removesuffix(".tiktoken") + ".hf")
+
+
+def hf_disagreements(folder: Path, enc: tiktoken.Encoding, texts: list[str], specials: dict[str, int]) -> int | None:
+    """Texts whose Hugging Face ids differ from tiktoken's (None: tokenizers absent)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        return None
+    hf = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    joined = [t + tok for t, tok in zip(texts, list(specials) * len(texts))] if specials else []
+    return sum(hf.encode(t).ids != enc.encode(t, allowed_special="all") for t in texts + joined)
 
 
 def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
@@ -98,6 +115,7 @@ def export_settings(cfg: Config) -> dict[str, Any]:
     """The settings export depends on (recorded in its manifest)."""
     return {
         "stage": "export",
+        "export_hf": cfg.export_hf,
         "base": base_description(cfg),
         "special_tokens": list(cfg.special_tokens),
         "pad_to_multiple_of": cfg.pad_to_multiple_of,
@@ -234,11 +252,18 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
         tiktoken_path.unlink(missing_ok=True)
         meta_file.unlink(missing_ok=True)
         raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
+    outputs = [_output_entry(tiktoken_path), _output_entry(meta_file)]
+    hf_differing = None
+    if cfg.export_hf:
+        write_hf(hf_dir(cfg), vocab.ranks(), specials, cfg.pattern.tiktoken)
+        outputs += [_output_entry(p) for p in sorted(hf_dir(cfg).iterdir())]
+        hf_differing = hf_disagreements(hf_dir(cfg), enc, texts, specials)
+        if hf_differing:
+            raise ExportError(f"the Hugging Face export gives other ids than tiktoken on {hf_differing} texts")
     trainer_differing = sum(m["counts"]["differing_pieces"] for m in train_manifests)
     if differing or trainer_differing:
         progress.note(f"warning: {differing} of {checked} pieces encode differently in tiktoken; "
                       f"{trainer_differing} pieces end training segmented unlike tiktoken's rule")
-    outputs = [_output_entry(tiktoken_path), _output_entry(meta_file)]
     return artifacts.finish(folder, {
         "stage": "export",
         "key": key,
@@ -253,6 +278,7 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
             "pieces_differing_from_tiktoken": differing,
             "pieces_trainer_differing": trainer_differing,
             "round_trip_texts": len(texts),
+            "hf_texts_differing": hf_differing,
         },
         "seconds": {"write": round(written - started, 3), "validate": round(time.perf_counter() - written, 3)},
     })

@@ -10,6 +10,7 @@ file in the work directory keeps two runs from writing there at once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 from collections.abc import Iterator
@@ -41,8 +42,6 @@ def check_ready(cfg: Config) -> list[str]:
             validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
         except ValueError as exc:
             raise ConfigError(f"{cfg.path}: warm_start.file: {exc}") from exc
-    if cfg.export_hf:
-        raise ConfigError(f"{cfg.path}: export_hf: true {NOT_YET}")
     warnings = list(cfg.warnings)
     for phase in cfg.phases:
         total = 0
@@ -116,7 +115,9 @@ def train(cfg: Config, *, phase: str | None = None, force: bool = False, progres
         return done
 
 
-def export(cfg: Config, *, force: bool = False, progress: Progress) -> dict:
+def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Progress) -> dict:
+    if hf:
+        cfg = dataclasses.replace(cfg, export_hf=True)
     _prepare(cfg, progress)
     with locked(cfg):
         manifest = run_export(cfg, force=force, progress=progress)

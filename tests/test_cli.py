@@ -164,13 +164,27 @@ def test_export_before_train_says_run_train(project):
 # ---------------------------------------------------------------- options refused
 
 
-def test_export_hf_is_refused(project):
+def test_export_hf_writes_a_tokenizer_json_with_tiktokens_ids(project):
+    tokenizers = pytest.importorskip("tokenizers")
     project.write_text(project.read_text() + "export_hf: true\n")
     r = toktok("run", "-c", project)
-    assert r.code == 2
-    line = one_line_error(r.err)
-    assert "export_hf" in line and "not yet supported" in line
-    assert not work_of(project).exists()
+    assert r.code == 0, r.err
+    out = project.parent / "out"
+    assert sorted(p.name for p in (out / "tok.hf").iterdir()) == [
+        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+    enc = toktoktok.load(out / "tok.tiktoken")
+    hf = tokenizers.Tokenizer.from_file(str(out / "tok.hf" / "tokenizer.json"))
+    text = "Hello, world!\n\n  def f(x):\n\treturn 42 ñ 日本<|endoftext|>end"
+    assert hf.encode(text).ids == enc.encode(text, allowed_special="all")
+
+
+def test_export_hf_flag(project):
+    pytest.importorskip("tokenizers")
+    assert toktok("run", "-c", project).code == 0
+    assert not (project.parent / "out" / "tok.hf").exists()
+    r = toktok("export", "-c", project, "--hf")
+    assert r.code == 0, r.err
+    assert (project.parent / "out" / "tok.hf" / "tokenizer.json").is_file()
 
 
 def test_warm_start_is_refused_or_keeps_every_base_id(tmp_path, project):
