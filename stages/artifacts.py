@@ -109,7 +109,18 @@ def outputs_key(manifest: dict[str, Any]) -> str:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory so far of this process and of its finished children."""
+    """Peak resident memory so far of this process and of its largest finished child.
+
+    This process's own peak comes from ``VmHWM`` in /proc (``ru_maxrss`` would
+    include the peak of whatever process started it); where /proc is absent,
+    ``ru_maxrss``.
+    """
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                own = int(line.split()[1])
+    except OSError:
+        pass
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return round(max(own, children) / 1024, 1)

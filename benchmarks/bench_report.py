@@ -1,0 +1,79 @@
+"""Facts about the run (machine, commit, versions) and Markdown tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("toktoktok", "tokenizers", "rustbpe", "tiktoken", "numba", "numpy", "regex")
+
+
+def _proc_field(path: str, key: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> str:
+    """CPU count and model, RAM (total and available now), OS, Python."""
+    cores = len(os.sched_getaffinity(0))
+    model = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown CPU"
+    total = int((_proc_field("/proc/meminfo", "MemTotal") or "0 kB").split()[0]) / (1 << 20)
+    avail = int((_proc_field("/proc/meminfo", "MemAvailable") or "0 kB").split()[0]) / (1 << 20)
+    return (f"{cores} CPUs usable (nproc), {os.cpu_count()} online, {model}; RAM {total:.1f} GiB "
+            f"({avail:.1f} GiB available at start); {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()}")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True, text=True,
+                              check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout.strip()
+
+
+def commit() -> str:
+    """``git rev-parse --short HEAD``, marked when tracked files have changes."""
+    head = _git("rev-parse", "--short", "HEAD")
+    if head is None:
+        return "unknown (not a git checkout)"
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def versions() -> str:
+    found = []
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
+
+
+def now() -> str:
+    return dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table; columns after the first are right-aligned."""
+    align = [":---"] + ["---:"] * (len(headers) - 1)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
