@@ -178,6 +178,8 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
             "vocab_size_after": len(result.vocab),
             "differing_pieces": result.differing_pieces,
             "differing_weight": result.differing_weight,
+            "merge_loop_pieces_visited": result.visited_pieces,
+            "merge_loop_symbols_scanned": result.scanned_symbols,
         },
         "warnings": warnings,
         "seconds": {"load": round(loaded - started, 3), "train": round(trained - loaded, 3),

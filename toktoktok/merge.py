@@ -133,22 +133,67 @@ def _mix(key):
     return x
 
 
+# A pair's record: one row of ``P`` (one cache line read per pair touched).
+KEY, COUNT, HEAD, MARK = 0, 1, 2, 3  # MARK: (merge stamp << 32) | (last piece + 1)
+LOW = 0xFFFFFFFF
+
+
 @njit(cache=True)
-def _slot(slots, p_key, key):
-    """The slot of ``key`` in ``slots`` (pair indices, -1 empty): its own or the empty one to fill."""
+def _find(slots, P, key):
+    """The slot of ``key`` in ``slots`` (row numbers of P, -1 empty): its own or the empty one to fill."""
     mask = np.uint64(len(slots) - 1)
     s = _mix(key) & mask
-    while slots[s] >= 0 and p_key[slots[s]] != key:
+    while True:
+        q = slots[s]
+        if q < 0 or P[q, KEY] == key:
+            return s
         s = (s + np.uint64(1)) & mask
-    return s
 
 
 @njit(cache=True)
-def _rehash(p_key, n_pairs, capacity):
+def _rehash(P, n_pairs, capacity):
     slots = np.full(capacity, -1, dtype=np.int32)
-    for p in range(n_pairs):
-        slots[_slot(slots, p_key, p_key[p])] = p
+    for q in range(n_pairs):
+        slots[_find(slots, P, P[q, KEY])] = q
     return slots
+
+
+@njit(cache=True)
+def _pair(P, n_pairs, slots, key):
+    """The row of pair ``key``, added with count 0 if new: (P, n_pairs, slots, row)."""
+    s = _find(slots, P, key)
+    q = slots[s]
+    if q >= 0:
+        return P, n_pairs, slots, q
+    q = n_pairs
+    if q == len(P):
+        bigger = np.empty((2 * len(P), 4), dtype=np.int64)
+        bigger[: len(P)] = P
+        P = bigger
+    P[q, KEY] = key
+    P[q, COUNT] = 0
+    P[q, HEAD] = -1
+    P[q, MARK] = 0
+    slots[s] = q
+    n_pairs += 1
+    if 2 * n_pairs > len(slots):
+        slots = _rehash(P, n_pairs, 2 * len(slots))
+    return P, n_pairs, slots, q
+
+
+@njit(cache=True)
+def _note_piece(P, q, w, occ_word, occ_next, n_occ):
+    """Add piece ``w`` to pair q's list unless it was the last one added."""
+    if (P[q, MARK] & LOW) == w + 1:
+        return occ_word, occ_next, n_occ
+    P[q, MARK] = (P[q, MARK] & ~np.int64(LOW)) | (w + 1)
+    if n_occ == len(occ_word):
+        occ_word = _grow(occ_word, n_occ + 1)
+        occ_next = _grow(occ_next, n_occ + 1)
+    occ_word[n_occ] = w
+    occ_next[n_occ] = P[q, HEAD]
+    P[q, HEAD] = n_occ
+    return occ_word, occ_next, n_occ + 1
 
 
 @njit(cache=True, inline="always")
@@ -157,38 +202,46 @@ def _better(c1, k1, c2, k2):
     return c1 > c2 or (c1 == c2 and k1 < k2)
 
 
+@njit(cache=True, inline="always")
+def _swap(h_count, h_key, h_pair, i, j):
+    h_count[i], h_count[j] = h_count[j], h_count[i]
+    h_key[i], h_key[j] = h_key[j], h_key[i]
+    h_pair[i], h_pair[j] = h_pair[j], h_pair[i]
+
+
 @njit(cache=True)
-def _push(h_count, h_pair, size, count, p, p_key):
+def _push(h_count, h_key, h_pair, size, count, key, p):
+    """Add an entry; the heap holds each entry's key so comparisons read no table."""
     i = size
     h_count[i] = count
+    h_key[i] = key
     h_pair[i] = p
     while i > 0:
         up = (i - 1) >> 1
-        if not _better(h_count[i], p_key[h_pair[i]], h_count[up], p_key[h_pair[up]]):
+        if not _better(h_count[i], h_key[i], h_count[up], h_key[up]):
             break
-        h_count[i], h_count[up] = h_count[up], h_count[i]
-        h_pair[i], h_pair[up] = h_pair[up], h_pair[i]
+        _swap(h_count, h_key, h_pair, i, up)
         i = up
 
 
 @njit(cache=True)
-def _pop(h_count, h_pair, size, p_key):
+def _pop(h_count, h_key, h_pair, size):
     """Remove the top entry (read it first); ``size`` is the size before."""
     size -= 1
     h_count[0] = h_count[size]
+    h_key[0] = h_key[size]
     h_pair[0] = h_pair[size]
     i = 0
     while True:
         best = i
-        for child in (2 * i + 1, 2 * i + 2):
-            if child < size and _better(
-                h_count[child], p_key[h_pair[child]], h_count[best], p_key[h_pair[best]]
-            ):
-                best = child
+        left = 2 * i + 1
+        if left < size and _better(h_count[left], h_key[left], h_count[best], h_key[best]):
+            best = left
+        if left + 1 < size and _better(h_count[left + 1], h_key[left + 1], h_count[best], h_key[best]):
+            best = left + 1
         if best == i:
             break
-        h_count[i], h_count[best] = h_count[best], h_count[i]
-        h_pair[i], h_pair[best] = h_pair[best], h_pair[i]
+        _swap(h_count, h_key, h_pair, i, best)
         i = best
 
 
@@ -199,16 +252,12 @@ def _train_kernel(
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
     ``tok_off`` has room for ``first_rank + n_merges + 1`` offsets and ``table``
-    for as many tokens. ``progress[0]`` is kept at the number of new ranks made.
+    for as many tokens. ``progress`` (4 entries) is kept at: new ranks made,
+    pieces visited, symbols scanned, heap entries popped.
     """
     n_words = len(wlen)
     # -- 1. count every adjacent pair, and note the pieces it occurs in ------
-    cap_pairs = 1024
-    p_key = np.empty(cap_pairs, dtype=np.int64)
-    p_count = np.zeros(cap_pairs, dtype=np.int64)
-    p_head = np.empty(cap_pairs, dtype=np.int32)
-    p_last = np.empty(cap_pairs, dtype=np.int32)
-    p_stamp = np.zeros(cap_pairs, dtype=np.int64)
+    P = np.empty((1024, 4), dtype=np.int64)
     slots = np.full(4096, -1, dtype=np.int32)
     n_pairs = 0
     occ_word = np.empty(1024, dtype=np.int32)
@@ -218,41 +267,17 @@ def _train_kernel(
         s0 = woff[w]
         for i in range(wlen[w] - 1):
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
-            s = _slot(slots, p_key, key)
-            p = slots[s]
-            if p < 0:
-                p = n_pairs
-                n_pairs += 1
-                if n_pairs > len(p_key):
-                    p_key = _grow(p_key, n_pairs)
-                    p_count = _grow(p_count, n_pairs)
-                    p_head = _grow(p_head, n_pairs)
-                    p_last = _grow(p_last, n_pairs)
-                    p_stamp = _grow(p_stamp, n_pairs)
-                p_key[p] = key
-                p_count[p] = 0
-                p_head[p] = -1
-                p_last[p] = -1
-                p_stamp[p] = 0
-                slots[s] = p
-                if 2 * n_pairs > len(slots):
-                    slots = _rehash(p_key, n_pairs, 2 * len(slots))
-            p_count[p] += wcount[w]
-            if p_last[p] != w:
-                p_last[p] = w
-                occ_word = _grow(occ_word, n_occ + 1)
-                occ_next = _grow(occ_next, n_occ + 1)
-                occ_word[n_occ] = w
-                occ_next[n_occ] = p_head[p]
-                p_head[p] = n_occ
-                n_occ += 1
+            P, n_pairs, slots, q = _pair(P, n_pairs, slots, key)
+            P[q, COUNT] += wcount[w]
+            occ_word, occ_next, n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
+    h_key = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_pair = np.empty(max(16, 2 * n_pairs), dtype=np.int32)
     h_size = 0
     for p in range(n_pairs):
-        if p_count[p] >= min_freq:
-            _push(h_count, h_pair, h_size, p_count[p], p, p_key)
+        if P[p, COUNT] >= min_freq:
+            _push(h_count, h_key, h_pair, h_size, P[p, COUNT], P[p, KEY], p)
             h_size += 1
     # -- 3. merge until the budget is spent or no pair is frequent enough -----
     m_rank = np.empty(max(16, n_merges), dtype=np.int32)
@@ -267,19 +292,20 @@ def _train_kernel(
     touched = np.empty(1024, dtype=np.int32)
     stamp = 0
     while made < n_merges and h_size > 0:
+        progress[3] += 1
         p = h_pair[0]
         c = h_count[0]
-        _pop(h_count, h_pair, h_size, p_key)
+        _pop(h_count, h_key, h_pair, h_size)
         h_size -= 1
-        if p_count[p] != c:  # stale entry
-            if p_count[p] < c and p_count[p] >= min_freq:
-                _push(h_count, h_pair, h_size, p_count[p], p, p_key)
+        if P[p, COUNT] != c:  # stale entry
+            if P[p, COUNT] < c and P[p, COUNT] >= min_freq:
+                _push(h_count, h_key, h_pair, h_size, P[p, COUNT], P[p, KEY], p)
                 h_size += 1
             continue
         if c < min_freq:
             break
-        a = p_key[p] >> 32
-        b = p_key[p] & 0xFFFFFFFF
+        a = P[p, KEY] >> 32
+        b = P[p, KEY] & LOW
         la = tok_off[a + 1] - tok_off[a]
         lb = tok_off[b + 1] - tok_off[b]
         if max_bytes > 0 and la + lb > max_bytes:
@@ -310,8 +336,8 @@ def _train_kernel(
         # -- 3b. replace the pair in every piece on its list ------------------
         stamp += 1
         n_touched = 0
-        o = p_head[p]
-        p_head[p] = -1
+        o = P[p, HEAD]
+        P[p, HEAD] = -1
         while o >= 0:
             w = occ_word[o]
             o = occ_next[o]
@@ -320,12 +346,14 @@ def _train_kernel(
             w_stamp[w] = stamp
             s0 = woff[w]
             n = wlen[w]
+            progress[1] += 1
+            progress[2] += n
             cw = wcount[w]
             i = 0
             j = 0
             while i < n:
                 if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
-                    p_count[p] -= cw
+                    P[p, COUNT] -= cw
                     for side in range(4):
                         # the pairs a merge site changes: (x,a)->(x,r) and (b,y)->(r,y)
                         if side < 2:
@@ -338,42 +366,18 @@ def _train_kernel(
                                 continue
                             left = np.int64(b) if side == 2 else np.int64(r)
                             right = np.int64(sym[s0 + i + 2])
-                        delta = -cw if side % 2 == 0 else cw
-                        key = (left << 32) | right
-                        s = _slot(slots, p_key, key)
-                        q = slots[s]
-                        if q < 0:
-                            q = n_pairs
-                            n_pairs += 1
-                            if n_pairs > len(p_key):
-                                p_key = _grow(p_key, n_pairs)
-                                p_count = _grow(p_count, n_pairs)
-                                p_head = _grow(p_head, n_pairs)
-                                p_last = _grow(p_last, n_pairs)
-                                p_stamp = _grow(p_stamp, n_pairs)
-                            p_key[q] = key
-                            p_count[q] = 0
-                            p_head[q] = -1
-                            p_last[q] = -1
-                            p_stamp[q] = 0
-                            slots[s] = q
-                            if 2 * n_pairs > len(slots):
-                                slots = _rehash(p_key, n_pairs, 2 * len(slots))
-                        p_count[q] += delta
-                        if delta > 0:
-                            if p_last[q] != w:
-                                p_last[q] = w
-                                occ_word = _grow(occ_word, n_occ + 1)
-                                occ_next = _grow(occ_next, n_occ + 1)
-                                occ_word[n_occ] = w
-                                occ_next[n_occ] = p_head[q]
-                                p_head[q] = n_occ
-                                n_occ += 1
-                            if p_stamp[q] != stamp:
-                                p_stamp[q] = stamp
+                        P, n_pairs, slots, q = _pair(P, n_pairs, slots, (left << 32) | right)
+                        if side % 2 == 0:
+                            P[q, COUNT] -= cw
+                            continue
+                        P[q, COUNT] += cw
+                        occ_word, occ_next, n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+                        if (P[q, MARK] >> 32) != stamp:
+                            P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
+                            if n_touched == len(touched):
                                 touched = _grow(touched, n_touched + 1)
-                                touched[n_touched] = q
-                                n_touched += 1
+                            touched[n_touched] = q
+                            n_touched += 1
                     sym[s0 + j] = r
                     i += 2
                 else:
@@ -384,10 +388,12 @@ def _train_kernel(
         # -- 3c. fresh heap entries for every pair whose count grew -----------
         for t in range(n_touched):
             q = touched[t]
-            if p_count[q] >= min_freq:
-                h_count = _grow(h_count, h_size + 1)
-                h_pair = _grow(h_pair, h_size + 1)
-                _push(h_count, h_pair, h_size, p_count[q], q, p_key)
+            if P[q, COUNT] >= min_freq:
+                if h_size == len(h_count):
+                    h_count = _grow(h_count, h_size + 1)
+                    h_key = _grow(h_key, h_size + 1)
+                    h_pair = _grow(h_pair, h_size + 1)
+                _push(h_count, h_key, h_pair, h_size, P[q, COUNT], P[q, KEY], q)
                 h_size += 1
     return m_rank[:n_learned], m_left[:n_learned], m_right[:n_learned], m_count[:n_learned], tok_buf[:tok_end], made
 
@@ -430,6 +436,8 @@ class PhaseResult:
     made: int
     differing_pieces: int
     differing_weight: int
+    visited_pieces: int = 0  # pieces the merge loop rewrote, summed over merges
+    scanned_symbols: int = 0  # symbols it read doing so
 
     def merged_bytes(self) -> list[bytes]:
         return [self.vocab.token(int(r)) for r in self.rank]
@@ -459,7 +467,7 @@ def train_phase(
     tok_off = np.zeros(first + merges + 1, dtype=np.int64)
     tok_off[: first + 1] = vocab.off
     table = build_table(vocab.buf, vocab.off, table_capacity(first + merges))
-    progress = np.zeros(1, dtype=np.int64)
+    progress = np.zeros(4, dtype=np.int64)  # new ranks, pieces visited, symbols scanned, heap pops
     args = (sym, off[:-1].copy(), lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
             min_frequency, max_token_bytes or 0, progress)
     out = _run_reporting(_train_kernel, args, progress, on_progress)
@@ -467,7 +475,8 @@ def train_phase(
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
     check_sym, check_lens = segment_pieces(new_vocab, buf, off)
     pieces, weight = _count_differing(sym, lens, check_sym, check_lens, off, counts)
-    return PhaseResult(m_rank, m_left, m_right, m_count, new_vocab, int(made), int(pieces), int(weight))
+    return PhaseResult(m_rank, m_left, m_right, m_count, new_vocab, int(made), int(pieces), int(weight),
+                       int(progress[1]), int(progress[2]))
 
 
 def _run_reporting(kernel, args, progress, on_progress):
