@@ -115,6 +115,7 @@ def export_settings(cfg: Config) -> dict[str, Any]:
     """The settings export depends on (recorded in its manifest)."""
     return {
         "stage": "export",
+        "report": "toktoktok-report/1",
         "export_hf": cfg.export_hf,
         "base": base_description(cfg),
         "special_tokens": list(cfg.special_tokens),
@@ -264,6 +265,12 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
     if differing or trainer_differing:
         progress.note(f"warning: {differing} of {checked} pieces encode differently in tiktoken; "
                       f"{trainer_differing} pieces end training segmented unlike tiktoken's rule")
+    # --- training report (stages/report.py): NAME.report.md/.json(/.png) beside the output
+    from stages.report import write_report
+
+    report_files = write_report(cfg, export_seconds=round(time.perf_counter() - started, 3))
+    outputs += [_output_entry(p) for p in report_files]
+    # --- end of training report
     return artifacts.finish(folder, {
         "stage": "export",
         "key": key,
