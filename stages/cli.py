@@ -30,24 +30,42 @@ def _fail(message: str, code: int, verbose: bool) -> None:
 
 
 def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
-    """Run ``action`` and turn every failure into a message and an exit code."""
+    """Run ``action`` and turn every failure into a message and an exit code.
+
+    The message is one line (newlines in an exception's text are folded).
+    Ctrl-C exits 130 with the pipeline's word on what was kept; an ``OSError``
+    reads ``FILE: reason`` (e.g. ``No space left on device``).
+    """
     from stages.export import ExportError
     from stages.train import MissingInput
     from toktoktok.config import ConfigError
     from toktoktok.sources import SourceError
 
+    def one_line(text: object) -> str:
+        return " ".join(str(text).split())
+
+    def os_message(exc: OSError) -> str:
+        if not exc.strerror:
+            return one_line(exc)
+        named = exc.filename is not None and str(exc.filename) not in exc.strerror
+        return one_line(f"{exc.filename}: {exc.strerror}" if named else exc.strerror)
+
     try:
         return action()
     except ConfigError as exc:
-        _fail(str(exc), 2, verbose)
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: finished stages are kept, an unfinished one is redone on the next run",
-                   err=True)
+        _fail(one_line(exc), 2, verbose)
+    except KeyboardInterrupt as exc:  # the pipeline's Interrupted says what was kept
+        if verbose:
+            traceback.print_exc()
+        said = one_line(exc) or "finished stages are kept, an unfinished one is redone on the next run"
+        click.echo(f"\ninterrupted: {said}", err=True)
         sys.exit(130)
-    except (MissingInput, SourceError, ExportError, OverflowError, RuntimeError, OSError, ValueError) as exc:
-        _fail(str(exc), 1, verbose)
+    except OSError as exc:
+        _fail(os_message(exc), 1, verbose)
+    except (MissingInput, SourceError, ExportError, OverflowError, RuntimeError, ValueError) as exc:
+        _fail(one_line(exc), 1, verbose)
     except Exception as exc:  # noqa: BLE001 - a last resort, with the type for a bug report
-        _fail(f"unexpected {type(exc).__name__}: {exc} (rerun with --verbose for the traceback)", 1, verbose)
+        _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
 
 
 def _load(config: Path, verbose: bool):
@@ -152,6 +170,136 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
                + (" (up to date)" if m.get("skipped") else ""))
+
+
+@toktok.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
+              help="Inspect this config's output .tiktoken (instead of PATH).")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows in each table.")
+@click.option("--search", default=None, metavar="TEXT",
+              help=r"Tokens (pieces, merges) containing TEXT; bytes may be written as \xNN escapes.")
+@click.option("--id", "token_id", type=int, default=None, metavar="N",
+              help="Show token N of a .tiktoken (or merge N of a merges file) decoded.")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def inspect(path: Path | None, config: Path | None, top: int, search: str | None, token_id: int | None,
+            verbose: bool) -> None:
+    """Print a readable summary of an artifact or output.
+
+    Reads PATH: an ingest chunk file (WORK/ingest/NN-slug/chunk-*.arrow) or
+    phase folder, heldout.arrow, a merges file (WORK/train/NN-slug/merges.arrow),
+    a .tiktoken (with its .meta.json), or a NAME.report.json; with -c, the
+    config's output .tiktoken. Writes nothing; prints tables: top pieces
+    and counts, merges with counts and phase, the vocabulary size breakdown
+    and longest tokens, token search (--search) and a decoded token (--id).
+    """
+    from stages.inspect import inspect_path, path_or_output
+
+    path = _guarded(lambda: path_or_output(path, config, "PATH"), verbose)
+    click.echo(_guarded(lambda: inspect_path(path, top=top, search=search, token_id=token_id), verbose))
+
+
+@toktok.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("-t", "--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The .tiktoken to encode with (pattern and special tokens from its .meta.json).")
+@click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
+              help="Encode with this config's output .tiktoken (instead of --tokenizer).")
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The folder for the shards and index.json (new, empty, or an earlier encode output).")
+@click.option("--separator", default=None, metavar="TOKEN",
+              help="A special token of the tokenizer put after every document, e.g. '<|endoftext|>'.")
+@click.option("--shard-tokens", type=click.IntRange(min=1), default=100_000_000, show_default=True,
+              help="Tokens per shard (the last shard holds the rest).")
+@click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet inputs.")
+@click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
+@click.option("--allow-special", is_flag=True,
+              help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
+@click.option("--pattern", default=None,
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+@click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
+def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, out: Path, separator: str | None,
+           shard_tokens: int, text_column: str, threads: int, allow_special: bool, pattern: str | None,
+           verbose: bool) -> None:
+    """Encode text into token shards for model training.
+
+    Reads INPUTS (files or folders: .txt, .jsonl, .parquet, .txt/.jsonl as
+    .zst or .gz; documents as in a config's sources) and the tokenizer
+    (--tokenizer, or -c for the config's output). Writes OUT/shard-NNNNN.npy
+    (uint16 when the vocabulary fits, else uint32; --shard-tokens tokens
+    each) and OUT/index.json (shards, documents, tokens, bytes); prints the
+    tokens, bytes and bytes per token. Special tokens written in the text
+    are encoded as ordinary text unless --allow-special.
+    """
+    from stages import encode as encoding
+    from stages.inspect import path_or_output
+
+    tokenizer = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
+    index = _guarded(lambda: encoding.encode_corpus(
+        tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
+        threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose)), verbose)
+    click.echo(encoding.summary(index, out))
+
+
+@toktok.command()
+@click.argument("tokenizers", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--text", "texts", multiple=True, required=True, type=click.Path(exists=True, path_type=Path),
+              help="A text file or folder to measure on; repeat for several (one row each).")
+@click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
+              help="Also compare this config's output .tiktoken; repeatable.")
+@click.option("--pattern", default=None,
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+@click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
+@click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
+@click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
+def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tuple[Path, ...], pattern: str | None,
+            text_column: str, threads: int, verbose: bool) -> None:
+    """Compare tokenizers' compression on the same texts.
+
+    Reads each TOKENIZER .tiktoken (any, e.g. cl100k_base.tiktoken.gz; pattern
+    from its .meta.json, else --pattern, else the default) and the --text
+    files or folders. Writes nothing; prints UTF-8 bytes per token of each
+    tokenizer on each text, side by side (higher is better).
+    """
+    from stages import compare as comparing
+    from stages.inspect import config_output
+
+    paths = list(tokenizers) + [_guarded(lambda c=c: config_output(c), verbose) for c in configs]
+    result = _guarded(lambda: comparing.compare(paths, list(texts), pattern=pattern, text_column=text_column,
+                                                threads=threads, progress=Progress(verbose=verbose)), verbose)
+    click.echo(comparing.render(result))
+
+
+@toktok.command()
+@_options
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def clean(config: Path, verbose: bool, yes: bool) -> None:
+    """Remove the config's work directory (all stage artifacts).
+
+    Reads the config (its work_dir, default OUTPUT_NAME.work/); removes that
+    folder only if it holds nothing but ingest/, train/, export/ and .lock,
+    after asking (unless --yes). The outputs (.tiktoken, .meta.json, reports)
+    are kept. Prints what was removed.
+    """
+    from stages.inspect import refuse, remove_work_dir, work_dir_contents
+
+    cfg, _ = _load(config, verbose)
+    work = cfg.work_dir
+    if not work.exists():
+        click.echo(f"nothing to clean: {work} does not exist")
+        return
+    files, size = _guarded(lambda: work_dir_contents(work), verbose)
+    if not yes:
+        try:
+            confirmed = click.confirm(f"remove {work} ({files} files, {size / 1e6:.1f} MB)?", default=False)
+        except click.Abort:
+            _guarded(lambda: refuse(f"no answer to the confirmation; nothing removed (use --yes to remove {work})"),
+                     verbose)
+        if not confirmed:
+            click.echo(f"kept {work}")
+            return
+    _guarded(lambda: remove_work_dir(work), verbose)
+    click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
 
 
 def main() -> None:

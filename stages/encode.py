@@ -1,0 +1,430 @@
+"""``toktok encode``: text -> token shards (``.npy``) and ``index.json``.
+
+Reads files or folders with the same input kinds and document rules as a
+config's sources (``toktoktok.sources``: ``.txt`` split after a blank line
+followed by a non-space character, a ``.jsonl`` or ``.parquet`` row is one
+document, ``.zst``/``.gz`` compressed text), encodes every document with
+tiktoken's batch encoder on ``threads`` threads, and writes the tokens, in
+input order, into ``DIR/shard-00000.npy``, ``shard-00001.npy``, ... of exactly
+``shard_tokens`` tokens each (the last one shorter), then ``DIR/index.json``.
+
+Decisions:
+
+- Special tokens written in the text (``<|endoftext|>`` inside a document)
+  are ordinary text by default (``encode_ordinary_batch``): a corpus cannot
+  forge document boundaries or chat markup, and the only special ids in the
+  shards are the separators. ``allow_special=True`` (``--allow-special``)
+  encodes the tokenizer's special tokens in the text as their ids instead
+  (``encode_batch(..., allowed_special="all")``), as training cut them out.
+- The separator must be one of the tokenizer's special tokens (else a usage
+  error); its id follows every document, the last one included, so each
+  document's tokens end with it.
+- Shard dtype: ``uint16`` when every id (special ids included) is below
+  65536, else ``uint32``. A document may continue from one shard into the
+  next: shards are cut at exact token counts, as training loaders expect.
+  Each shard entry of the index counts the documents that end in it.
+- Bounded memory: documents are read in batches of a few MB of text (more
+  threads, bigger batches, capped), and a shard is written as its tokens
+  arrive: its ``.npy`` header is written with a fixed size first and
+  rewritten with the final length when the shard is closed, so a shard is
+  never held in memory. Reading the next batch overlaps encoding the
+  current one. A document longer than 1 MiB is cut, for the default and
+  cl100k patterns, at the places where no pre-tokenization piece can cross
+  (``toktoktok.pretokenize.PartCutter``), so it encodes to exactly the same
+  tokens in bounded parts; with other patterns it is encoded whole.
+- Atomic output: ``index.json`` is deleted first and written last, every
+  shard is written to a temporary file and renamed into place; a folder
+  without ``index.json`` is an unfinished run. The output folder must be new,
+  empty, or an earlier encode output (only ``shard-*.npy``, ``index.json``
+  and temporary files): anything else is refused rather than overwritten.
+  Shards of an earlier, longer run are removed.
+- ``bytes`` are the UTF-8 bytes of the documents' text (after decoding, as
+  training counts them); ``bytes_per_token`` divides them by the tokens of
+  the text, separators not included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import struct
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tiktoken
+
+from stages.artifacts import file_digest
+from stages.ingest import resolve_threads
+from stages.progress import Progress
+from toktoktok.atomic import atomic_path, atomic_write_bytes
+from toktoktok.config import ConfigError, Source
+from toktoktok.loading import load, meta_path
+from toktoktok.patterns import NAMED_PATTERNS
+from toktoktok.pretokenize import PartCutter
+from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files
+
+DEFAULT_SHARD_TOKENS = 100_000_000
+INDEX = "index.json"
+INDEX_FORMAT = "toktoktok-shards/1"
+SHARD_NAME = "shard-{:05d}.npy"
+PART_CHARS = 1 << 20  # a longer document is cut into parts of about this many characters
+MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut anyway (counted)
+_SHARD = re.compile(r"shard-\d{5,}\.npy")
+_TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
+_HEADER_BYTES = 128  # the fixed size of every shard's .npy header
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def load_tokenizer(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
+    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion."""
+    path = Path(path)
+    if meta_path(path).is_file():
+        return load(path)
+    return load(path, pattern=pattern)
+
+
+def pattern_name(enc: tiktoken.Encoding) -> str:
+    """The name of the encoding's pattern, or ``custom``."""
+    for name, pat in NAMED_PATTERNS.items():
+        if pat.tiktoken == enc._pat_str:
+            return name
+    return "custom"
+
+
+def can_cut(enc: tiktoken.Encoding) -> bool:
+    """May long documents be cut at SPEC §4's safe places for this encoding's pattern?"""
+    return any(p.tiktoken == enc._pat_str and p.cut_at_safe_places for p in NAMED_PATTERNS.values())
+
+
+def separator_id(enc: tiktoken.Encoding, separator: str | None) -> int | None:
+    """The id of ``separator``, which must be one of the encoding's special tokens."""
+    if separator is None:
+        return None
+    if separator not in enc.special_tokens_set:
+        known = ", ".join(sorted(enc.special_tokens_set)) or "none"
+        raise ConfigError(f"--separator {separator!r} is not a special token of {enc.name} (its special tokens: "
+                          f"{known})")
+    return enc.encode_single_token(separator)
+
+
+def shard_dtype(enc: tiktoken.Encoding) -> np.dtype:
+    """``uint16`` when every id fits, else ``uint32``."""
+    return np.dtype(np.uint16) if enc.max_token_value < 1 << 16 else np.dtype(np.uint32)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def input_files(inputs: Sequence[Path], text_column: str = "text") -> list[Path]:
+    """The files of INPUTS (files, or folders scanned like a ``path:`` source), each once."""
+    files: list[Path] = []
+    seen: set[str] = set()
+    for item in inputs:
+        item = Path(item)
+        try:
+            found = list_source_files(Source(item.resolve(), item.is_dir(), text_column))
+        except SourceError as exc:
+            raise ConfigError(str(exc)) from exc
+        for f in found:
+            real = os.path.realpath(f)
+            if real not in seen:
+                seen.add(real)
+                files.append(f)
+    if not files:
+        raise ConfigError("no input files")
+    return files
+
+
+@dataclass
+class Reading:
+    """What was read: per-file and total counts."""
+
+    documents: int = 0
+    bytes: int = 0
+    raw_bytes: int = 0  # bytes read from the files (decompressed), for the progress line
+    forced_cuts: int = 0
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+
+def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_tokens: Sequence[str] = (),
+               reading: Reading) -> Iterator[tuple[str, bool, int]]:
+    """(text, ends a document, file index) for every part of every document, in order.
+
+    A document comes as one part, or (``cut``) as several parts cut where no
+    piece can cross; an empty document is one empty part. The parts of a
+    document concatenate to it.
+    """
+    for index, path in enumerate(files):
+        stats = ReadStats()
+        entry = {"path": str(path), "documents": 0, "bytes": 0}
+        reading.files.append(entry)
+        cutter = PartCutter(cut=cut, special_tokens=special_tokens, part_chars=PART_CHARS,
+                            max_piece_chars=MAX_PIECE_CHARS)
+        raw_before = 0
+        for block in iter_blocks(path, text_column=text_column, stats=stats):
+            reading.raw_bytes += stats.bytes_read - raw_before
+            raw_before = stats.bytes_read
+            for part in cutter.feed(block.text):
+                yield part, False, index
+            if block.end:
+                parts = cutter.finish() or [""]
+                for i, part in enumerate(parts):
+                    yield part, i == len(parts) - 1, index
+                entry["documents"] += 1
+                reading.documents += 1
+        reading.raw_bytes += stats.bytes_read - raw_before
+        reading.forced_cuts += cutter.forced_cuts
+
+
+def batch_chars(threads: int) -> int:
+    """Characters of text per encoding batch: 1 MiB a thread, between 4 and 16 MiB."""
+    return min(max(threads << 20, 4 << 20), 16 << 20)
+
+
+def iter_batches(parts: Iterable[tuple[str, bool, int]], size: int) -> Iterator[list[tuple[str, bool, int]]]:
+    batch: list[tuple[str, bool, int]] = []
+    chars = 0
+    for part in parts:
+        batch.append(part)
+        chars += len(part[0])
+        if chars >= size:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> Callable[[list[str]], list[list[int]]]:
+    """tiktoken's batch encoder: ordinary text, or with the special tokens as ids."""
+    if allow_special:
+        return lambda texts: enc.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=())
+    return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def npy_header(dtype: np.dtype, length: int) -> bytes:
+    """A ``.npy`` (format 1.0) header of a 1-d array, always ``_HEADER_BYTES`` long."""
+    text = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (dtype.str, length)
+    text = text.ljust(_HEADER_BYTES - 10 - 1) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
+
+
+class ShardWriter:
+    """Writes a stream of tokens into shards of exactly ``shard_tokens`` tokens."""
+
+    def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int) -> None:
+        self.folder, self.dtype, self.cap = folder, dtype, shard_tokens
+        self.shards: list[dict[str, Any]] = []
+        self._stack: contextlib.ExitStack | None = None
+        self._fh: Any = None
+        self._filled = 0
+        self._documents = 0  # documents ended in the open shard (or before any shard)
+
+    def write(self, tokens: np.ndarray, ends: Sequence[int]) -> None:
+        """Append ``tokens``; ``ends`` are the offsets in it just after each document's last token."""
+        pos = e = 0
+        while True:
+            while e < len(ends) and ends[e] <= pos:
+                self._documents += 1
+                e += 1
+            if pos == len(tokens):
+                return
+            if self._fh is None or self._filled == self.cap:
+                self._next()
+            n = min(self.cap - self._filled, len(tokens) - pos)
+            self._fh.write(memoryview(np.ascontiguousarray(tokens[pos : pos + n], dtype=self.dtype)))
+            self._filled += n
+            pos += n
+
+    def _next(self) -> None:
+        self._close()
+        name = SHARD_NAME.format(len(self.shards))
+        self._stack = contextlib.ExitStack()
+        tmp = self._stack.enter_context(atomic_path(self.folder / name))
+        self._fh = self._stack.enter_context(open(tmp, "wb"))
+        self._fh.write(npy_header(self.dtype, 0))
+        self.shards.append({"file": name, "tokens": 0, "documents": 0})
+
+    def _close(self) -> None:
+        if self._fh is None:
+            return
+        self._fh.seek(0)
+        self._fh.write(npy_header(self.dtype, self._filled))
+        self.shards[-1].update(tokens=self._filled, documents=self._documents)
+        self._documents = self._filled = 0
+        stack, self._stack, self._fh = self._stack, None, None
+        stack.close()  # closes the file, then fsyncs and renames it into place
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Close the last shard; returns every shard's entry (file, tokens, documents)."""
+        self._close()
+        return self.shards
+
+    def abort(self) -> None:
+        """Drop the open shard's temporary file (the finished shards stay)."""
+        if self._stack is not None:
+            stack, self._stack, self._fh = self._stack, None, None
+            with contextlib.suppress(Exception):
+                stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def prepare_out(folder: Path) -> None:
+    """Make ``folder`` ready: new, empty, or an earlier encode output (its index goes first)."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--out {folder}: exists and is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    foreign = sorted(e.name for e in folder.iterdir()
+                     if not (e.is_file() and (e.name == INDEX or _SHARD.fullmatch(e.name) or _TEMP.fullmatch(e.name))))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise ConfigError(f"--out {folder}: holds files that are not `toktok encode` output ({shown}); "
+                          f"choose a new or empty folder")
+    (folder / INDEX).unlink(missing_ok=True)
+    for e in folder.iterdir():
+        if _TEMP.fullmatch(e.name):
+            e.unlink(missing_ok=True)
+
+
+def _remove_stale_shards(folder: Path, keep: int) -> None:
+    names = {SHARD_NAME.format(i) for i in range(keep)}
+    for e in folder.iterdir():
+        if _SHARD.fullmatch(e.name) and e.name not in names:
+            e.unlink()
+
+
+# ---------------------------------------------------------------- the command
+
+
+def encode_corpus(
+    tokenizer: Path,
+    inputs: Sequence[Path],
+    out: Path,
+    *,
+    separator: str | None = None,
+    shard_tokens: int = DEFAULT_SHARD_TOKENS,
+    text_column: str = "text",
+    threads: int = -1,
+    allow_special: bool = False,
+    pattern: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Encode ``inputs`` into shards under ``out``; returns the index (also written as ``out/index.json``)."""
+    started = time.perf_counter()
+    progress = progress or Progress()
+    if shard_tokens < 1:
+        raise ConfigError(f"--shard-tokens must be at least 1, got {shard_tokens}")
+    if threads == 0 or threads < -1:
+        raise ConfigError(f"--threads must be -1 (all cores) or at least 1, got {threads}")
+    enc = load_tokenizer(tokenizer, pattern)
+    sep = separator_id(enc, separator)
+    files = input_files(inputs, text_column)
+    out = Path(out)
+    prepare_out(out)
+    workers = resolve_threads(threads)
+    dtype = shard_dtype(enc)
+    encode = batch_encoder(enc, workers, allow_special)
+    reading = Reading()
+    parts = iter_parts(files, text_column=text_column, cut=can_cut(enc),
+                       special_tokens=sorted(enc.special_tokens_set) if allow_special else (), reading=reading)
+    plain = all(file_format(f)[1] is None and file_format(f)[0] != "parquet" for f in files)
+    progress.start("encode", total=sum(f.stat().st_size for f in files) if plain else 0, unit="B")
+    writer = ShardWriter(out, dtype, shard_tokens)
+    totals = {"tokens": 0, "text_tokens": 0, "bytes": 0}
+
+    def store(batch: list[tuple[str, bool, int]], encoded: list[list[int]]) -> None:
+        pieces: list[list[int]] = []
+        ends: list[int] = []
+        size = 0
+        for (text, end, index), toks in zip(batch, encoded):
+            pieces.append(toks)
+            size += len(toks)
+            nbytes = len(text.encode("utf-8", "surrogatepass"))
+            totals["bytes"] += nbytes
+            reading.files[index]["bytes"] += nbytes
+            if end:
+                if sep is not None:
+                    pieces.append([sep])
+                    size += 1
+                ends.append(size)
+        totals["text_tokens"] += size - (len(ends) if sep is not None else 0)
+        totals["tokens"] += size
+        tokens = np.fromiter(itertools.chain.from_iterable(pieces), dtype=dtype, count=size)
+        writer.write(tokens, ends)
+        progress.set(reading.raw_bytes)
+
+    try:
+        with ThreadPoolExecutor(1) as background:
+            pending = None
+            for batch in iter_batches(parts, batch_chars(workers)):
+                job = background.submit(encode, [p[0] for p in batch])
+                if pending is not None:
+                    store(pending[0], pending[1].result())
+                pending = (batch, job)
+            if pending is not None:
+                store(pending[0], pending[1].result())
+        shards = writer.finish()
+    except KeyboardInterrupt:
+        writer.abort()
+        raise KeyboardInterrupt(f"{out} is unfinished (it has no index.json): run the command again") from None
+    except BaseException:
+        writer.abort()
+        raise
+    _remove_stale_shards(out, len(shards))
+    progress.done(f"{totals['tokens']} tokens")
+    index = {
+        "format": INDEX_FORMAT,
+        "tokenizer": str(Path(tokenizer).resolve()),
+        "tokenizer_sha256": file_digest(Path(tokenizer)),
+        "vocab_size": enc.n_vocab,
+        "max_token_id": enc.max_token_value,
+        "pattern": pattern_name(enc),
+        "dtype": dtype.name,
+        "separator": separator,
+        "separator_id": sep,
+        "special_tokens_in_text": "ids" if allow_special else "ordinary text",
+        "shard_tokens": shard_tokens,
+        "text_column": text_column,
+        "inputs": reading.files,
+        "shards": shards,
+        "documents": reading.documents,
+        "tokens": totals["tokens"],
+        "text_tokens": totals["text_tokens"],
+        "bytes": totals["bytes"],
+        "bytes_per_token": round(totals["bytes"] / totals["text_tokens"], 4) if totals["text_tokens"] else None,
+        "forced_cuts": reading.forced_cuts,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    atomic_write_bytes(out / INDEX, (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode())
+    return index
+
+
+def summary(index: dict[str, Any], out: Path) -> str:
+    """What the command prints."""
+    seps = index["tokens"] - index["text_tokens"]
+    shards = len(index["shards"])
+    files = len(index["inputs"])
+    lines = [
+        f"encoded {index['documents']} documents from {files} file{'s' if files != 1 else ''} into {shards} "
+        f"shard{'s' if shards != 1 else ''} ({index['dtype']}) in {out}",
+        f"tokens: {index['tokens']}" + (f" ({index['text_tokens']} of text + {seps} separators)" if seps else ""),
+        f"bytes: {index['bytes']}",
+        "bytes/token: " + (f"{index['bytes'] / index['text_tokens']:.3f}" if index["text_tokens"] else "n/a"),
+        f"time: {index['seconds']:.1f} s"
+        + (f" ({index['seconds'] / (index['bytes'] / 1e6):.3f} s/MB)" if index["bytes"] else ""),
+    ]
+    if index["forced_cuts"]:
+        lines.append(f"warning: {index['forced_cuts']} runs of over {MAX_PIECE_CHARS} characters with no safe place "
+                     f"were cut: their tokens may differ from encoding the document whole")
+    return "\n".join(lines)
