@@ -104,6 +104,7 @@ def ingest_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
         "phase": phase.slug,
         "pattern": cfg.pattern.python,
         "cut_at_safe_places": cfg.pattern.cut_at_safe_places,
+        "cut_at_spaces": cfg.pattern.cut_at_spaces,
         "special_tokens": list(cfg.special_tokens),
         "seed": cfg.seed,
         "heldout_share": cfg.heldout_share,
@@ -245,7 +246,8 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
     breaks the stream.
     """
     rows = file_format(path)[0] != "txt"
-    cutter = PartCutter(cut=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+    cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
+                        breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     held: list[str] | None = None
     starting = True

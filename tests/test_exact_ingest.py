@@ -473,23 +473,17 @@ def test_special_token_holding_a_blank_line_in_txt(tiny: pytest.MonkeyPatch, tmp
     assert counts[b"doc"] == 1  # only from " <|doc|>", which is no special token
 
 
-# ------------------------------------------------------------ bounded parts (strict xfail)
+# ------------------------------------------------------------ bounded parts
 
 
-@pytest.mark.parametrize("name", [
-    "default",
-    "cl100k",
-    pytest.param("o200k", marks=pytest.mark.xfail(strict=True, reason="o200k has no safe-cut rule: a .txt is one part")),
-    pytest.param("gpt2", marks=pytest.mark.xfail(strict=True, reason="gpt2 has no safe-cut rule: a .txt is one part")),
-])
+@pytest.mark.parametrize("name", ["default", "cl100k", "o200k", "gpt2"])
 def test_txt_is_read_in_bounded_parts(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
     """SPEC §4: 'Files are read in bounded parts, cut only where no match can cross ... each
     named pattern needs its own proven rule' (and §6: files are streamed, never loaded whole).
 
-    o200k and gpt2 have no rule (``cut_at_safe_places`` is false) and ingest now streams a
-    .txt file's documents into one sequence of parts, so a whole .txt file becomes one part,
-    one worker task, held whole in memory (50 MB of code with gpt2: peak RSS 2.3 GB against
-    0.33 GB with the default pattern).
+    o200k and gpt2 may be cut only between a non-space and a following space
+    (``cut_at_spaces``), default and cl100k also after line breaks: either way a .txt file
+    is read as parts of bounded size, never whole.
     """
     _set_sizes(tiny, {"block_chars": 64, "part_chars": 50, "batch": 400, "chunk": 4000})
     text = "".join(f"Paragraph {i} has some words, and then a line.\nAnother line here.\n\n" for i in range(60))

@@ -66,6 +66,26 @@ def test_parts_give_the_pieces_of_the_whole(pattern, text, sizes, part_chars, wi
     assert by_part == pieces(text, pattern, specials)
 
 
+@pytest.mark.parametrize("name", ["o200k", "gpt2"])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=texts,
+    sizes=st.lists(st.integers(1, 12), min_size=1, max_size=5),
+    part_chars=st.integers(1, 50),
+    with_specials=st.booleans(),
+)
+def test_space_rule_alone_is_safe_for_o200k_and_gpt2(name, text, sizes, part_chars, with_specials):
+    """o200k and gpt2 may be cut between a non-space and a following space."""
+    pattern = NAMED_PATTERNS[name]
+    specials = SPECIALS if with_specials else ()
+    cutter = PartCutter(cut=True, breaks=False, special_tokens=specials, part_chars=part_chars)
+    parts = run_cutter(cutter, blocks_of(text, sizes))
+    assert "".join(parts) == text
+    by_part = [p for part in parts for p in pieces(part, pattern, specials)]
+    assert by_part == pieces(text, pattern, specials)
+    assert all(p[0] == " " for p in parts[1:])  # every cut is before a space
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=texts, data=st.data())
 def test_safe_cut_is_safe_and_last(text, data):

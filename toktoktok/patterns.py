@@ -47,14 +47,20 @@ class Pattern:
 
     ``cut_at_safe_places`` says whether a text may be cut at SPEC §4's safe
     places (after a line break before a non-space, or after a non-space
-    before a space) without changing what the pattern finds; when false,
-    every document is matched whole.
+    before a space) without changing what the pattern finds.
+    ``cut_at_spaces`` says whether the second kind alone is safe: true for
+    o200k and gpt2 too, whose matches never run from a non-space into a
+    following space (a space only ever starts a match), but whose line
+    breaks are not safe (o200k's punctuation run swallows ``/`` after line
+    breaks, gpt2's ``\s++$`` ends differently at the end of a text). A
+    pattern with neither is matched over whole documents.
     """
 
     name: str
     tiktoken: str
     python: str
     cut_at_safe_places: bool
+    cut_at_spaces: bool = False
 
 
 def _python_spelling(tiktoken_pattern: str) -> str:
@@ -63,10 +69,10 @@ def _python_spelling(tiktoken_pattern: str) -> str:
 
 
 NAMED_PATTERNS: dict[str, Pattern] = {
-    "default": Pattern("default", DEFAULT_PATTERN, DEFAULT_PATTERN, True),
-    "cl100k": Pattern("cl100k", CL100K_PATTERN, _python_spelling(CL100K_PATTERN), True),
-    "o200k": Pattern("o200k", O200K_PATTERN, O200K_PATTERN, False),
-    "gpt2": Pattern("gpt2", GPT2_PATTERN, _python_spelling(GPT2_PATTERN), False),
+    "default": Pattern("default", DEFAULT_PATTERN, DEFAULT_PATTERN, True, True),
+    "cl100k": Pattern("cl100k", CL100K_PATTERN, _python_spelling(CL100K_PATTERN), True, True),
+    "o200k": Pattern("o200k", O200K_PATTERN, O200K_PATTERN, False, True),
+    "gpt2": Pattern("gpt2", GPT2_PATTERN, _python_spelling(GPT2_PATTERN), False, True),
 }
 
 

@@ -120,36 +120,38 @@ def _inside_special(text: str, p: int, special_tokens: Sequence[str]) -> bool:
     return False
 
 
-def _last_char_safe(text: str, lo: int, hi: int) -> int:
-    """The last p with lo < p < hi meeting the character rule, else 0."""
-    m = _BREAK_BEFORE_WORD_REV.search(text, lo, hi)
+def _last_char_safe(text: str, lo: int, hi: int, breaks: bool = True) -> int:
+    """The last p with lo < p < hi meeting the character rule, else 0.
+
+    ``breaks=False`` uses the space rule alone (o200k, gpt2)."""
+    m = _BREAK_BEFORE_WORD_REV.search(text, lo, hi) if breaks else None
     best = m.start() + 1 if m else 0
     m = _SPACE_AFTER_WORD_REV.search(text, max(lo + 1, best + 1), hi)
     return m.start() if m else best
 
 
-def _first_char_safe(text: str, lo: int, hi: int) -> int:
+def _first_char_safe(text: str, lo: int, hi: int, breaks: bool = True) -> int:
     """The first p with lo < p < hi meeting the character rule, else 0."""
-    m = _BREAK_BEFORE_WORD.search(text, lo, hi)
+    m = _BREAK_BEFORE_WORD.search(text, lo, hi) if breaks else None
     best = m.start() + 1 if m else 0
     m = _SPACE_AFTER_WORD.search(text, lo + 1, best if best else hi)
     return m.start() if m else best
 
 
-def _last_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str]) -> int:
+def _last_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str], breaks: bool = True) -> int:
     """The last safe p with lo < p < hi (0 if none)."""
     while lo + 1 < hi:
-        p = _last_char_safe(text, lo, hi)
+        p = _last_char_safe(text, lo, hi, breaks)
         if not p or not _inside_special(text, p, special_tokens):
             return p
         hi = p
     return 0
 
 
-def _first_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str]) -> int:
+def _first_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str], breaks: bool = True) -> int:
     """The first safe p with lo < p < hi (0 if none)."""
     while lo + 1 < hi:
-        p = _first_char_safe(text, lo, hi)
+        p = _first_char_safe(text, lo, hi, breaks)
         if not p or not _inside_special(text, p, special_tokens):
             return p
         lo = p
@@ -188,11 +190,13 @@ class PartCutter:
         self,
         *,
         cut: bool,
+        breaks: bool = True,
         special_tokens: Sequence[str] = (),
         part_chars: int = 1 << 20,
         max_piece_chars: int = 1 << 20,
     ) -> None:
         self.cut = cut
+        self.breaks = breaks  # False: only the space rule is safe (o200k, gpt2)
         self.special_tokens = tuple(t for t in special_tokens if t)
         self.part_chars = max(1, part_chars)
         self.max_piece_chars = max(1, max_piece_chars)
@@ -238,7 +242,7 @@ class PartCutter:
         self._tail = window[-(self._hold + 2) :]
         if self._size > self.part_chars + self.max_piece_chars:
             return True
-        return _first_char_safe(window, 0, len(window)) > 0
+        return _first_char_safe(window, 0, len(window), self.breaks) > 0
 
     def _cut(self, *, final: bool) -> list[str]:
         """Cut complete parts off the carried text, keeping the remainder."""
@@ -268,11 +272,11 @@ class PartCutter:
         """
         lo = max(start, self._clean)
         window = min(start + self.part_chars + 1, hi)
-        end = _last_safe(text, lo, window, self.special_tokens)
+        end = _last_safe(text, lo, window, self.special_tokens, self.breaks)
         if end:
             self._clean = max(self._clean, window - 1)
             return end
-        end = _first_safe(text, max(lo, window - 1), hi, self.special_tokens)
+        end = _first_safe(text, max(lo, window - 1), hi, self.special_tokens, self.breaks)
         if end:
             return end
         self._clean = max(self._clean, hi - 1)
