@@ -11,10 +11,13 @@ Writes, in ``WORK/ingest/NN-slug/``:
 The main process reads files, decides for each document whether it is held
 out (a seeded hash of its position, so the choice does not depend on timing
 or threads), cuts documents into parts at the pattern's safe places and sends
-batches of parts to worker processes, which cut out special tokens, run the
-pattern and count pieces with polars. ``regex`` holds the GIL while it
-builds match objects, so threads do not scale; processes do. Counts come
-back in submission order, so chunk files are the same for any ``threads``.
+batches of parts to workers, which cut out special tokens, find the pieces
+and count them. For the default and cl100k patterns the workers are threads
+running the numba scanner (``toktoktok.scanner``, proven piece for piece
+against ``regex``), which releases the GIL. For other patterns they are
+processes running ``regex.findall`` and polars: ``regex`` holds the GIL while
+it builds match objects, so threads would not scale. Counts come back in
+submission order, so chunk files are the same for any ``threads``.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -35,7 +39,8 @@ from stages import artifacts
 from stages.progress import Progress
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import PartCutter, pieces
+from toktoktok import scanner
+from toktoktok.pretokenize import PartCutter, pieces, split_special
 from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files
 
 CHUNK_TEXT_CHARS = 128 << 20  # text per chunk file
@@ -61,6 +66,32 @@ def count_texts(texts: list[str], pattern: Pattern, special_tokens: tuple[str, .
     column = pa.array(found, type=pa.large_string()).cast(pa.large_binary())
     counted = pl.DataFrame({"piece": column}).group_by("piece").len("count")
     return counted.with_columns(pl.col("count").cast(pl.UInt64)).to_arrow()
+
+
+def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
+    """``count_texts`` with the numba scanner (default and cl100k patterns).
+
+    Runs in a thread: the scanner and its counter release the GIL, so threads
+    count batches side by side with no process to start and nothing to pickle.
+
+    >>> from toktoktok.patterns import resolve_pattern
+    >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).sort_by("piece").to_pylist()
+    [{'piece': b' a', 'count': 2}, {'piece': b'a', 'count': 1}]
+    """
+    segments = [seg.encode("utf-8") for text in texts for seg in split_special(text, special_tokens)]
+    seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
+    np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
+    buf = np.frombuffer(b"".join(segments), dtype=np.uint8)
+    piece_buf, piece_off, counts = scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name])
+    pieces_array = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(counts), [None, pa.py_buffer(piece_off), pa.py_buffer(piece_buf)]
+    )
+    return pa.table({"piece": pieces_array, "count": pa.array(counts.astype(np.uint64))})
+
+
+def has_scanner(pattern: Pattern) -> bool:
+    """Whether the numba scanner implements this pattern (else the ``regex`` path)."""
+    return pattern.name in scanner.PATTERN_IDS
 
 
 def _weighted(table: pa.Table, weight: float) -> pa.Table:
@@ -172,8 +203,9 @@ class _Chunker:
 class _Batcher:
     """Sends batches of parts to the workers (or counts them here) in order."""
 
-    def __init__(self, cfg: Config, chunker: _Chunker, pool: ProcessPoolExecutor | None) -> None:
+    def __init__(self, cfg: Config, chunker: _Chunker, pool: Executor | None) -> None:
         self.cfg, self.chunker, self.pool = cfg, chunker, pool
+        self.count = count_texts_fast if has_scanner(cfg.pattern) else count_texts
         self.texts: list[str] = []
         self.chars = 0
         self.weight = 1.0
@@ -193,7 +225,7 @@ class _Batcher:
         if not self.texts:
             return
         args = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
-        job = self.pool.submit(count_texts, *args) if self.pool else count_texts(*args)
+        job = self.pool.submit(self.count, *args) if self.pool else self.count(*args)
         self.inflight.append((job, self.weight, self.chars))
         self.texts, self.chars = [], 0
         limit = 2 * self.pool._max_workers if self.pool else 0  # bounded memory in flight
@@ -315,14 +347,20 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
 
 
 class _pool:
-    """A spawn-context process pool when ``threads`` > 1 (None otherwise)."""
+    """Workers when ``threads`` > 1 (None otherwise): threads for the numba
+    scanner, which releases the GIL; spawned processes for the ``regex`` path,
+    which does not."""
 
     def __init__(self, cfg: Config) -> None:
         self.workers = resolve_threads(cfg.threads)
-        self.pool: ProcessPoolExecutor | None = None
+        self.fast = has_scanner(cfg.pattern)
+        self.pool: Executor | None = None
 
-    def __enter__(self) -> ProcessPoolExecutor | None:
-        if self.workers > 1:
+    def __enter__(self) -> Executor | None:
+        if self.workers > 1 and self.fast:
+            scanner.unicode_tables()  # build or load the tables once, before the threads
+            self.pool = ThreadPoolExecutor(self.workers)
+        elif self.workers > 1:
             self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
         return self.pool
 

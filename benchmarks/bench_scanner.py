@@ -1,0 +1,176 @@
+"""Speed of the numba scanner against ``regex.findall`` (MB/s, 1 and 2 threads).
+
+    .venv/bin/python benchmarks/bench_scanner.py [--mb 20] [--repeat 3]
+
+Text: the first ``--mb`` MB of ``../shared/corpora/{english,code}.txt.zst``
+when present, else the docstrings and sources of Python's standard library
+repeated to that size. Segments are documents (a blank line before a
+non-space, SPEC §4), each matched on its own, as ingest does.
+
+Rows (median wall time of ``--repeat`` runs after one warm-up that loads
+numba's compile cache; beside it the MB per CPU-second of all threads, which
+a busy machine does not stretch):
+
+- ``regex.findall``: the reference, one call per document;
+- ``regex.findall + Counter``: the old ingest loop;
+- ``scan_default``: piece ends only (one call over the whole buffer);
+- ``count_pieces``: scan and count distinct pieces (flat arrays out);
+- ``... 2 threads``: two Python threads, each on half of the documents
+  (nogil kernels), counted tables merged with ``merge_counts``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import regex
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from toktoktok.patterns import DEFAULT_PATTERN  # noqa: E402
+from toktoktok.scanner import (  # noqa: E402
+    DEFAULT,
+    count_pieces,
+    merge_counts,
+    scan,
+    unicode_tables,
+)
+
+SHARED_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+MB = 1_000_000
+DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
+
+
+def load_text(name: str, mb: int) -> tuple[str, str]:
+    """(text, where it came from): a shared corpus head, else stdlib text."""
+    path = SHARED_CORPORA / f"{name}.txt.zst"
+    if path.is_file():
+        import zstandard
+
+        with path.open("rb") as f:
+            raw = zstandard.ZstdDecompressor().stream_reader(f).read(mb * MB)
+        return raw.decode("utf-8", errors="ignore"), str(path)
+    import collections
+    import email
+    import json
+
+    parts = []
+    for module in (collections, email, json, inspect, argparse):
+        parts.append(inspect.getsource(module) if name == "code" else (inspect.getdoc(module) or ""))
+    base = "\n\n".join(parts)
+    return (base * (mb * MB // max(1, len(base)) + 1))[: mb * MB], "Python standard library (built)"
+
+
+def documents(text: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The UTF-8 buffer, the documents' byte offsets, and the documents."""
+    docs = _split_keep(text)
+    raws = [d.encode() for d in docs]
+    off = np.concatenate([[0], np.cumsum([len(r) for r in raws])]).astype(np.int64)
+    return np.frombuffer(b"".join(raws), dtype=np.uint8), off, docs
+
+
+def _split_keep(text: str) -> list[str]:
+    """Cut after each boundary match, keeping every character."""
+    cuts = [m.end() for m in DOC_BOUNDARY.finditer(text)]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if b > a]
+
+
+def timed(fn, repeat: int) -> tuple[float, float]:
+    """Median (wall, cpu) seconds of ``repeat`` runs after a warm-up run."""
+    fn()
+    walls, cpus = [], []
+    for _ in range(repeat):
+        c0, w0 = time.process_time(), time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def halves(off: np.ndarray) -> list[np.ndarray]:
+    """Two runs of documents of about equal bytes (their offset arrays)."""
+    mid = int(np.searchsorted(off, off[-1] // 2))
+    mid = min(max(mid, 1), len(off) - 2) if len(off) > 2 else 1
+    return [off[: mid + 1], off[mid:]]
+
+
+def bench(name: str, mb: int, repeat: int) -> list[tuple[str, float, float]]:
+    text, source = load_text(name, mb)
+    buf, off, docs = documents(text)
+    size = len(buf)
+    print(f"\n{name}: {size / MB:.1f} MB, {len(docs)} documents, from {source}")
+    rx = regex.compile(DEFAULT_PATTERN)
+    ends = np.empty(size, dtype=np.int64)
+    parts = halves(off)
+    pool = ThreadPoolExecutor(max_workers=2)
+
+    def findall():
+        for d in docs:
+            rx.findall(d)
+
+    def findall_counter():
+        c = Counter()
+        for d in docs:
+            c.update(rx.findall(d))
+
+    def scan_one():
+        scan(buf, 0, size, ends, DEFAULT)
+
+    def scan_two():
+        jobs = [pool.submit(scan, buf, int(p[0]), int(p[-1]), ends[p[0] :], DEFAULT) for p in parts]
+        for j in jobs:
+            j.result()
+
+    def count_one():
+        count_pieces(buf, off, DEFAULT)
+
+    def count_two_only():
+        list(pool.map(lambda p: count_pieces(buf, p, DEFAULT), parts))
+
+    def count_two_merged():
+        merge_counts(list(pool.map(lambda p: count_pieces(buf, p, DEFAULT), parts)))
+
+    rows = [
+        ("regex.findall", findall, 1),
+        ("regex.findall + Counter", findall_counter, 1),
+        ("scan_default, 1 thread", scan_one, repeat),
+        ("scan_default, 2 threads", scan_two, repeat),
+        ("count_pieces, 1 thread", count_one, repeat),
+        ("count_pieces, 2 threads", count_two_only, repeat),
+        ("count_pieces, 2 threads + merge_counts", count_two_merged, repeat),
+    ]
+    out = []
+    for label, fn, reps in rows:
+        wall, cpu = timed(fn, reps)
+        out.append((label, size / wall / MB, size / cpu / MB))
+        print(f"  {label:40s} {size / wall / MB:8.1f} MB/s   (cpu {size / cpu / MB:7.1f} MB/s)")
+    pool.shutdown()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    unicode_tables()
+    print(f"class table ready in {time.perf_counter() - t0:.2f} s (derived once, then loaded from cache)")
+    cpu = platform.processor() or platform.machine()
+    print(f"machine: {os.cpu_count()} cores, {cpu}; load average {os.getloadavg()[0]:.2f}")
+    for name in ("english", "code"):
+        bench(name, args.mb, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

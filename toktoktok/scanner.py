@@ -1,0 +1,736 @@
+"""A hand-written pre-tokenizer in numba that agrees with ``regex`` piece for piece.
+
+Why a hand-written scanner. ``regex.findall`` with the SPEC §4 pattern runs at
+10-20 MB/s on one core, creates a Python string per piece and holds the GIL;
+counting its pieces in a ``Counter`` halves that again. The default and the
+cl100k pattern are simple enough to be decided by looking at one or two
+characters and one run of a class, so a small state machine over the UTF-8
+bytes does the same work at hundreds of MB/s, without the GIL, and feeds a
+hash table of distinct pieces directly (``count_pieces``): no Python object per
+piece.
+
+How the alternation resolves (both patterns; ``i`` is the position, ``c`` the
+character there, ``d`` the one after it). The pattern covers every character
+(letters, numbers, white space, everything else), so the matches tile the
+text and each piece is "the first alternative that matches at ``i``":
+
+- ``c`` is ``'`` and ``d`` (and the char after it) spell s, t, m, d, re, ve
+  or ll in any case ``regex`` accepts under ``(?i)``: the contraction.
+- ``c`` is a letter: the letter run.
+- ``c`` is not a letter, number, CR or LF and ``d`` is a letter:
+  ``c`` plus the letter run (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``; backtracking the
+  optional character cannot help, since ``c`` itself is not a letter).
+- ``c`` is a number: one to three numbers.
+- ``c`` is neither white space, letter nor number, or ``c`` is a space and
+  ``d`` is such a character: the run of such characters, then any CR/LF run.
+- otherwise ``c`` starts a white space run ``[i, e)``:
+  cl100k only: if ``e`` is the end of the text, the whole run (``\\s++$``);
+  else if the run holds a CR or LF, the run up to and including its last
+  one (``\\s*[\\r\\n]+`` backtracks to the last line break, and the ``+`` cannot
+  extend past it; cl100k's ``\\s*[\\r\\n]`` ends at the same place);
+  else if ``e`` is the end, the whole run (``\\s+(?!\\S)``);
+  else if the run has two characters or more, all but its last
+  (``(?!\\S)`` fails before ``\\S``, so ``\\s+`` gives back one character);
+  else the one character (``\\s+`` or ``\\s``).
+
+Possessive quantifiers in cl100k change nothing above: none of them is
+followed by anything that could make it give back. So the two patterns differ
+only in ``\\s++$`` (``$`` is end of text, ``\\Z`` in ``regex`` spelling).
+
+How the classes are derived. Never by hand: at first use ``unicode_tables``
+runs the installed ``regex`` module over one string holding every code point
+(surrogates excepted: they cannot occur in UTF-8) and records, per code
+point, bit flags for ``\\p{L}``, ``\\p{N}``, ``\\s``, ``\\p{M}``, ``\\p{Lu}``,
+``\\p{Ll}``, ``\\p{Lt}`` and ``[\\p{Lm}\\p{Lo}]`` (the last five for o200k,
+which only ever uses Lm and Lo together). A second row records which
+contraction letter (s t m d r v l e) a code point is under ``(?i)``: each
+letter's set is what ``(?i:x)`` matches anywhere in that string, e.g. ``s``
+matches ``S``, ``s`` and U+017F LATIN SMALL LETTER LONG S. The table (2 x
+0x110000 bytes) is cached as a ``.npy`` file in ``$TOKTOKTOK_CACHE`` or
+``~/.cache/toktoktok``, keyed by ``regex.__version__`` and ``RECIPE``, and
+written atomically; the kernels take it as an argument, so numba's compile
+cache never freezes an old table.
+
+How it is fast. The kernels decode UTF-8 inline (the buffer always comes
+from ``str.encode``, so it is valid) and look classes up in the table; every
+loop has one exit; the hot kernels are compiled without numba's reference
+counting (see the note above ``_NO_NRT``). ``count_pieces`` scans
+``_BATCH`` pieces at a time, then counts them in an open-addressing table
+whose keys are spans of the input (hash: 8 bytes per step; pieces of at most 8
+bytes compare as one word). Measured on this project's 2-core machine, one
+thread, english / code: ``regex.findall`` 21 / 13 MB/s, ``scan_default``
+~410 / ~370 MB/s, ``count_pieces`` ~140-160 / ~125 MB/s (per CPU-second; see
+``benchmarks/bench_scanner.py``). The kernels release the GIL and share
+nothing writable, so threads on different batches do not slow each other.
+
+API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets),
+``count_pieces`` (distinct pieces and counts), ``merge_counts``,
+``count_pieces_threads``, ``split_text`` (strings, for tests), and the raw
+kernels ``scan_kernel`` / ``count_kernel`` for numba callers, which pass the
+two rows of ``unicode_tables()`` themselves.
+
+How it is proven. ``tests/test_scanner.py`` compares every piece with
+``regex.findall`` of ``Pattern.python``: hypothesis over arbitrary Unicode and
+over text biased to the delicate places (every Unicode space, CR/LF mixes,
+white space at the end of text, digits of many scripts, combining marks,
+contractions in every case), every code point in several contexts, the
+multilingual samples and 5 MB of each shared corpus.
+
+    >>> text = "it's 2024!\\n\\n  x"
+    >>> split_text(text)
+    ['it', "'s", ' ', '202', '4', '!\\n\\n', ' ', ' x']
+    >>> split_text("end \\n\\n ", CL100K), split_text("end \\n\\n ", DEFAULT)
+    (['end', ' \\n\\n '], ['end', ' \\n\\n', ' '])
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+
+# Which pattern a kernel runs (the ``which`` argument).
+DEFAULT = 0
+CL100K = 1
+PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K}
+
+# Bit flags of the class row.
+LETTER = 1  # \p{L}
+NUMBER = 2  # \p{N}
+SPACE = 4  # regex's \s
+MARK = 8  # \p{M}
+UPPER = 16  # \p{Lu}
+LOWER = 32  # \p{Ll}
+TITLE = 64  # \p{Lt}
+MODIFIER_OR_OTHER = 128  # \p{Lm} or \p{Lo}
+
+_CLASS_RECIPE = (
+    (LETTER, r"\p{L}"),
+    (NUMBER, r"\p{N}"),
+    (SPACE, r"\s"),
+    (MARK, r"\p{M}"),
+    (UPPER, r"\p{Lu}"),
+    (LOWER, r"\p{Ll}"),
+    (TITLE, r"\p{Lt}"),
+    (MODIFIER_OR_OTHER, r"[\p{Lm}\p{Lo}]"),
+)
+
+# Codes of the contraction row: the letters after the apostrophe.
+C_S, C_T, C_M, C_D, C_R, C_V, C_L, C_E = 1, 2, 3, 4, 5, 6, 7, 8
+_CONTRACTION_LETTERS = ((C_S, "s"), (C_T, "t"), (C_M, "m"), (C_D, "d"), (C_R, "r"), (C_V, "v"), (C_L, "l"), (C_E, "e"))
+
+RECIPE = 1  # bump when the tables' layout or derivation changes
+N_CODE_POINTS = 0x110000
+
+
+# ---------------------------------------------------------------------------
+# The tables, derived from the regex module and cached on disk.
+
+
+def _all_code_points() -> tuple[str, np.ndarray]:
+    """One string of every code point but the surrogates, and their values."""
+    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, N_CODE_POINTS)]).astype(np.int64)
+    return cps.astype(np.uint32).tobytes().decode("utf-32-le"), cps
+
+
+def derive_tables() -> np.ndarray:
+    """Run ``regex`` over every code point; return the (2, 0x110000) uint8 table.
+
+    Row 0 holds the class bits, row 1 the contraction letter code (0: none).
+
+        >>> t = derive_tables()
+        >>> bool(t[0, ord("a")] & LETTER), bool(t[0, 0x3000] & SPACE), int(t[1, 0x17F]) == C_S
+        (True, True, True)
+    """
+    import regex
+
+    text, cps = _all_code_points()
+    table = np.zeros((2, N_CODE_POINTS), dtype=np.uint8)
+    for bit, cls in _CLASS_RECIPE:
+        for m in regex.finditer(cls + "+", text):
+            table[0, cps[m.start() : m.end()]] |= bit
+    for code, letter in _CONTRACTION_LETTERS:
+        for m in regex.finditer(f"(?i:{letter})", text):
+            if m.end() - m.start() != 1:
+                raise RuntimeError(f"(?i:{letter}) matched {m.group()!r}: more than one character")
+            cp = cps[m.start()]
+            if table[1, cp]:
+                raise RuntimeError(f"U+{cp:04X} matches two contraction letters")
+            table[1, cp] = code
+    return table
+
+
+def cache_dir() -> Path:
+    """``$TOKTOKTOK_CACHE`` if set, else ``~/.cache/toktoktok``."""
+    env = os.environ.get("TOKTOKTOK_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "toktoktok"
+
+
+def table_path() -> Path:
+    """Where the table for the installed ``regex`` and this recipe is cached."""
+    import regex
+
+    return cache_dir() / f"unicode-classes-regex{regex.__version__}-recipe{RECIPE}.npy"
+
+
+def _load_cached(path: Path) -> np.ndarray | None:
+    try:
+        table = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if table.dtype != np.uint8 or table.shape != (2, N_CODE_POINTS):
+        return None
+    return table
+
+
+def _store(path: Path, table: np.ndarray) -> None:
+    """Write the cache atomically; an unwritable cache folder is not an error."""
+    from toktoktok.atomic import atomic_path
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.save(f, table, allow_pickle=False)
+    except OSError:
+        pass
+
+
+_lock = threading.Lock()
+_tables: np.ndarray | None = None
+
+
+def unicode_tables() -> np.ndarray:
+    """The (2, 0x110000) class table: cached in memory, on disk, else derived."""
+    global _tables
+    with _lock:
+        if _tables is None:
+            path = table_path()
+            table = _load_cached(path)
+            if table is None:
+                table = derive_tables()
+                _store(path, table)
+            _tables = np.ascontiguousarray(table)
+            _tables.setflags(write=False)
+        return _tables
+
+
+# ---------------------------------------------------------------------------
+# UTF-8 and the pieces' building blocks (all positions are byte offsets).
+#
+# Speed notes (measured, english text, one core): numba brackets every call
+# that passes an array with atomic reference count updates, which LLVM removes
+# only in simple cases; left in, they cost more than the scanning (150 MB/s
+# instead of 420) and make threads contend for the shared table's counter.
+# So the hot kernels are compiled without reference counting (``_NO_NRT``:
+# they allocate nothing), the piece-level helpers are inlined by numba
+# (``inline="always"``), and the loop-free character helpers are left to
+# LLVM's inliner (inlining them in numba too only slows compilation).
+
+END = 256  # the "class" of the position just past the text
+
+# numba's private option for "compile without reference counting" (numba's own
+# tests use it; kernels compiled so must not allocate). Kept in one place: if
+# a numba release drops it, deleting it costs speed, never correctness.
+_NO_NRT = {"_nrt": False}
+
+
+@njit(cache=True)
+def _width(b):
+    """Byte length of the UTF-8 character whose first byte is ``b``."""
+    return 1 + np.int64(b >= 0xC0) + np.int64(b >= 0xE0) + np.int64(b >= 0xF0)
+
+
+@njit(cache=True)
+def _code_point(buf, i):
+    """The code point of the UTF-8 character at ``buf[i]``."""
+    b = np.int64(buf[i])
+    if b < 0x80:
+        return b
+    if b < 0xE0:
+        return ((b & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)
+    if b < 0xF0:
+        return ((b & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (np.int64(buf[i + 2]) & 0x3F)
+    return (
+        ((b & 0x07) << 18)
+        | ((np.int64(buf[i + 1]) & 0x3F) << 12)
+        | ((np.int64(buf[i + 2]) & 0x3F) << 6)
+        | (np.int64(buf[i + 3]) & 0x3F)
+    )
+
+
+@njit(cache=True)
+def _cw(buf, i, end, cls):
+    """(class bits, byte length) of the character at ``i``; ``(END, 0)`` at the end.
+
+    For ``buf = "aé".encode()``: ``_cw(buf, 1, 3, cls)`` is ``(cls[0xE9], 2)``.
+    """
+    if i >= end:
+        return END, 0
+    b = np.int64(buf[i])
+    if b < 0x80:
+        return np.int64(cls[b]), 1
+    return np.int64(cls[_code_point(buf, i)]), _width(b)
+
+
+@njit(cache=True, inline="always")
+def _letters(buf, j, end, cls):
+    """End of the letter run starting at ``j`` (``\\p{L}*``)."""
+    c, w = _cw(buf, j, end, cls)
+    while c & LETTER:
+        j += w
+        c, w = _cw(buf, j, end, cls)
+    return j
+
+
+@njit(cache=True, inline="always")
+def _numbers(buf, j, end, cls):
+    """End of ``\\p{N}{0,2}`` at ``j``: the rest of ``\\p{N}{1,3}``."""
+    c, w = _cw(buf, j, end, cls)
+    if c & NUMBER:
+        j += w
+        c, w = _cw(buf, j, end, cls)
+        if c & NUMBER:
+            j += w
+    return j
+
+
+@njit(cache=True, inline="always")
+def _punct_tail(buf, j, end, cls):
+    """End of ``[^\\s\\p{L}\\p{N}]*[\\r\\n]*`` at ``j``."""
+    c, w = _cw(buf, j, end, cls)
+    while not c & (LETTER | NUMBER | SPACE | END):
+        j += w
+        c, w = _cw(buf, j, end, cls)
+    while j < end and (buf[j] == 10 or buf[j] == 13):
+        j += 1
+    return j
+
+
+@njit(cache=True, inline="always")
+def _contraction(buf, j, end, contr):
+    """End of ``(?i:s|t|re|ve|m|ll|d)`` at ``j`` (just after an apostrophe), or -1.
+
+    With ``buf = b"'Ll"`` and ``j = 1``: ``L`` is the contraction letter l and
+    so is ``l``, so 3 is returned; for ``b"'Lx"`` -1.
+    """
+    if j >= end:
+        return -1
+    code = contr[_code_point(buf, j)]
+    k = j + _width(buf[j])
+    if code == C_S or code == C_T or code == C_M or code == C_D:
+        return k
+    if (code == C_R or code == C_V or code == C_L) and k < end:
+        second = contr[_code_point(buf, k)]
+        if (code == C_L and second == C_L) or (code != C_L and second == C_E):
+            return k + _width(buf[k])
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _space_run(buf, i, c, w, end, cls, cl100k):
+    """End of the white space piece starting at ``i`` (first char: class ``c``, ``w`` bytes).
+
+    Alternatives ``\\s++$`` (cl100k), ``\\s*[\\r\\n]+``, ``\\s+(?!\\S)``, ``\\s+``.
+    With ``buf = b"\\n  x"`` and ``i = 0`` the run is ``"\\n  "`` and its last
+    line break ends at 1; at ``i = 1`` the run ``"  "`` precedes ``x`` and
+    gives back its last space: 2.
+    """
+    k = i
+    last_break_end = -1
+    last_start = i
+    while c & SPACE:
+        b = buf[k]
+        last_start = k
+        k += w
+        if b == 10 or b == 13:
+            last_break_end = k
+        c, w = _cw(buf, k, end, cls)
+    if k == end and cl100k:
+        return end
+    if last_break_end >= 0:
+        return last_break_end
+    if k == end:
+        return end
+    if last_start > i:
+        return last_start
+    return i + _width(buf[i])
+
+
+@njit(cache=True, inline="always")
+def _piece_end(buf, i, end, cls, contr, cl100k):
+    """End of the piece starting at ``i``: the first alternative that matches.
+
+    For ``buf = b"x'Re 'Re"``: at ``i = 1`` the contraction ``'Re`` ends at 4;
+    at ``i = 4`` the space comes first, and a space before punctuation joins
+    it (`` ?[^\\s\\p{L}\\p{N}]+``), so the piece is ``" '"``, ending at 6, and
+    ``Re`` is a piece of its own, as ``regex`` finds.
+    """
+    c, w = _cw(buf, i, end, cls)
+    j = i + w
+    if c & LETTER:
+        return _letters(buf, j, end, cls)
+    if c & NUMBER:
+        return _numbers(buf, j, end, cls)
+    b = buf[i]
+    if b == 39:  # the apostrophe: a contraction comes first
+        k = _contraction(buf, j, end, contr)
+        if k >= 0:
+            return k
+    c2, w2 = _cw(buf, j, end, cls)
+    if c2 & LETTER and b != 10 and b != 13:  # [^\r\n\p{L}\p{N}]?\p{L}+
+        return _letters(buf, j + w2, end, cls)
+    if b == 32 and not c2 & (LETTER | NUMBER | SPACE | END):  # " " before punctuation
+        return _punct_tail(buf, j + w2, end, cls)
+    if c & SPACE:
+        return _space_run(buf, i, c, w, end, cls, cl100k)
+    return _punct_tail(buf, j, end, cls)
+
+
+@njit(cache=True, nogil=True, **_NO_NRT)
+def scan_kernel(buf, start, end, out_ends, cls, contr, which):
+    """Write the end offsets of the pieces of ``buf[start:end]``; return their count.
+
+    Stops early when ``out_ends`` is full: a piece end is a place where the
+    scan can resume, so calling again from ``out_ends[n - 1]`` (same ``end``)
+    finds the remaining pieces. ``which`` is ``DEFAULT`` or ``CL100K``. For
+    ``b"ab cd"`` and an ``out_ends`` of length 1: 1 piece, ending at 2; again
+    from 2: the piece ending at 5.
+    """
+    n = 0
+    i = start
+    cap = len(out_ends)
+    cl100k = which == CL100K
+    while i < end and n < cap:
+        i = _piece_end(buf, i, end, cls, contr, cl100k)
+        out_ends[n] = i
+        n += 1
+    return n
+
+
+def _check_which(which: int) -> None:
+    if which not in (DEFAULT, CL100K):
+        raise ValueError(f"which must be DEFAULT (0) or CL100K (1), not {which!r}")
+
+
+def scan(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray, which: int) -> int:
+    """Pieces of valid UTF-8 ``buf[start:end]`` under pattern ``which``: their end offsets.
+
+    The GIL is released while the kernel runs.
+
+        >>> buf = np.frombuffer("Hi  there\\n".encode(), np.uint8)
+        >>> ends = np.empty(len(buf), np.int64)
+        >>> n = scan(buf, 0, len(buf), ends, DEFAULT)
+        >>> ends[:n].tolist()     # "Hi", " ", " there", "\\n"
+        [2, 3, 9, 10]
+    """
+    t = unicode_tables()
+    _check_which(which)
+    if len(out_ends) < end - start:
+        raise ValueError("out_ends needs room for end - start pieces")
+    return scan_kernel(buf, start, end, out_ends, t[0], t[1], which)
+
+
+def scan_default(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray) -> int:
+    """``scan`` with the SPEC §4 default pattern.
+
+        >>> buf = np.frombuffer("we'LL go".encode(), np.uint8)
+        >>> ends = np.empty(len(buf), np.int64)
+        >>> ends[: scan_default(buf, 0, len(buf), ends)].tolist()   # "we", "'LL", " go"
+        [2, 5, 8]
+    """
+    return scan(buf, start, end, out_ends, DEFAULT)
+
+
+def scan_cl100k(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray) -> int:
+    """``scan`` with tiktoken's cl100k pattern (white space at the end is one piece).
+
+        >>> buf = np.frombuffer("a \\n ".encode(), np.uint8)
+        >>> ends = np.empty(len(buf), np.int64)
+        >>> ends[: scan_cl100k(buf, 0, len(buf), ends)].tolist()   # "a", " \\n "
+        [1, 4]
+    """
+    return scan(buf, start, end, out_ends, CL100K)
+
+
+def split_text(text: str, which: int = DEFAULT) -> list[str]:
+    """The pieces of ``text`` as strings (for tests and small inputs).
+
+        >>> split_text("x  1234")
+        ['x', ' ', ' ', '123', '4']
+    """
+    buf = np.frombuffer(text.encode(), dtype=np.uint8)
+    ends = np.empty(len(buf), dtype=np.int64)
+    n = scan(buf, 0, len(buf), ends, which)
+    raw = buf.tobytes()
+    out, prev = [], 0
+    for e in ends[:n].tolist():
+        out.append(raw[prev:e].decode())
+        prev = e
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Counting distinct pieces: open addressing over byte spans, growable.
+#
+# A slot holds ``tag << 32 | id`` (``tag``: the hash's high 32 bits; an empty
+# slot is all ones; ids stay below 2**32), so a probe rarely leaves the table. Per id, one row of
+# ``meta``: the span's first 8 bytes as a little-endian word, its length, its
+# first occurrence and its count; spans of at most 8 bytes (most pieces)
+# compare by word and length alone. The table is kept at most half full.
+
+_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xFF51AFD7ED558CCD)
+_LOW32 = np.uint64(0xFFFFFFFF)
+W_WORD, W_LEN, W_START, W_COUNT = 0, 1, 2, 3  # columns of meta
+
+
+@njit(cache=True)
+def _load8(src, i):
+    """The 8 bytes ``src[i:i+8]`` as a little-endian integer (one load, for LLVM)."""
+    u = np.uint64
+    return (
+        u(src[i])
+        | (u(src[i + 1]) << u(8))
+        | (u(src[i + 2]) << u(16))
+        | (u(src[i + 3]) << u(24))
+        | (u(src[i + 4]) << u(32))
+        | (u(src[i + 5]) << u(40))
+        | (u(src[i + 6]) << u(48))
+        | (u(src[i + 7]) << u(56))
+    )
+
+
+@njit(cache=True)
+def _word(src, i, n):
+    """``src[i:i+n]`` (0 <= n <= 8) as a little-endian integer: b"ab" -> 0x6261.
+
+    Away from the end of ``src`` one 8-byte load and a mask, without a loop
+    whose length varies piece by piece (a mispredicted branch costs more).
+    """
+    if n <= 0:
+        return np.uint64(0)
+    if i + 8 <= len(src):
+        return _load8(src, i) & (_EMPTY >> np.uint64(64 - 8 * n))
+    w = np.uint64(0)
+    for k in range(n):
+        w |= np.uint64(src[i + k]) << np.uint64(8 * k)
+    return w
+
+
+@njit(cache=True)
+def _mix(h):
+    h = (h ^ (h >> np.uint64(33))) * _K2
+    return h ^ (h >> np.uint64(29))
+
+
+@njit(cache=True, inline="always")
+def span_key(src, i, e):
+    """(hash, first word) of ``src[i:e]``: 8 bytes at a time, then a final mix."""
+    n = e - i
+    first = _word(src, i, min(n, 8))
+    h = _mix((np.uint64(n) * _K1) ^ first)
+    k = i + 8
+    while k < e:
+        h = _mix(h ^ _word(src, k, min(e - k, 8)))
+        k += 8
+    return _mix(h * _K1), first
+
+
+@njit(cache=True, inline="always")
+def _same_tail(src, a, b, n):
+    """Whether ``src[a+8:a+n] == src[b+8:b+n]`` (the bytes after the first word)."""
+    k = 8
+    while k < n and src[a + k] == src[b + k]:
+        k += 1
+    return k >= n
+
+
+@njit(cache=True, inline="always")
+def _find_or_add(table, meta, n, src, i, e, weight):
+    """Add ``weight`` to span ``src[i:e]``'s count, inserting it as id ``n`` if new.
+
+    Returns the new number of distinct spans. Linear probing: for ids 0 and 1
+    in slots 5 and 6, a new span hashing to slot 5 goes to slot 7 as id 2.
+    """
+    h, first = span_key(src, i, e)
+    size = e - i
+    tag = h >> np.uint64(32)
+    mask = np.uint64(len(table) - 1)
+    slot = h & mask
+    entry = table[slot]
+    while entry != _EMPTY and not (
+        (entry >> np.uint64(32)) == tag
+        and meta[entry & _LOW32, W_WORD] == np.int64(first)
+        and meta[entry & _LOW32, W_LEN] == size
+        and (size <= 8 or _same_tail(src, meta[entry & _LOW32, W_START], i, size))
+    ):
+        slot = (slot + np.uint64(1)) & mask
+        entry = table[slot]
+    if entry != _EMPTY:
+        meta[entry & _LOW32, W_COUNT] += weight
+        return n
+    table[slot] = (tag << np.uint64(32)) | np.uint64(n)
+    meta[n, W_WORD] = np.int64(first)
+    meta[n, W_LEN] = size
+    meta[n, W_START] = i
+    meta[n, W_COUNT] = weight
+    return n + 1
+
+
+@njit(cache=True, nogil=True, **_NO_NRT)
+def _add_pieces(table, meta, n, buf, first, ends, k):
+    """Count the ``k`` pieces ``buf[first:ends[0]]``, ``buf[ends[0]:ends[1]]``, ..."""
+    prev = first
+    for t in range(k):
+        n = _find_or_add(table, meta, n, buf, prev, ends[t], 1)
+        prev = ends[t]
+    return n
+
+
+@njit(cache=True, nogil=True, **_NO_NRT)
+def _add_weighted(table, meta, n, src, off, weights):
+    """Add ``weights[p]`` to span ``src[off[p]:off[p+1]]`` for every p."""
+    for p in range(len(weights)):
+        n = _find_or_add(table, meta, n, src, off[p], off[p + 1], weights[p])
+    return n
+
+
+@njit(cache=True)
+def _grow(table, meta, n, src):
+    """Double the table (and ``meta``), re-placing ids 0..n-1 by their spans' hashes."""
+    cap = 2 * len(table)
+    new_table = np.full(cap, _EMPTY, dtype=np.uint64)
+    mask = np.uint64(cap - 1)
+    for slot in range(len(table)):
+        entry = table[slot]
+        if entry != _EMPTY:
+            p = entry & _LOW32
+            h, _ = span_key(src, meta[p, W_START], meta[p, W_START] + meta[p, W_LEN])
+            s = h & mask
+            while new_table[s] != _EMPTY:
+                s = (s + np.uint64(1)) & mask
+            new_table[s] = entry
+    new_meta = np.empty((cap // 2, 4), dtype=np.int64)
+    new_meta[:n] = meta[:n]
+    return new_table, new_meta
+
+
+@njit(cache=True)
+def _flatten(src, meta, n):
+    """The first ``n`` spans as (piece_buf, piece_off, counts)."""
+    off = np.empty(n + 1, dtype=np.int64)
+    off[0] = 0
+    for p in range(n):
+        off[p + 1] = off[p] + meta[p, W_LEN]
+    out = np.empty(off[n], dtype=np.uint8)
+    for p in range(n):
+        out[off[p] : off[p + 1]] = src[meta[p, W_START] : meta[p, W_START] + meta[p, W_LEN]]
+    return out, off, meta[:n, W_COUNT].copy()
+
+
+_BATCH = 1 << 12  # pieces scanned, then counted, at a time
+
+
+@njit(cache=True, nogil=True)
+def count_kernel(buf, seg_off, cls, contr, which):
+    """Scan every segment ``buf[seg_off[s]:seg_off[s+1]]``; count distinct pieces.
+
+    Pieces are scanned ``_BATCH`` at a time into a scratch array, then counted;
+    the table doubles before a batch could fill it past half. Returns
+    ``(piece_buf, piece_off, counts)`` in order of first occurrence.
+    """
+    table = np.full(1 << 14, _EMPTY, dtype=np.uint64)
+    meta = np.empty((1 << 13, 4), dtype=np.int64)
+    ends = np.empty(_BATCH, dtype=np.int64)
+    n = 0
+    for s in range(len(seg_off) - 1):
+        i = seg_off[s]
+        end = seg_off[s + 1]
+        while i < end:
+            k = scan_kernel(buf, i, end, ends, cls, contr, which)
+            while 2 * (n + k) > len(table):
+                table, meta = _grow(table, meta, n, buf)
+            n = _add_pieces(table, meta, n, buf, i, ends, k)
+            i = ends[k - 1]
+    return _flatten(buf, meta, n)
+
+
+@njit(cache=True, nogil=True)
+def merge_kernel(piece_buf, piece_off, weights):
+    """Sum the weights of equal spans ``piece_buf[piece_off[p]:piece_off[p+1]]``."""
+    cap = 1 << 14
+    while cap < 2 * len(weights) + 2:
+        cap *= 2
+    table = np.full(cap, _EMPTY, dtype=np.uint64)
+    meta = np.empty((cap // 2, 4), dtype=np.int64)
+    n = _add_weighted(table, meta, 0, piece_buf, piece_off, weights)
+    return _flatten(piece_buf, meta, n)
+
+
+def count_pieces(buf: np.ndarray, seg_off: np.ndarray, which: int = DEFAULT):
+    """Distinct pieces of every segment and their counts, as flat arrays.
+
+    Segment ``s`` is ``buf[seg_off[s]:seg_off[s+1]]`` (valid UTF-8, matched
+    on its own, as ``regex.findall`` over each segment). Returns
+    ``(piece_buf uint8, piece_off int64, counts int64)``: piece ``p`` is
+    ``piece_buf[piece_off[p]:piece_off[p+1]]``, in order of first occurrence.
+    The GIL is released while it runs, so threads may count batches at once.
+
+        >>> buf = np.frombuffer(b"a a\\na a", np.uint8)
+        >>> pb, po, c = count_pieces(buf, np.array([0, 4, 7], np.int64))
+        >>> [(pb[po[p]:po[p + 1]].tobytes(), int(c[p])) for p in range(len(c))]
+        [(b'a', 2), (b' a', 2), (b'\\n', 1)]
+    """
+    t = unicode_tables()
+    _check_which(which)
+    seg_off = np.asarray(seg_off, dtype=np.int64)
+    return count_kernel(buf, seg_off, t[0], t[1], which)
+
+
+def merge_counts(results):
+    """Merge several ``count_pieces`` results into one (order: first occurrence).
+
+        >>> a = count_pieces(np.frombuffer(b"x y", np.uint8), np.array([0, 3]))
+        >>> b = count_pieces(np.frombuffer(b" y z", np.uint8), np.array([0, 4]))
+        >>> pb, po, c = merge_counts([a, b])
+        >>> [(pb[po[p]:po[p + 1]].tobytes(), int(c[p])) for p in range(len(c))]
+        [(b'x', 1), (b' y', 2), (b' z', 1)]
+    """
+    results = list(results)
+    bufs = [r[0] for r in results]
+    offs = [r[1][1:] + base for r, base in zip(results, np.cumsum([0] + [len(b) for b in bufs[:-1]]))]
+    piece_buf = np.concatenate(bufs) if bufs else np.zeros(0, np.uint8)
+    piece_off = np.concatenate([np.zeros(1, np.int64)] + offs)
+    weights = np.concatenate([r[2] for r in results]) if results else np.zeros(0, np.int64)
+    return merge_kernel(piece_buf, piece_off, weights)
+
+
+def count_pieces_threads(buf: np.ndarray, seg_off: np.ndarray, which: int = DEFAULT, threads: int = 2):
+    """``count_pieces`` over ``threads`` batches of segments at once, merged.
+
+    Batches are contiguous runs of segments of about equal bytes; each thread
+    counts its own batch (nogil) and ``merge_counts`` joins the tables.
+
+        >>> buf = np.frombuffer(b"a b a b", np.uint8)
+        >>> pb, po, c = count_pieces_threads(buf, np.array([0, 1, 3, 5, 7]))
+        >>> sorted((pb[po[p]:po[p + 1]].tobytes(), int(c[p])) for p in range(len(c)))
+        [(b' a', 1), (b' b', 2), (b'a', 1)]
+    """
+    seg_off = np.asarray(seg_off, dtype=np.int64)
+    n_seg = len(seg_off) - 1
+    if threads <= 1 or n_seg < 2:
+        return count_pieces(buf, seg_off, which)
+    targets = seg_off[0] + (seg_off[-1] - seg_off[0]) * np.arange(1, threads) // threads
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(seg_off, targets), [n_seg]]))
+    batches = [seg_off[a : b + 1] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    unicode_tables()  # load once, before the threads race for it
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        results = list(pool.map(lambda off: count_pieces(buf, off, which), batches))
+    return merge_counts(results)
