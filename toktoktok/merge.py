@@ -138,7 +138,7 @@ KEY, COUNT, HEAD, MARK = 0, 1, 2, 3  # MARK: (merge stamp << 32) | (last piece +
 LOW = 0xFFFFFFFF
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _find(slots, P, key):
     """The slot of ``key`` in ``slots`` (row numbers of P, -1 empty): its own or the empty one to fill."""
     mask = np.uint64(len(slots) - 1)
@@ -159,41 +159,56 @@ def _rehash(P, n_pairs, capacity):
 
 
 @njit(cache=True)
+def _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
+    """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
+
+    Growing is the one place that returns new arrays; keeping it out of the
+    per-site helpers keeps them free of reference-count traffic.
+    """
+    if n_pairs + more > len(P):
+        bigger = np.empty((max(2 * len(P), n_pairs + more), 4), dtype=np.int64)
+        bigger[:n_pairs] = P[:n_pairs]
+        P = bigger
+    if 2 * (n_pairs + more) > len(slots):
+        size = len(slots)
+        while 2 * (n_pairs + more) > size:
+            size *= 2
+        slots = _rehash(P, n_pairs, size)
+    if n_occ + more > len(occ_word):
+        occ_word = _grow(occ_word, n_occ + more)
+        occ_next = _grow(occ_next, n_occ + more)
+    return P, slots, occ_word, occ_next
+
+
+@njit(cache=True, inline="always")
 def _pair(P, n_pairs, slots, key):
-    """The row of pair ``key``, added with count 0 if new: (P, n_pairs, slots, row)."""
+    """The row of pair ``key`` and the new pair count; a new pair starts at count 0.
+
+    The caller has reserved room (``_reserve``).
+    """
     s = _find(slots, P, key)
     q = slots[s]
     if q >= 0:
-        return P, n_pairs, slots, q
+        return q, n_pairs
     q = n_pairs
-    if q == len(P):
-        bigger = np.empty((2 * len(P), 4), dtype=np.int64)
-        bigger[: len(P)] = P
-        P = bigger
     P[q, KEY] = key
     P[q, COUNT] = 0
     P[q, HEAD] = -1
     P[q, MARK] = 0
     slots[s] = q
-    n_pairs += 1
-    if 2 * n_pairs > len(slots):
-        slots = _rehash(P, n_pairs, 2 * len(slots))
-    return P, n_pairs, slots, q
+    return q, n_pairs + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _note_piece(P, q, w, occ_word, occ_next, n_occ):
-    """Add piece ``w`` to pair q's list unless it was the last one added."""
+    """Add piece ``w`` to pair q's list unless it was the last one added; new n_occ."""
     if (P[q, MARK] & LOW) == w + 1:
-        return occ_word, occ_next, n_occ
+        return n_occ
     P[q, MARK] = (P[q, MARK] & ~np.int64(LOW)) | (w + 1)
-    if n_occ == len(occ_word):
-        occ_word = _grow(occ_word, n_occ + 1)
-        occ_next = _grow(occ_next, n_occ + 1)
     occ_word[n_occ] = w
     occ_next[n_occ] = P[q, HEAD]
     P[q, HEAD] = n_occ
-    return occ_word, occ_next, n_occ + 1
+    return n_occ + 1
 
 
 @njit(cache=True, inline="always")
@@ -209,7 +224,7 @@ def _swap(h_count, h_key, h_pair, i, j):
     h_pair[i], h_pair[j] = h_pair[j], h_pair[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(h_count, h_key, h_pair, size, count, key, p):
     """Add an entry; the heap holds each entry's key so comparisons read no table."""
     i = size
@@ -224,7 +239,7 @@ def _push(h_count, h_key, h_pair, size, count, key, p):
         i = up
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pop(h_count, h_key, h_pair, size):
     """Remove the top entry (read it first); ``size`` is the size before."""
     size -= 1
@@ -265,11 +280,12 @@ def _train_kernel(
     n_occ = 0
     for w in range(n_words):
         s0 = woff[w]
+        P, slots, occ_word, occ_next = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, wlen[w])
         for i in range(wlen[w] - 1):
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
-            P, n_pairs, slots, q = _pair(P, n_pairs, slots, key)
+            q, n_pairs = _pair(P, n_pairs, slots, key)
             P[q, COUNT] += wcount[w]
-            occ_word, occ_next, n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+            n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_key = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
@@ -349,6 +365,9 @@ def _train_kernel(
             progress[1] += 1
             progress[2] += n
             cw = wcount[w]
+            P, slots, occ_word, occ_next = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, 2 * n)
+            if n_touched + 2 * n > len(touched):
+                touched = _grow(touched, n_touched + 2 * n)
             i = 0
             j = 0
             while i < n:
@@ -366,16 +385,14 @@ def _train_kernel(
                                 continue
                             left = np.int64(b) if side == 2 else np.int64(r)
                             right = np.int64(sym[s0 + i + 2])
-                        P, n_pairs, slots, q = _pair(P, n_pairs, slots, (left << 32) | right)
+                        q, n_pairs = _pair(P, n_pairs, slots, (left << 32) | right)
                         if side % 2 == 0:
                             P[q, COUNT] -= cw
                             continue
                         P[q, COUNT] += cw
-                        occ_word, occ_next, n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+                        n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
                         if (P[q, MARK] >> 32) != stamp:
                             P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
-                            if n_touched == len(touched):
-                                touched = _grow(touched, n_touched + 1)
                             touched[n_touched] = q
                             n_touched += 1
                     sym[s0 + j] = r
