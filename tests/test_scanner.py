@@ -104,6 +104,8 @@ def test_named_entry_points():
     assert ends[: scan_cl100k(buf, 0, len(buf), ends)].tolist() == [1, 4]
     with pytest.raises(ValueError):
         scan_default(buf, 0, len(buf), np.empty(1, dtype=np.int64))
+    with pytest.raises(ValueError):
+        scan(buf, 0, len(buf), ends, 2)
 
 
 @BOTH

@@ -52,7 +52,7 @@ class Pattern:
     o200k and gpt2 too, whose matches never run from a non-space into a
     following space (a space only ever starts a match), but whose line
     breaks are not safe (o200k's punctuation run swallows ``/`` after line
-    breaks, gpt2's ``\s++$`` ends differently at the end of a text). A
+    breaks, gpt2's ``\\s++$`` ends differently at the end of a text). A
     pattern with neither is matched over whole documents.
     """
 
