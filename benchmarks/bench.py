@@ -2,6 +2,7 @@
 """Benchmark toktoktok against Hugging Face ``tokenizers`` and ``rustbpe``.
 
     make bench                                   # = .venv/bin/python benchmarks/bench.py
+    .venv/bin/python benchmarks/bench.py --quick --out /tmp/RESULTS.md     # small sizes, for development
     .venv/bin/python benchmarks/bench.py --mb 5 --tokens 4096 --reps 1 --out /tmp/RESULTS.md
 
 What is compared: the three trainers, one after another, on the same text
@@ -34,6 +35,24 @@ default pattern; UTF-8 bytes per token on the held-out text (higher is
 better). "first merges equal" counts how many of a peer's merges, in order,
 match toktoktok's before the first difference; "tokens shared" is the share
 of its tokens that toktoktok's vocabulary also has.
+
+Issue 4's figures, from the same invocation (``--sections``, default all):
+
+- ``peers``: the comparison above (end-to-end wall, CPU, RSS, bytes/token);
+- ``ingest`` (bench_ingest.py): toktoktok's ingest stage alone, ``threads``
+  1 and 2, against a ``regex.findall`` + ``Counter`` loop (baseline_ingest.py),
+  as stage seconds and as process wall time, per corpus;
+- ``merges``: the merge-loop rate of the 32,512-merge runs (train manifests)
+  and a ``--big-tokens`` (100,352: 100,096 merges) run on english (else the
+  first corpus), which must finish (run with the scaling points when
+  ``scaling`` is on);
+- ``scaling`` (bench_scaling.py): time per stage against corpus size (10%,
+  30%, 100% of ``--mb``) and against merges (8,192 / ``--tokens`` /
+  ``--big-tokens`` vocabularies).
+
+RESULTS.md opens with a summary block (bench_targets.py): each target, the
+measured figure, met or not. ``--quick`` (5 MB, 8,192 tokens, 2 repetitions,
+no 100k run) is for development; its verdicts are not the issue's.
 """
 
 from __future__ import annotations
@@ -41,7 +60,6 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
-import json
 import os
 import shutil
 import statistics
@@ -49,13 +67,17 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import bench_corpus
+import bench_ingest
 import bench_report
+import bench_scaling
+import bench_targets
 from bench_corpus import Corpus
 from bench_report import md_table, num
-from bench_runs import Measured, run_measured
+from bench_runs import Measured
+from bench_scaling import Point, Scaling
+from bench_toktok import default_pattern, run_env, run_once, toktok_stages
 
 HERE = Path(__file__).resolve().parent
 TRAINERS = ("toktoktok", "hf", "rustbpe")
@@ -86,89 +108,6 @@ class Outcome:
     def median(self, attr: str) -> float | None:
         values = [getattr(r, attr) for r in self.ok]
         return statistics.median(values) if values else None
-
-
-# --- the trainers' commands ------------------------------------------------
-
-
-def default_pattern() -> str:
-    from toktoktok.patterns import NAMED_PATTERNS
-
-    return NAMED_PATTERNS["default"].tiktoken
-
-
-def toktok_bin() -> str:
-    beside = Path(sys.executable).parent / "toktok"
-    return str(beside) if beside.exists() else (shutil.which("toktok") or "toktok")
-
-
-def toktok_config(corpus: Corpus, tokens: int, folder: Path) -> Path:
-    """A config training ``corpus`` in one phase of ``tokens - 256`` merges."""
-    cfg = {
-        "output": str(folder / "toktoktok.tiktoken"),
-        "work_dir": str(folder / "toktoktok.work"),
-        "working_set_mb": max(1024, 8 * (corpus.train_bytes >> 20)),
-        "hardcoded_merges": False,
-        "heldout_share": 0,
-        "min_frequency": 2,
-        "seed": 0,
-        "phases": [{"name": corpus.name, "merges": tokens - 256, "sources": [{"file": str(corpus.train)}]}],
-    }
-    path = folder / "bench.yaml"
-    path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
-    return path
-
-
-def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[list[str], Path]:
-    """The command that trains ``trainer`` in ``folder``, and the .tiktoken it writes."""
-    if trainer == "toktoktok":
-        cfg = toktok_config(corpus, tokens, folder)
-        return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
-    out = folder / f"{trainer}.tiktoken"
-    return [sys.executable, str(HERE / "peers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
-            str(tokens), "--pattern", default_pattern(), "--out", str(out)], out
-
-
-def run_env(numba_cache: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["NUMBA_CACHE_DIR"] = str(numba_cache)
-    return env
-
-
-def run_once(trainer: str, corpus: Corpus, tokens: int, folder: Path, env: dict[str, str]) -> tuple[Measured, Path]:
-    """One whole run of ``trainer`` in a fresh ``folder``."""
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    cmd, out = command(trainer, corpus, tokens, folder)
-    measured = run_measured(cmd, folder / "log.txt", env=env)
-    return measured, out
-
-
-# --- what toktoktok's manifests say ----------------------------------------
-
-
-def _manifests(work: Path, stage: str) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((work / stage).glob("*/manifest.json"))]
-
-
-def toktok_stages(folder: Path) -> dict[str, float]:
-    """Seconds per stage, merges made and the merge-loop rate, from the manifests."""
-    work = folder / "toktoktok.work"
-    ingest = _manifests(work, "ingest")
-    train = _manifests(work, "train")
-    export = json.loads((work / "export" / "manifest.json").read_text())
-    return {
-        "ingest": sum(m["seconds"] for m in ingest),
-        "train_load": sum(m["seconds"]["load"] for m in train),
-        "merge_loop": sum(m["seconds"]["train"] for m in train),
-        "train": sum(m["seconds"]["total"] for m in train),
-        "export": sum(export["seconds"].values()),
-        "merges": sum(m["counts"]["merges_made"] for m in train),
-        "merges_per_second": sum(m["counts"]["merges_made"] for m in train)
-        / max(sum(m["seconds"]["train"] for m in train), 1e-9),
-        "peak_rss_mb": max(m.get("peak_rss_mb", 0) for m in [*ingest, *train, export]),
-    }
 
 
 # --- the vocabularies --------------------------------------------------------
@@ -268,6 +207,34 @@ def warm_up(corpus: Corpus, args: argparse.Namespace, work: Path, env: dict[str,
     return measured
 
 
+def main_corpus(corpora: list[Corpus]) -> Corpus:
+    """The corpus of the merge-rate and scaling runs: english when there, else the first."""
+    return next((c for c in corpora if c.name == "english"), corpora[0])
+
+
+def comparison_point(corpus: Corpus, args: argparse.Namespace, results: dict[str, dict[str, Outcome]]) -> Point | None:
+    """toktoktok's runs of the comparison on ``corpus`` at ``--tokens``, as a Point."""
+    outcome = results.get(corpus.name, {}).get("toktoktok")
+    if outcome is None or not outcome.runs:
+        return None
+    return Point(corpus, args.tokens, runs=list(outcome.runs), stages=list(outcome.stages))
+
+
+def run_scaling(corpus: Corpus, args: argparse.Namespace, work: Path, env: dict[str, str]) -> Scaling:
+    """Every scaling point (and the big merge run), interleaved."""
+    by_size = []
+    for share in SCALING_SHARES:
+        part = bench_corpus.head_of(corpus, args.mb * share, work / "corpora" / "scaling")
+        if part.train_bytes < corpus.train_bytes:
+            by_size.append(Point(part, args.tokens))
+    main = Point(corpus, args.tokens)
+    by_merges = [Point(corpus, t) for t in (args.small_tokens,) if t < args.tokens] + [main]
+    if args.big_tokens:
+        by_merges.append(Point(corpus, args.big_tokens))
+    bench_scaling.run_points([*by_size, *by_merges], args.reps, work, env, log)
+    return Scaling(by_size + [main], by_merges)
+
+
 # --- the report ------------------------------------------------------------------
 
 
@@ -293,7 +260,8 @@ def trainer_rows(outcomes: dict[str, Outcome], first: Measured | None) -> list[l
 TRAINER_HEADERS = ["trainer", "wall s", "wall min–max", "CPU s", "peak RSS MB", "tree peak MB", "vocab",
                    "held-out bytes/token", "wall ÷ toktoktok", "first merges = toktoktok", "tokens shared"]
 STAGE_HEADERS = ["corpus", "ingest s", "train: load s", "train: merge loop s", "train s", "export s",
-                 "process wall s", "merges", "merges/s (loop)", "peak RSS MB (manifests)"]
+                 "rest of process s", "process wall s", "share: ingest / train / export / rest", "merges",
+                 "merges/s (loop)", "peak RSS MB (manifests)"]
 
 
 def stage_row(name: str, outcome: Outcome) -> list[str]:
@@ -301,9 +269,49 @@ def stage_row(name: str, outcome: Outcome) -> list[str]:
         values = [s[key] for s in outcome.stages]
         return statistics.median(values) if values else None
 
+    wall = outcome.median("wall")
+    parts = [med("ingest"), med("train"), med("export")]
+    rest = wall - sum(parts) if wall is not None and None not in parts else None  # type: ignore[arg-type]
+    share = ("–" if rest is None or not wall else
+             " / ".join(f"{100 * x / wall:.0f}%" for x in [*parts, rest]))  # type: ignore[operator]
     return [name, num(med("ingest"), 2), num(med("train_load"), 2), num(med("merge_loop"), 2), num(med("train"), 2),
-            num(med("export"), 2), num(outcome.median("wall"), 2), num(med("merges"), 0),
+            num(med("export"), 2), num(rest, 2), num(wall, 2), share, num(med("merges"), 0),
             num(med("merges_per_second"), 0), num(med("peak_rss_mb"), 0)]
+
+
+MERGE_HEADERS = ["run", "merges made / asked", "distinct pieces", "train: load s", "merge loop s",
+                 "merges/s (loop)", "pieces visited", "per merge", "symbols scanned", "per merge", "process wall s"]
+
+
+def merge_row(label: str, p: Point) -> list[str]:
+    made, asked = p.med("merges"), p.med("merges_requested")
+    visited, scanned = p.med("pieces_visited"), p.med("symbols_scanned")
+    failed = f" ({p.failed} of {len(p.runs)} runs failed)" if p.failed else ""
+    return [label + failed, f"{num(made, 0)} / {num(asked, 0)}", num(p.med("distinct_pieces"), 0),
+            num(p.med("train_load"), 2), num(p.med("merge_loop"), 2), num(p.med("merges_per_second"), 0),
+            num(visited, 0), num(visited / made if visited and made else None, 1), num(scanned, 0),
+            num(scanned / made if scanned and made else None, 1), num(p.wall(), 2)]
+
+
+def merge_section(f: "Findings", reps: int) -> list[str]:
+    points = []
+    if f.main is not None:
+        points.append((f"{f.main.corpus.name} {f.main.mb:.1f} MB, {f.main.tokens:,} tokens"
+                       + (" (the comparison's runs)" if f.main_from_comparison else ""), f.main))
+    if f.scaling is not None and f.main_from_comparison:
+        again = next((p for p in f.scaling.by_merges if p.tokens == f.main.tokens), None)  # type: ignore[union-attr]
+        if again is not None:
+            points.append((f"{again.corpus.name} {again.mb:.1f} MB, {again.tokens:,} tokens (the scaling runs)", again))
+    if f.big is not None:
+        points.append((f"{f.big.corpus.name} {f.big.mb:.1f} MB, {f.big.tokens:,} tokens", f.big))
+    if not points:
+        return []
+    return ["## Merge-loop rate (train manifests)", "",
+            f"Medians of {reps} repetition(s). merges/s = merges made ÷ the merge loop's seconds (the train "
+            "manifest's `seconds.train`; loading the inventory is `train: load`). Pieces visited and symbols "
+            "scanned are the merge loop's own counters (`counts.merge_loop_pieces_visited`, "
+            "`merge_loop_symbols_scanned`): the words it touched, summed over all merges.", "",
+            md_table(MERGE_HEADERS, [merge_row(label, p) for label, p in points]), ""]
 
 
 def determinism(outcomes: dict[str, Outcome]) -> str:
@@ -318,12 +326,52 @@ def load_average() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def report(args: argparse.Namespace, corpora: list[Corpus], results: dict[str, dict[str, Outcome]],
-           first: Measured | None, facts: dict[str, str]) -> str:
+@dataclass
+class Findings:
+    """Everything one invocation measured."""
+
+    corpora: list[Corpus]
+    results: dict[str, dict[str, Outcome]]
+    first: Measured | None = None
+    ingest: list[bench_ingest.IngestResult] = field(default_factory=list)
+    main: Point | None = None
+    main_from_comparison: bool = False
+    big: Point | None = None
+    scaling: Scaling | None = None
+
+
+def targets(args: argparse.Namespace, f: Findings) -> list[bench_targets.Target]:
+    found = bench_targets.end_to_end(f.results) + bench_targets.ingest(f.ingest)
+    if f.main is not None:
+        found += bench_targets.merge_rate(f.main.corpus.name, f.main, f.big,
+                                          f.scaling.by_merges if f.scaling is not None else None)
+    found += bench_targets.compression(f.results)
+    if f.scaling is not None and f.scaling.by_size:
+        found += bench_targets.scaling(bench_scaling.verdicts(f.scaling))
+    if f.first is not None and f.main is not None:
+        found += bench_targets.numba(f.first, f.main.wall())
+    return found
+
+
+def caveat(args: argparse.Namespace, facts: dict[str, str]) -> str:
+    notes = [f"Load average at the start {facts['load']} on {os.cpu_count()} CPUs (the machine is shared with other "
+             "sessions: wall times and the thread scaling suffer when it is busy; CPU times less)."]
+    if args.quick or args.mb != 100 or args.tokens != 32768:
+        notes.insert(0, f"**This run used {args.mb:g} MB per corpus and {args.tokens:,} tokens"
+                     + (" (`--quick`)" if args.quick else "")
+                     + ", not issue 4's 100 MB and 32,768 tokens: its verdicts are about these sizes only.**")
+    return " ".join(notes)
+
+
+def report(args: argparse.Namespace, f: Findings, facts: dict[str, str]) -> str:
     """The Markdown report; ``facts`` (date, machine, load) were taken at the start."""
-    started = facts["date"]
+    started, corpora, results, first = facts["date"], f.corpora, f.results, f.first
     lines = [
         "# toktoktok benchmark", "",
+        f"Run {started}, commit {bench_report.commit()}, `{' '.join(['benchmarks/bench.py', *sys.argv[1:]])}`; "
+        "machine and settings below.", "",
+        *bench_targets.block(targets(args, f), caveat(args, facts)),
+        "## The run", "",
         f"- date: {started}",
         f"- commit: {bench_report.commit()}",
         f"- machine: {facts['machine']}",
@@ -334,26 +382,37 @@ def report(args: argparse.Namespace, corpora: list[Corpus], results: dict[str, d
         f"- settings: vocabulary {args.tokens:,} = 256 bytes + {args.tokens - 256:,} merges, toktoktok's default "
         "pattern for every trainer, no special tokens, min_frequency 2 (toktoktok, HF; rustbpe has none), "
         "toktoktok `hardcoded_merges: false`, `heldout_share: 0`, `threads: -1`; "
-        f"{args.reps} repetition(s), medians shown",
+        f"{args.reps} repetition(s), medians shown; sections: {', '.join(args.sections)}",
         "- corpora:",
         *[f"  - {c.name}: {c.description}" for c in corpora], "",
-        "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`). "
-        "CPU s = user + system of the process and its waited-for children; peak RSS = `ru_maxrss` "
-        "(largest single process); tree peak = largest sampled sum over the process and its live "
-        "children (toktoktok's ingest workers). Held-out bytes/token: tiktoken with the default pattern "
-        "(higher is better). wall ÷ toktoktok > 1 means slower than toktoktok.", "",
     ]
+    if results:
+        lines += [
+            "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`). "
+            "CPU s = user + system of the process and its waited-for children; peak RSS = `ru_maxrss` "
+            "(largest single process); tree peak = largest sampled sum over the process and its live "
+            "children. Held-out bytes/token: tiktoken with the default pattern "
+            "(higher is better). wall ÷ toktoktok > 1 means slower than toktoktok.", ""]
     for corpus in corpora:
-        outcomes = results[corpus.name]
+        outcomes = results.get(corpus.name)
+        if not outcomes:
+            continue
         lines += [f"## {corpus.name}", "", md_table(TRAINER_HEADERS, trainer_rows(
             outcomes, first if corpus is corpora[0] else None)), ""]
         note = determinism(outcomes)
         if note:
             lines += [note, ""]
     stage_rows = [stage_row(c.name, results[c.name]["toktoktok"]) for c in corpora
-                  if "toktoktok" in results[c.name] and results[c.name]["toktoktok"].stages]
+                  if "toktoktok" in results.get(c.name, {}) and results[c.name]["toktoktok"].stages]
     if stage_rows:
-        lines += ["## toktoktok stages (from its manifests, medians)", "", md_table(STAGE_HEADERS, stage_rows), ""]
+        lines += ["## Where toktoktok's time goes (stages, from its manifests, medians)", "",
+                  "rest of process = process wall − (ingest + train + export): Python start-up, imports, "
+                  "loading numba's compiled code from its cache, reading the config.", "",
+                  md_table(STAGE_HEADERS, stage_rows), ""]
+    lines += bench_ingest.section(f.ingest, args.reps)
+    lines += merge_section(f, args.reps)
+    if f.scaling is not None:
+        lines += bench_scaling.section(f.scaling, args.reps)
     if first is not None:
         lines += [f"First run (numba compile, empty `NUMBA_CACHE_DIR`, on {corpora[0].name}): "
                   f"{first.wall:.1f} s wall, {first.cpu:.1f} s CPU; later runs load the compiled code from "
@@ -365,25 +424,46 @@ def report(args: argparse.Namespace, corpora: list[Corpus], results: dict[str, d
 
 # --- command line ------------------------------------------------------------------
 
+SECTIONS = ("peers", "ingest", "merges", "scaling")
+SCALING_SHARES = (0.1, 0.3)  # of --mb; the whole corpus is the third point
+DEFAULTS = {"mb": 100.0, "tokens": 32768, "reps": 3, "small_tokens": 8192, "big_tokens": 100352}
+QUICK = {"mb": 5.0, "tokens": 8192, "reps": 2, "small_tokens": 2048, "big_tokens": 0}
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Benchmark toktoktok against HF tokenizers and rustbpe.")
-    parser.add_argument("--mb", type=float, default=100, help="MB of each corpus to train on (default 100)")
-    parser.add_argument("--tokens", type=int, default=32768, help="vocabulary size incl. 256 bytes (default 32768)")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes for development: 5 MB, 8,192 tokens, 2 reps, no 100k run")
+    parser.add_argument("--mb", type=float, default=None, help="MB of each corpus to train on (default 100)")
+    parser.add_argument("--tokens", type=int, default=None, help="vocabulary size incl. 256 bytes (default 32768)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions; medians are reported (default 3)")
+    parser.add_argument("--small-tokens", type=int, default=None,
+                        help="the scaling table's smallest vocabulary (default 8192)")
+    parser.add_argument("--big-tokens", type=int, default=None,
+                        help="the big merge run's vocabulary, 0 to skip (default 100352 = 100,096 merges)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated: {','.join(SECTIONS)}")
     parser.add_argument("--corpora", default="english,code", help="comma-separated corpus names")
     parser.add_argument("--only", default=",".join(TRAINERS), help="comma-separated: toktoktok,hf,rustbpe")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="the Markdown report")
     parser.add_argument("--work", type=Path, default=None, help="bench folder (default: a temp folder, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the bench folder")
     args = parser.parse_args(argv)
+    for key, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     args.only = [t.strip() for t in args.only.split(",") if t.strip()]
     unknown = set(args.only) - set(TRAINERS)
     if unknown or not args.only:
         parser.error(f"--only takes {','.join(TRAINERS)}; got {','.join(sorted(unknown)) or 'nothing'}")
+    args.sections = [t.strip() for t in args.sections.split(",") if t.strip()]
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown or not args.sections:
+        parser.error(f"--sections takes {','.join(SECTIONS)}; got {','.join(sorted(unknown)) or 'nothing'}")
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
-    if args.tokens <= 256 or args.reps < 1 or args.mb <= 0:
-        parser.error("--tokens must be > 256, --reps >= 1, --mb > 0")
+    if args.tokens <= 256 or args.reps < 1 or args.mb <= 0 or args.small_tokens <= 256:
+        parser.error("--tokens and --small-tokens must be > 256, --reps >= 1, --mb > 0")
+    if args.big_tokens and args.big_tokens <= 256:
+        parser.error("--big-tokens must be > 256, or 0 to skip")
     return args
 
 
@@ -398,9 +478,26 @@ def main(argv: list[str] | None = None) -> None:
     try:
         log(f"preparing corpora in {work}")
         corpora = bench_corpus.prepare(args.corpora, args.mb, work)
-        first = warm_up(corpora[0], args, work, env) if "toktoktok" in args.only else None
-        results = {c.name: run_corpus(c, args, work, env) for c in corpora}
-        text = report(args, corpora, results, first, facts)
+        needs_toktok = "toktoktok" in args.only or set(args.sections) - {"peers"}
+        f = Findings(corpora, {})
+        f.first = warm_up(corpora[0], args, work, env) if needs_toktok else None
+        if "peers" in args.sections:
+            f.results = {c.name: run_corpus(c, args, work, env) for c in corpora}
+        if "ingest" in args.sections:
+            f.ingest = [bench_ingest.run_corpus(c, args.reps, work, env, log) for c in corpora]
+        main_c = main_corpus(corpora)
+        if "scaling" in args.sections:
+            f.scaling = run_scaling(main_c, args, work, env)
+            f.big = next((p for p in f.scaling.by_merges if p.tokens == args.big_tokens), None)
+        elif "merges" in args.sections and args.big_tokens:
+            f.big = bench_scaling.run_points([Point(main_c, args.big_tokens)], args.reps, work, env, log)[0]
+        f.main = comparison_point(main_c, args, f.results)
+        f.main_from_comparison = f.main is not None
+        if f.main is None and f.scaling is not None:
+            f.main = next(p for p in f.scaling.by_merges if p.tokens == args.tokens)
+        elif f.main is None and "merges" in args.sections:
+            f.main = bench_scaling.run_points([Point(main_c, args.tokens)], args.reps, work, env, log)[0]
+        text = report(args, f, facts)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
         print(text)

@@ -155,3 +155,16 @@ def prepare(names: list[str], mb: float, work: Path) -> list[Corpus]:
     if SHARED_CORPORA.is_dir():
         return [shared_corpus(name, mb, folder) for name in names]
     return [demo_corpus(name, mb, work, folder) for name in names]
+
+
+def head_of(corpus: Corpus, mb: float, folder: Path) -> Corpus:
+    """The first ``mb`` MB of a prepared ``corpus``'s training file (cut after a line end), same held-out text."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = corpus.train.read_bytes()[:int(mb * MB)]
+    if len(data) < corpus.train_bytes and b"\n" in data:
+        data = data[:data.rindex(b"\n") + 1]
+    train = folder / f"{corpus.name}-{mb:g}mb.txt"
+    train.write_bytes(data)
+    docs = len(split_documents(data.decode("utf-8", errors="replace")))
+    description = f"first {len(data) / MB:.1f} MB of {corpus.name} ({docs} documents)"
+    return Corpus(corpus.name, train, corpus.heldout_text, description, len(data), docs)

@@ -1,0 +1,129 @@
+"""Running toktoktok from the benchmark: its config, its commands, its manifests.
+
+Every toktoktok run is a whole ``toktok`` process in a fresh folder (config,
+work folder and ``.tiktoken`` inside it), timed by ``bench_runs.run_measured``.
+What each stage did and how long it took comes from the stage manifests
+(``WORK/{ingest,train}/NN-slug/manifest.json``, ``WORK/export/manifest.json``):
+the ``seconds`` there are measured inside the process, so they leave out
+Python's start-up, imports and loading numba's compiled code from its cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench_corpus import Corpus
+from bench_runs import Measured, run_measured
+
+HERE = Path(__file__).resolve().parent
+
+
+def default_pattern() -> str:
+    from toktoktok.patterns import NAMED_PATTERNS
+
+    return NAMED_PATTERNS["default"].tiktoken
+
+
+def toktok_bin() -> str:
+    beside = Path(sys.executable).parent / "toktok"
+    return str(beside) if beside.exists() else (shutil.which("toktok") or "toktok")
+
+
+def toktok_config(corpus: Corpus, tokens: int, folder: Path, threads: int | None = None) -> Path:
+    """A config training ``corpus`` in one phase of ``tokens - 256`` merges (``threads``: -1 when None)."""
+    cfg: dict[str, Any] = {
+        "output": str(folder / "toktoktok.tiktoken"),
+        "work_dir": str(folder / "toktoktok.work"),
+        "working_set_mb": max(1024, 8 * (corpus.train_bytes >> 20)),
+        "hardcoded_merges": False,
+        "heldout_share": 0,
+        "min_frequency": 2,
+        "seed": 0,
+        "phases": [{"name": corpus.name, "merges": tokens - 256, "sources": [{"file": str(corpus.train)}]}],
+    }
+    if threads is not None:
+        cfg["threads"] = threads
+    path = folder / "bench.yaml"
+    path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[list[str], Path]:
+    """The command that trains ``trainer`` in ``folder``, and the .tiktoken it writes."""
+    if trainer == "toktoktok":
+        cfg = toktok_config(corpus, tokens, folder)
+        return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
+    out = folder / f"{trainer}.tiktoken"
+    return [sys.executable, str(HERE / "peers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
+            str(tokens), "--pattern", default_pattern(), "--out", str(out)], out
+
+
+def run_env(numba_cache: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NUMBA_CACHE_DIR"] = str(numba_cache)
+    return env
+
+
+def fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def run_once(trainer: str, corpus: Corpus, tokens: int, folder: Path, env: dict[str, str]) -> tuple[Measured, Path]:
+    """One whole run of ``trainer`` in a fresh ``folder``."""
+    cmd, out = command(trainer, corpus, tokens, fresh(folder))
+    measured = run_measured(cmd, folder / "log.txt", env=env)
+    return measured, out
+
+
+def run_ingest(corpus: Corpus, threads: int, folder: Path, env: dict[str, str]) -> Measured:
+    """``toktok ingest -c CFG --force`` with ``threads``, as a whole process in a fresh ``folder``."""
+    cfg = toktok_config(corpus, 32768, fresh(folder), threads=threads)
+    return run_measured([toktok_bin(), "ingest", "-c", str(cfg), "--force"], folder / "log.txt", env=env)
+
+
+def _manifests(work: Path, stage: str) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((work / stage).glob("*/manifest.json"))]
+
+
+def ingest_manifest(folder: Path) -> dict[str, float]:
+    """Seconds, pieces and distinct pieces of the ingest stage run in ``folder``."""
+    found = _manifests(folder / "toktoktok.work", "ingest")
+    return {
+        "seconds": sum(m["seconds"] for m in found),
+        "bytes": sum(m["counts"]["bytes_read"] for m in found),
+        "pieces": sum(m["counts"]["pieces"] for m in found),
+        "distinct": sum(o["rows"] for m in found for o in m["outputs"] if o["name"].startswith("chunk-")),
+        "peak_rss_mb": max(m.get("peak_rss_mb", 0) for m in found),
+    }
+
+
+def toktok_stages(folder: Path) -> dict[str, float]:
+    """Seconds per stage, merges made and the merge-loop rate, from the manifests."""
+    work = folder / "toktoktok.work"
+    ingest = _manifests(work, "ingest")
+    train = _manifests(work, "train")
+    export = json.loads((work / "export" / "manifest.json").read_text())
+    made = sum(m["counts"]["merges_made"] for m in train)
+    loop = sum(m["seconds"]["train"] for m in train)
+    return {
+        "ingest": sum(m["seconds"] for m in ingest),
+        "train_load": sum(m["seconds"]["load"] for m in train),
+        "merge_loop": loop,
+        "train": sum(m["seconds"]["total"] for m in train),
+        "export": sum(export["seconds"].values()),
+        "merges": made,
+        "merges_requested": sum(m["counts"]["merges_requested"] for m in train),
+        "merges_per_second": made / max(loop, 1e-9),
+        "distinct_pieces": sum(m["counts"]["distinct_pieces"] for m in train),
+        "pieces_visited": sum(m["counts"].get("merge_loop_pieces_visited", 0) for m in train),
+        "symbols_scanned": sum(m["counts"].get("merge_loop_symbols_scanned", 0) for m in train),
+        "peak_rss_mb": max(m.get("peak_rss_mb", 0) for m in [*ingest, *train, export]),
+    }
