@@ -36,10 +36,12 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
     Ctrl-C exits 130 with the pipeline's word on what was kept; an ``OSError``
     reads ``FILE: reason`` (e.g. ``No space left on device``).
     """
-    from stages.export import ExportError
-    from stages.train import MissingInput
     from toktoktok.config import ConfigError
-    from toktoktok.sources import SourceError
+
+    def raised_by(module: str, name: str) -> tuple[type, ...]:
+        """The class ``module.name`` if that module was imported (else nothing can be one)."""
+        cls = getattr(sys.modules.get(module), name, None)
+        return (cls,) if isinstance(cls, type) else ()
 
     def one_line(text: object) -> str:
         return " ".join(str(text).split())
@@ -62,9 +64,12 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         sys.exit(130)
     except OSError as exc:
         _fail(os_message(exc), 1, verbose)
-    except (MissingInput, SourceError, ExportError, OverflowError, RuntimeError, ValueError) as exc:
-        _fail(one_line(exc), 1, verbose)
-    except Exception as exc:  # noqa: BLE001 - a last resort, with the type for a bug report
+    except Exception as exc:  # noqa: BLE001 - the stages' own errors, then a last resort
+        # looked up, not imported: importing the stages costs most of a second
+        expected = (*raised_by("stages.train", "MissingInput"), *raised_by("toktoktok.sources", "SourceError"),
+                    *raised_by("stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
+        if isinstance(exc, expected):
+            _fail(one_line(exc), 1, verbose)
         _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
 
 

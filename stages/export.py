@@ -21,6 +21,7 @@ Export proves what it wrote before it calls the run done:
 from __future__ import annotations
 
 import json
+import shutil
 import platform
 import time
 import unicodedata
@@ -239,20 +240,25 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
     tiktoken_path, meta_file = output_paths(cfg)
     tiktoken_path.parent.mkdir(parents=True, exist_ok=True)
     meta = meta_document(cfg, vocab, specials, train_manifests)
-    write_tiktoken(tiktoken_path, vocab.ranks())
-    atomic_write_bytes(meta_file, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
+    # 1. write into the work folder, 2. validate there, 3. publish: an output
+    #    that exists beside the config's `output:` has always been validated
+    staged = folder / "staged" / tiktoken_path.name
+    staged.parent.mkdir()
+    write_tiktoken(staged, vocab.ranks())
+    atomic_write_bytes(meta_path(staged), (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
     written = time.perf_counter()
     progress.start("export: validating", unit="pieces")
-    enc = toktoktok.load(tiktoken_path)
+    enc = toktoktok.load(staged)
     texts = SAMPLES + _heldout_samples(cfg)
     failures = round_trip_failures(enc, texts, specials)
     checked, differing = tiktoken_disagreements(enc, vocab, cfg)
     progress.set(checked)
     progress.done()
     if failures:
-        tiktoken_path.unlink(missing_ok=True)
-        meta_file.unlink(missing_ok=True)
         raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
+    atomic_write_bytes(meta_file, meta_path(staged).read_bytes())
+    atomic_write_bytes(tiktoken_path, staged.read_bytes())
+    shutil.rmtree(staged.parent)
     outputs = [_output_entry(tiktoken_path), _output_entry(meta_file)]
     hf_differing = None
     if cfg.export_hf:

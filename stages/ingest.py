@@ -22,7 +22,10 @@ submission order, so chunk files are the same for any ``threads``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -95,9 +98,16 @@ def has_scanner(pattern: Pattern) -> bool:
 
 
 def _weighted(table: pa.Table, weight: float) -> pa.Table:
-    """Counts times a source's weight (rounded, at least 1 for a piece seen)."""
+    """Counts times a source's weight (rounded, at least 1 for a piece seen).
+
+    A count that would pass 2**63 stops the run (OverflowError) instead of wrapping.
+    """
     if weight == 1:
         return table
+    top = pa.compute.max(table["count"]).as_py() or 0
+    if top * weight >= 2**63:
+        raise OverflowError(f"a piece seen {top} times with weight {weight} counts {top * weight:.3g} times, "
+                            "more than 64-bit counts hold (2**63): lower the source's weight")
     df = pl.from_arrow(table)
     if float(weight).is_integer():
         scaled = pl.col("count") * int(weight)
@@ -111,8 +121,10 @@ def merge_counts(tables: list[pa.Table]) -> pa.Table:
     if not tables:
         return CHUNK_SCHEMA.empty_table()
     df = pl.concat([pl.from_arrow(t) for t in tables])
-    summed = df.group_by("piece").agg(pl.col("count").sum()).sort("piece")
-    return summed.to_arrow().cast(CHUNK_SCHEMA)
+    summed = df.group_by("piece").agg(pl.col("count").sum(), pl.col("count").cast(pl.Float64).sum().alias("approx"))
+    if len(summed) and summed["approx"].max() >= 2**63:  # the uint64 sum may have wrapped: never store it
+        raise OverflowError("a piece's count passes 2**63, more than 64-bit counts hold: lower the sources' weights")
+    return summed.drop("approx").sort("piece").to_arrow().cast(CHUNK_SCHEMA)
 
 
 def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
@@ -144,9 +156,9 @@ def ingest_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
     }
 
 
-def ingest_key(cfg: Config, phase: Phase, files: list[tuple[Source, Path]]) -> str:
+def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]]) -> str:
     """What the ingest of this phase depends on: settings and file fingerprints."""
-    return artifacts.key_of({**ingest_settings(cfg, phase), "files": [_fingerprint(s, p) for s, p in files]})
+    return artifacts.key_of({**ingest_settings(cfg, phase), "files": fingerprints})
 
 
 def _fingerprint(src: Source, path: Path) -> dict[str, Any]:
@@ -176,32 +188,55 @@ class _Tally:
 
 
 class _Chunker:
-    """Collects counted batches and writes a chunk file every CHUNK_TEXT_CHARS."""
+    """Collects counted batches; writes a chunk file every CHUNK_TEXT_CHARS, between files.
+
+    Each batch is tagged with its file, so the counts of a file that fails half
+    way (``on_bad_file: skip``) can be dropped. Only a single file larger than
+    four chunks is flushed in the middle; such a file that then fails keeps
+    what was flushed (the manifest says so).
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.pending: list[pa.Table] = []
+        self.pending: list[tuple[pa.Table, int, int]] = []  # (counts, text chars, file index)
         self.chars = 0
         self.outputs: list[dict[str, Any]] = []
-        self.pieces = 0
+        self.flushed_files: set[int] = set()
+        self.pieces = 0  # weighted pieces in the written chunks
 
-    def add(self, table: pa.Table, chars: int) -> None:
-        self.pending.append(table)
+    def add(self, table: pa.Table, chars: int, file_index: int) -> None:
+        self.pending.append((table, chars, file_index))
         self.chars += chars
-        self.pieces += int(pa.compute.sum(table["count"]).as_py() or 0)
+        if self.chars >= 4 * CHUNK_TEXT_CHARS:
+            self.flush()
+
+    def file_done(self) -> None:
         if self.chars >= CHUNK_TEXT_CHARS:
             self.flush()
+
+    def drop(self, file_index: int) -> bool:
+        """Forget a file's counts; False if some were already written."""
+        self.pending = [p for p in self.pending if p[2] != file_index]
+        self.chars = sum(p[1] for p in self.pending)
+        return file_index not in self.flushed_files
 
     def flush(self) -> None:
         if not self.pending:
             return
         name = f"chunk-{len(self.outputs):05d}.arrow"
-        self.outputs.append(artifacts.write_ipc(self.folder / name, merge_counts(self.pending)))
+        merged = merge_counts([p[0] for p in self.pending])
+        self.outputs.append(artifacts.write_ipc(self.folder / name, merged))
+        self.pieces += int(pa.compute.sum(merged["count"]).as_py() or 0)
+        self.flushed_files.update(p[2] for p in self.pending)
         self.pending, self.chars = [], 0
 
 
 class _Batcher:
-    """Sends batches of parts to the workers (or counts them here) in order."""
+    """Sends batches of parts to the workers (or counts them here) in order.
+
+    A batch never spans two files (``file_done`` sends the last one), so a
+    file's counts stay separable until its chunk is written.
+    """
 
     def __init__(self, cfg: Config, chunker: _Chunker, pool: Executor | None) -> None:
         self.cfg, self.chunker, self.pool = cfg, chunker, pool
@@ -209,12 +244,13 @@ class _Batcher:
         self.texts: list[str] = []
         self.chars = 0
         self.weight = 1.0
-        self.inflight: list[tuple[Future[pa.Table] | pa.Table, float, int]] = []
+        self.file_index = 0
+        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int, int]] = []
 
-    def add(self, parts: list[str], weight: float) -> None:
-        if weight != self.weight:
+    def add(self, parts: list[str], weight: float, file_index: int) -> None:
+        if weight != self.weight or file_index != self.file_index:
             self.send()
-            self.weight = weight
+            self.weight, self.file_index = weight, file_index
         for part in parts:
             self.texts.append(part)
             self.chars += len(part)
@@ -225,17 +261,36 @@ class _Batcher:
         if not self.texts:
             return
         args = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
-        job = self.pool.submit(self.count, *args) if self.pool else self.count(*args)
-        self.inflight.append((job, self.weight, self.chars))
+        if self.pool is None:
+            job = self.count(*args)
+        else:
+            with _sigint_ignored():  # a worker process spawned now inherits it: no traceback of its own
+                job = self.pool.submit(self.count, *args)
+        self.inflight.append((job, self.weight, self.chars, self.file_index))
         self.texts, self.chars = [], 0
         limit = 2 * self.pool._max_workers if self.pool else 0  # bounded memory in flight
         while len(self.inflight) > limit:
             self._collect_one()
 
     def _collect_one(self) -> None:
-        job, weight, chars = self.inflight.pop(0)
+        job, weight, chars, file_index = self.inflight.pop(0)
+        if job is None:  # a file ended here: chunk boundaries follow the data, not the timing
+            self.chunker.file_done()
+            return
         table = job.result() if isinstance(job, Future) else job
-        self.chunker.add(_weighted(table, weight), chars)
+        self.chunker.add(_weighted(table, weight), chars, file_index)
+
+    def file_done(self) -> None:
+        self.send()
+        self.inflight.append((None, 1.0, 0, self.file_index))
+        if self.pool is None:
+            self._collect_one()
+
+    def discard(self, file_index: int) -> bool:
+        """Forget what a failed file sent; False if part of it was already written."""
+        self.texts, self.chars = [], 0
+        self.drain()
+        return self.chunker.drop(file_index)
 
     def drain(self) -> None:
         self.send()
@@ -288,11 +343,11 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
             cfg.seed, phase.slug, index, doc, cfg.heldout_share
         ):
             held = []
-            batcher.add(cutter.finish(), src.weight)
+            batcher.add(cutter.finish(), src.weight, index)
         if held is not None:
             _hold(text, held, tally)
         else:
-            batcher.add(cutter.feed(text), src.weight)
+            batcher.add(cutter.feed(text), src.weight, index)
         progress.update(len(text))
         starting = end
         if end and held is not None:
@@ -300,8 +355,8 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
             tally.heldout_documents += 1
             held = None
         elif end and rows:
-            batcher.add(cutter.finish(), src.weight)
-    batcher.add(cutter.finish(), src.weight)
+            batcher.add(cutter.finish(), src.weight, index)
+    batcher.add(cutter.finish(), src.weight, index)
     tally.forced_cuts += cutter.forced_cuts
 
 
@@ -309,7 +364,8 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     """Ingest one phase unless its artifacts are current; returns its manifest."""
     folder = stage_dir(cfg, phase)
     files = phase_files(phase)
-    key = ingest_key(cfg, phase, files)
+    fingerprints = [_fingerprint(src, path) for src, path in files]
+    key = ingest_key(cfg, phase, fingerprints)
     if not force and artifacts.is_current(folder, key):
         return {**artifacts.read_manifest(folder), "skipped": True}
     started = time.perf_counter()
@@ -321,13 +377,17 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     with _pool(cfg) as pool:
         batcher = _Batcher(cfg, chunker, pool)
         for index, (src, path) in enumerate(files):
+            held_before = len(heldout)
             try:
                 _ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress)
+                batcher.file_done()
                 tally.files += 1
-            except SourceError as exc:
+            except (SourceError, FileNotFoundError) as exc:
                 if cfg.on_bad_file == "fail":
-                    raise
-                tally.bad_files.append({"path": str(path), "error": str(exc)})
+                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+                dropped = batcher.discard(index)
+                del heldout[held_before:]
+                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
                 progress.note(f"skipped bad file {path}: {exc}")
         batcher.drain()
     chunker.flush()
@@ -339,7 +399,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "phase": phase.name,
         "key": key,
         "settings": ingest_settings(cfg, phase),
-        "inputs": [_fingerprint(src, path) for src, path in files],
+        "inputs": fingerprints,
         "outputs": outputs,
         "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},
         "seconds": round(time.perf_counter() - started, 3),
@@ -367,6 +427,19 @@ class _pool:
     def __exit__(self, *exc: object) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C for a moment (only in the main thread, where Python handles it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ignore_sigint() -> None:

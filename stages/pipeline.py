@@ -5,6 +5,22 @@ Each phase has its own ingest and train folder, so changing one phase's
 sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
 file in the work directory keeps two runs from writing there at once.
+
+Robustness (issue 5):
+
+- ``check_ready`` finds before any work starts what can be found then: a
+  warm start that is not a valid vocabulary, a source with no readable file
+  (with ``on_bad_file: fail``, also a broken symbolic link or a file that
+  cannot be opened), an output or work folder that cannot be written. Each
+  is a ``ConfigError`` (exit 2) naming the key and its YAML line.
+- Ctrl-C raises ``Interrupted`` whose message says which stages finished
+  (their artifacts are kept and reused) and which one was cut short.
+- An export that fails or is interrupted after replacing an output removes
+  them all (``.tiktoken``, ``.meta.json``, reports, the Hugging Face files):
+  only a validated export leaves a ``.tiktoken`` behind, with its manifest.
+  (A SIGKILL cannot be cleaned up after: export itself should validate a
+  temporary file and rename it last.) Temporary files that a killed export
+  left beside the outputs are swept before the next export.
 """
 
 from __future__ import annotations
@@ -13,17 +29,18 @@ import contextlib
 import dataclasses
 import fcntl
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
+from glob import escape as glob_escape
+from pathlib import Path
 from typing import Any
 
-from stages.export import run_export
-from stages.ingest import resolve_threads, run_ingest
 from stages.progress import Progress
-from stages.train import run_train
-from toktoktok.config import Config, ConfigError, Phase
-from toktoktok.sources import SourceError, list_source_files
-from toktoktok.tiktoken_file import validate_special_tokens
-from toktoktok.warm_start import load_base
+from toktoktok.config import Config, ConfigError, Phase, config_error, default_work_dir
+
+# The stages (numba, polars, pyarrow) are imported inside the functions that run
+# them, not with this module (which the CLI imports): a bad config or `--help`
+# is then answered in a tenth of a second instead of most of a second.
 
 NOT_YET = "is not yet supported by this version of toktoktok"
 
@@ -31,29 +48,88 @@ NOT_YET = "is not yet supported by this version of toktoktok"
 def check_ready(cfg: Config) -> list[str]:
     """Everything that can be checked before work starts; returns warnings.
 
-    Raises ConfigError naming the key for a source with no readable file and
-    for options this version refuses.
+    Raises ConfigError naming the key (and its YAML line) for a warm start
+    that is not a usable vocabulary, a source with no readable file (with
+    ``on_bad_file: fail``: any listed file that cannot be opened, or a broken
+    symbolic link), and an output or work folder that cannot be written.
     """
+    from toktoktok.sources import SourceError, list_source_files
+
     if cfg.warm_start is not None:
-        try:
-            base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens)
-            new = [t for t in cfg.special_tokens if t not in base.special_tokens]
-            top = len(base.vocab)
-            validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
-        except ValueError as exc:
-            raise ConfigError(f"{cfg.path}: warm_start.file: {exc}") from exc
+        _check_warm_start(cfg)
     warnings = list(cfg.warnings)
+    strict = cfg.on_bad_file == "fail"
     for phase in cfg.phases:
         total = 0
         for j, src in enumerate(phase.sources):
+            where = ("phases", phase.index - 1, "sources", j, "path" if src.is_dir else "file")
             try:
-                total += sum(p.stat().st_size for p in list_source_files(src))
+                total += sum(p.stat().st_size for p in list_source_files(src, strict=strict))
             except (SourceError, OSError) as exc:
-                raise ConfigError(f"{cfg.path}: phases[{phase.index - 1}].sources[{j}]: {exc}") from exc
+                raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
         if total > cfg.working_set_mb << 20:
             warnings.append(f"phase '{phase.name}' has {total >> 20} MB of files, more than working_set_mb "
                             f"({cfg.working_set_mb}); sampling to the budget {NOT_YET}: the phase is read whole")
+    _check_writable(cfg)
     return warnings
+
+
+def _check_warm_start(cfg: Config) -> None:
+    """The base vocabulary must be valid (SPEC §8) and leave room for the new special tokens."""
+    from toktoktok.tiktoken_file import validate_special_tokens
+    from toktoktok.warm_start import load_base
+
+    assert cfg.warm_start is not None
+    key = ("warm_start", "file")
+    try:
+        base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens)
+    except ValueError as exc:
+        if any(repr(t) in str(exc) for t in cfg.warm_start.special_tokens or {}):
+            raise config_error(cfg.path, ("warm_start", "special_tokens"),
+                               f"do not fit the base vocabulary: {exc}") from exc
+        raise config_error(cfg.path, key, f"is not a usable base vocabulary: {exc}") from exc
+    except OSError as exc:
+        raise config_error(cfg.path, key, f"cannot be read: {exc.strerror or exc}") from exc
+    new = [t for t in cfg.special_tokens if t not in base.special_tokens]
+    top = len(base.vocab)
+    try:
+        validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
+    except ValueError as exc:
+        raise config_error(cfg.path, ("special_tokens",), f"do not fit the warm start's: {exc}") from exc
+
+
+def _check_writable(cfg: Config) -> None:
+    """The output's folder and the work directory must be writable (or creatable)."""
+    work_key = "output" if cfg.work_dir == default_work_dir(cfg.output) else "work_dir"
+    for key, folder in (("output", cfg.output.parent), (work_key, cfg.work_dir)):
+        problem = _unwritable(folder)
+        if problem:
+            raise config_error(cfg.path, (key,), problem)
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why files cannot be written in ``folder`` (created if need be), or None.
+
+    Checked on the nearest folder that exists, with ``os.access`` (which
+    knows read-only file systems) so nothing is created here.
+    """
+    existing = folder
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        is_dir = existing.is_dir()
+    except OSError as exc:  # a parent that cannot be searched
+        return f"cannot be written: {exc.filename}: {exc.strerror}"
+    if not is_dir:
+        return f"needs the folder {folder}, but {existing} is a file"
+    if os.access(existing, os.W_OK | os.X_OK):
+        return None
+    try:
+        read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    why = "a read-only file system" if read_only else "permission denied"
+    return f"cannot be written: the folder {existing} is not writable ({why})"
 
 
 @contextlib.contextmanager
@@ -83,6 +159,8 @@ def select_phases(cfg: Config, name: str | None) -> list[Phase]:
 
 
 def _prepare(cfg: Config, progress: Progress) -> None:
+    from stages.ingest import resolve_threads
+
     for warning in check_ready(cfg):
         progress.note(f"warning: {warning}")
     import numba
@@ -95,50 +173,169 @@ def _report(progress: Progress, what: str, manifest: dict[str, Any]) -> None:
         progress.info(f"{what}: up to date, skipped")
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with a message saying what the run keeps and what it cut short."""
+
+
+def finished_stages(cfg: Config) -> list[str]:
+    """The stages with a manifest in the work directory (their artifacts are complete)."""
+    from stages import artifacts
+    from stages.ingest import stage_dir as ingest_dir
+    from stages.train import stage_dir as train_dir
+
+    done = []
+    for stage, folder_of in (("ingest", ingest_dir), ("train", train_dir)):
+        done += [f"{stage} {p.name!r}" for p in cfg.phases if artifacts.read_manifest(folder_of(cfg, p)) is not None]
+    if artifacts.read_manifest(cfg.work_dir / "export") is not None:
+        done.append("export")
+    return done
+
+
+def interrupted_message(cfg: Config, doing: str | None) -> str:
+    """What Ctrl-C leaves: e.g. ``kept ingest 'A' (finished, in WORK); train 'A' was cut short ...``."""
+    kept = finished_stages(cfg)
+    text = (f"kept {', '.join(kept)} (finished, in {cfg.work_dir})" if kept
+            else "no stage had finished, nothing is kept")
+    if doing:
+        text += f"; {doing} was cut short and is redone by the next run"
+    return text + "; rerun the same command to go on"
+
+
+class _Steps:
+    """Runs the stages one by one, remembering which one is running."""
+
+    def __init__(self) -> None:
+        self.doing: str | None = None
+
+    def __call__(self, what: str, action: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.doing = what
+        result = action(*args, **kwargs)
+        self.doing = None
+        return result
+
+
+@contextlib.contextmanager
+def _interruptible(cfg: Config) -> Iterator[_Steps]:
+    """Turn Ctrl-C into ``Interrupted`` with the message of ``interrupted_message``."""
+    steps = _Steps()
+    try:
+        yield steps
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(interrupted_message(cfg, steps.doing)) from None
+
+
+def _export_outputs(cfg: Config) -> list[Path]:
+    """Every file an export writes outside the work directory."""
+    from stages.export import hf_dir, output_paths
+
+    name = cfg.output.name.removesuffix(".tiktoken")
+    reports = [cfg.output.with_name(f"{name}.report.{ext}") for ext in ("md", "json", "png")]
+    hf = [hf_dir(cfg) / f for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")]
+    return [*output_paths(cfg), *reports, *hf]
+
+
+def _sweep_temporary_files(paths: list[Path]) -> None:
+    """Remove what a killed export left beside its outputs: ``.NAME.XXXXXXXXXXXX.tmp``
+    files (``toktoktok.atomic``'s temporary names). The work directory needs no
+    sweep: a stage folder without a manifest is emptied when the stage is redone."""
+    for path in paths:
+        if path.parent.is_dir():
+            for stray in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+                if re.fullmatch(rf"\.{re.escape(path.name)}\.[0-9a-f]{{12}}\.tmp", stray.name):
+                    with contextlib.suppress(OSError):
+                        stray.unlink()
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
+    """``run_export``; if it does not finish after replacing an output, every output goes.
+
+    Outputs are written atomically (a new file each time), so one whose
+    identity changed was written by this attempt; the others then describe
+    the export it replaced, and go too. An export that fails before writing
+    anything (a missing input) leaves an earlier export's outputs alone.
+    """
+    from stages import artifacts
+    from stages.export import run_export
+
+    _sweep_temporary_files(_export_outputs(cfg))
+    before = {path: _identity(path) for path in _export_outputs(cfg)}
+    try:
+        return run_export(cfg, force=force, progress=progress)
+    except BaseException:
+        replaced = [path for path, identity in before.items() if _identity(path) not in (None, identity)]
+        if replaced and artifacts.read_manifest(cfg.work_dir / "export") is None:
+            for path in before:  # the others describe the export it replaced: gone too
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        raise
+
+
 def ingest(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
-    _prepare(cfg, progress)
-    with locked(cfg):
-        done = []
-        for p in select_phases(cfg, phase):
-            done.append(run_ingest(cfg, p, force=force, progress=progress))
-            _report(progress, f"ingest {p.name}", done[-1])
-        return done
+    from stages.ingest import run_ingest
+
+    with _interruptible(cfg) as step:
+        _prepare(cfg, progress)
+        with locked(cfg):
+            done = []
+            for p in select_phases(cfg, phase):
+                done.append(step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress))
+                _report(progress, f"ingest {p.name}", done[-1])
+            return done
 
 
 def train(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
-    _prepare(cfg, progress)
-    with locked(cfg):
-        done = []
-        for p in select_phases(cfg, phase):
-            done.append(run_train(cfg, p, force=force, progress=progress))
-            _report(progress, f"train {p.name}", done[-1])
-        return done
+    from stages.train import run_train
+
+    with _interruptible(cfg) as step:
+        _prepare(cfg, progress)
+        with locked(cfg):
+            done = []
+            for p in select_phases(cfg, phase):
+                done.append(step(f"train {p.name!r}", run_train, cfg, p, force=force, progress=progress))
+                _report(progress, f"train {p.name}", done[-1])
+            return done
 
 
 def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Progress) -> dict:
     if hf:
         cfg = dataclasses.replace(cfg, export_hf=True)
-    _prepare(cfg, progress)
-    with locked(cfg):
-        manifest = run_export(cfg, force=force, progress=progress)
-        _report(progress, "export", manifest)
-        return manifest
+    with _interruptible(cfg) as step:
+        _prepare(cfg, progress)
+        with locked(cfg):
+            manifest = step("export", _export, cfg, force=force, progress=progress)
+            _report(progress, "export", manifest)
+            return manifest
 
 
 def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """The whole pipeline; returns the manifests of every stage."""
-    _prepare(cfg, progress)
-    with locked(cfg):
-        ingested = [run_ingest(cfg, p, force=force, progress=progress) for p in cfg.phases]
-        for p, m in zip(cfg.phases, ingested):
-            _report(progress, f"ingest {p.name}", m)
-        trained = []
-        for p in cfg.phases:
-            trained.append(run_train(cfg, p, force=force, progress=progress))
-            _report(progress, f"train {p.name}", trained[-1])
-        exported = run_export(cfg, force=force, progress=progress)
-        _report(progress, "export", exported)
-        return {"ingest": ingested, "train": trained, "export": exported}
+    from stages.ingest import run_ingest
+    from stages.train import run_train
+
+    with _interruptible(cfg) as step:
+        _prepare(cfg, progress)
+        with locked(cfg):
+            ingested = [step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress)
+                        for p in cfg.phases]
+            for p, m in zip(cfg.phases, ingested):
+                _report(progress, f"ingest {p.name}", m)
+            trained = []
+            for p in cfg.phases:
+                trained.append(step(f"train {p.name!r}", run_train, cfg, p, force=force, progress=progress))
+                _report(progress, f"train {p.name}", trained[-1])
+            exported = step("export", _export, cfg, force=force, progress=progress)
+            _report(progress, "export", exported)
+            return {"ingest": ingested, "train": trained, "export": exported}
 
 
 def summary(cfg: Config, result: dict[str, Any]) -> str:

@@ -78,9 +78,16 @@ def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
     buf = buf[off[0] : off[-1]] if len(off) else buf[:0]
     counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False)
-    if len(counts) and counts.max() >= 2**63:
-        raise OverflowError("a piece count exceeds 2**63: lower the sources' weights")
-    return buf, off - off[0], counts.astype(np.int64)
+    off = off - off[0]
+    # a pair's count is at most the sum over pieces of count x (bytes - 1): it must fit in int64
+    sites = np.maximum(np.diff(off) - 1, 1)
+    most = float(np.dot(counts.astype(np.float64), sites))  # exact enough far below 2**63
+    if most >= 2**62:
+        most = sum(int(c) * int(n) for c, n in zip(counts.tolist(), sites.tolist()))
+    if most >= 2**63:
+        raise OverflowError(f"pair counts could reach {most:.3g}, more than 64-bit counts hold (2**63): "
+                            "lower the sources' weights")
+    return buf, off, counts.astype(np.int64)
 
 
 def _input_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:

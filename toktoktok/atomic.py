@@ -17,6 +17,11 @@ Two entry points:
   for writers that want a file name (pyarrow, polars); the temp file is
   renamed into place only if the block succeeds, and deleted otherwise.
 
+An ``OSError`` while writing (a full disk, a read-only folder) comes out as
+an ``OSError`` of the same errno whose message names the target file
+(``cannot write DIR/chunk-00000.arrow: No space left on device``), and the
+temporary file is gone.
+
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> atomic_write_bytes(d / "a.txt", b"hello")
@@ -60,21 +65,26 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _temp_sibling(path: Path) -> Path:
+def _temp_sibling(path: Path, claimed: list[Path]) -> Path:
     """Create (empty) and return a uniquely named hidden file beside ``path``.
 
     The name starts with ``.NAME.`` and ends with ``.tmp`` so a stray one
     left by a killed process is easy to recognise and never matches ``*.NAME``.
     Created with mode 0o666 filtered by the umask, like ``open(path, "w")``
     (``tempfile.mkstemp`` would make the final file private, 0o600).
+
+    The name goes into ``claimed`` *before* the file is created, so a Ctrl-C
+    that lands just after the creation still leaves the caller its name to
+    delete; it is taken out again if the name turns out to be someone else's.
     """
     for _ in range(100):
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        claimed.append(tmp)
         try:
-            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
         except FileExistsError:
+            claimed.remove(tmp)
             continue
-        os.close(fd)
         return tmp
     raise FileExistsError(f"could not create a temporary file beside {path}")
 
@@ -83,21 +93,39 @@ def _temp_sibling(path: Path) -> Path:
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary sibling of ``path``; move it onto ``path`` on success.
 
-    The parent folder must exist. On an exception inside the block the
-    temporary file is deleted, ``path`` is left untouched, and the exception
-    propagates.
+    The parent folder must exist. On an exception inside the block (or a
+    Ctrl-C at any point before the rename) the temporary file is deleted,
+    ``path`` is left untouched, and the exception propagates.
     """
     target = Path(path)
-    tmp = _temp_sibling(target)
+    claimed: list[Path] = []
     try:
+        tmp = _temp_sibling(target, claimed)
         yield tmp
         _fsync_file(tmp)
         os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    except BaseException as exc:
+        for name in claimed:  # at most one: gone already if the rename was done
+            with contextlib.suppress(OSError):
+                name.unlink()
+        if isinstance(exc, OSError) and not getattr(exc, "names_target", False):
+            raise _naming(exc, target) from exc
         raise
     _fsync_dir(target.parent)
+
+
+def _naming(exc: OSError, target: Path) -> OSError:
+    """The same kind of error (same errno), its message naming the file being written.
+
+        >>> import errno
+        >>> str(_naming(OSError(errno.ENOSPC, "No space left on device"), Path("/out/a.txt")))
+        '[Errno 28] cannot write /out/a.txt: No space left on device'
+    """
+    reason = " ".join((exc.strerror or str(exc) or type(exc).__name__).split())
+    message = f"cannot write {target}: {reason}"
+    error = OSError(exc.errno, message) if exc.errno is not None else OSError(message)  # errno picks the subclass
+    error.names_target = True  # type: ignore[attr-defined]
+    return error
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

@@ -748,6 +748,21 @@ def load_config(path: str | Path) -> Config:
     return cfg
 
 
+def config_error(config_path: str | Path, key_path: KeyPath, problem: str) -> ConfigError:
+    """A ``ConfigError`` for a problem found after loading (by the pipeline's checks
+    before work starts), worded like the loader's own: ``FILE line N: KEY problem``.
+
+    The file is read again (safely) to find the key's line; if that fails the
+    message simply has no line.
+    """
+    ctx = _Context(file=str(config_path), base_dir=Path(config_path).resolve().parent)
+    try:
+        _read_document(Path(config_path), ctx)
+    except (ConfigError, OSError, RecursionError, yaml.YAMLError):
+        pass
+    return ctx.error(key_path, problem)
+
+
 def _scalar_settings(ctx: _Context, doc: dict[str, Any]) -> dict[str, Any]:
     """The simple top-level settings, defaults filled in."""
 

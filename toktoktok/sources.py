@@ -36,12 +36,20 @@ Decisions and trade-offs:
   caller decides whether to fail or to skip the file (``on_bad_file``).
 - A directory listing is sorted by path relative to the directory, skips
   hidden names, follows symlinked directories once (by real path, so loops
-  end) and lists a file reached through several links once.
+  end) and lists a file reached through several links once. A symbolic
+  link that leads to no file (dangling, or a loop of links) is skipped by
+  default; ``strict=True`` (the pipeline's check before work starts, with
+  ``on_bad_file: fail``) reports it, and any listed file that cannot be
+  opened, as a ``SourceError`` naming it. A sub-folder that cannot be
+  listed is always an error: its files would silently be missing.
+- A file that vanishes between listing and reading (deleted or moved while
+  a run goes on) is a bad file like a corrupt one, named in the error.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import fnmatch
 import gzip
 import json
@@ -116,8 +124,12 @@ def _is_supported(name: str) -> bool:
     return name.lower().endswith(SUFFIXES)
 
 
-def _walk_files(root: Path) -> Iterator[Path]:
-    """Files under root, skipping hidden names, visiting each real dir once."""
+def _walk_files(root: Path) -> Iterator[tuple[Path, bool]]:
+    """(path, is a file) under root, skipping hidden names, visiting each real dir once.
+
+    Entries that are neither a file nor a folder come with ``False`` only when
+    they are symbolic links (dangling, or looping): the caller decides.
+    """
     seen: set[str] = set()
     stack = [root]
     while stack:
@@ -129,15 +141,21 @@ def _walk_files(root: Path) -> Iterator[Path]:
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            raise SourceError(f"{folder}: cannot list directory: {exc}") from exc
+            raise SourceError(f"{folder}: cannot list directory: {exc.strerror or exc}") from exc
         subdirs = []
         for entry in entries:
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir():
+            try:
+                is_dir, is_file = entry.is_dir(), entry.is_file()
+            except OSError:  # a loop of symbolic links raises ELOOP here
+                is_dir = is_file = False
+            if is_dir:
                 subdirs.append(Path(entry.path))
-            elif entry.is_file():
-                yield Path(entry.path)
+            elif is_file:
+                yield Path(entry.path), True
+            elif entry.is_symlink():
+                yield Path(entry.path), False
         stack.extend(reversed(subdirs))
 
 
@@ -148,31 +166,67 @@ def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> b
     return not any(fnmatch.fnmatchcase(rel, g) for g in exclude)
 
 
-def list_source_files(source: Source) -> list[Path]:
+def list_source_files(source: Source, *, strict: bool = False) -> list[Path]:
     """The files a source reads, in a deterministic order.
 
     A ``file:`` source is itself; a ``path:`` directory is scanned
     recursively for supported files, filtered by the include/exclude globs
     (``fnmatch`` on the path relative to the directory, ``/`` separated;
     ``*`` also matches ``/``) and sorted by that relative path.
+
+    ``strict``: a selected symbolic link that leads to no file, or a listed
+    file that cannot be opened for reading, raises SourceError naming it
+    (by default the first is skipped and the second fails when read).
     """
     path = Path(source.path)
     if not source.is_dir:
         if not path.is_file():
             raise SourceError(f"{path}: no such file")
         file_format(path)
+        if strict:
+            _check_openable(path)
         return [path]
     if not path.is_dir():
         raise SourceError(f"{path}: no such directory")
     found: list[tuple[str, Path]] = []
-    for file in _walk_files(path):
+    for file, is_file in _walk_files(path):
         rel = file.relative_to(path).as_posix()
         if _is_supported(file.name) and _selected(rel, source.include, source.exclude):
-            found.append((rel, file))
+            if is_file:
+                found.append((rel, file))
+            elif strict:
+                raise SourceError(f"{file}: {_broken_link(file)}")
     files = _unique_real(sorted(found))
     if not files:
         raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
+    if strict:
+        for file in files:
+            _check_openable(file)
     return files
+
+
+def _broken_link(path: Path) -> str:
+    """Why a symbolic link leads to no file."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links, not a file"
+        try:
+            target = f"to {os.readlink(path)}, "
+        except OSError:
+            target = ""
+        return f"a broken symbolic link ({target}{exc.strerror or exc})"
+    return "a symbolic link to something that is not a file"
+
+
+def _check_openable(path: Path) -> None:
+    """Open and close the file, or SourceError saying why it cannot be read."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
 
 
 def _unique_real(found: list[tuple[str, Path]]) -> list[Path]:
@@ -479,5 +533,30 @@ def iter_blocks(
         else:
             yield from _text_blocks(path, block_chars, stats)
     except _READ_ERRORS as exc:
-        raise SourceError(f"{path}: cannot read: {type(exc).__name__}: {exc}") from exc
+        raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
     stats.files += 1
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, plain reason for a read failure (the exception's kind and text).
+
+        >>> _reason(FileNotFoundError(2, "No such file or directory", "/x.txt"))
+        'the file no longer exists (deleted or moved since the run started?)'
+        >>> _reason(zlib.error("Error -3 while decompressing data: invalid distance"))
+        'corrupt compressed data (Error -3 while decompressing data: invalid distance)'
+    """
+    if isinstance(exc, FileNotFoundError):
+        return "the file no longer exists (deleted or moved since the run started?)"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a directory, not a file"
+    if isinstance(exc, zlib.error):
+        return f"corrupt compressed data ({exc})"
+    if isinstance(exc, EOFError):
+        return f"truncated ({exc})"
+    if isinstance(exc, pa.ArrowException) or isinstance(exc, zstandard.ZstdError):
+        return f"{type(exc).__name__}: {exc}"
+    if type(exc) is OSError:  # noqa: E721 - e.g. pyarrow's "Couldn't deserialize thrift"
+        return exc.strerror or str(exc)
+    return f"{type(exc).__name__}: {exc}"
