@@ -280,30 +280,29 @@ def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
         raise
 
 
-def ingest(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
-    from stages.ingest import run_ingest
-
+def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, force: bool,
+               progress: Progress) -> list[dict]:
+    """Run one stage for every selected phase, under the lock, interruptibly."""
     with _interruptible(cfg) as step:
         _prepare(cfg, progress)
         with locked(cfg):
             done = []
             for p in select_phases(cfg, phase):
-                done.append(step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress))
-                _report(progress, f"ingest {p.name}", done[-1])
+                done.append(step(f"{stage} {p.name!r}", run_one, cfg, p, force=force, progress=progress))
+                _report(progress, f"{stage} {p.name}", done[-1])
             return done
+
+
+def ingest(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
+    from stages.ingest import run_ingest
+
+    return _per_phase("ingest", run_ingest, cfg, phase, force, progress)
 
 
 def train(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
     from stages.train import run_train
 
-    with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
-        with locked(cfg):
-            done = []
-            for p in select_phases(cfg, phase):
-                done.append(step(f"train {p.name!r}", run_train, cfg, p, force=force, progress=progress))
-                _report(progress, f"train {p.name}", done[-1])
-            return done
+    return _per_phase("train", run_train, cfg, phase, force, progress)
 
 
 def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Progress) -> dict:
