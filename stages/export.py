@@ -197,7 +197,8 @@ def _phase_pieces(cfg: Config, phase) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return inventory(table)
 
 
-def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, cfg: Config) -> tuple[int, int]:
+def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, cfg: Config,
+                           progress: Progress | None = None) -> tuple[int, int]:
     """(pieces checked, pieces where tiktoken and our segmenter differ)."""
     checked = differing = 0
     for phase in cfg.phases:
@@ -208,6 +209,8 @@ def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, cfg: Config) ->
             ours = sym[off[w] : off[w] + lens[w]].tolist()
             if enc._encode_single_piece(data[off[w] : off[w + 1]]) != ours:
                 differing += 1
+            if progress is not None and w % 10_000 == 0:
+                progress.set(checked + w)
         checked += len(off) - 1
     return checked, differing
 
@@ -247,11 +250,11 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
     write_tiktoken(staged, vocab.ranks())
     atomic_write_bytes(meta_path(staged), (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
     written = time.perf_counter()
-    progress.start("export: validating", unit="pieces")
+    progress.start("export: pieces checked with tiktoken", unit="pieces")
     enc = toktoktok.load(staged)
     texts = SAMPLES + _heldout_samples(cfg)
     failures = round_trip_failures(enc, texts, specials)
-    checked, differing = tiktoken_disagreements(enc, vocab, cfg)
+    checked, differing = tiktoken_disagreements(enc, vocab, cfg, progress)
     progress.set(checked)
     progress.done()
     if failures:
