@@ -1066,7 +1066,7 @@ def test_the_tiktoken_appears_only_once_validated(tmp_path, interrupt_corpus):
     run killed at any point leaves no .tiktoken that was never validated. Watched
     from outside: ``toktok export -v`` is frozen (SIGSTOP) the moment the .tiktoken
     appears, and its stderr must already hold the line of the finished validation
-    step (``export: validating: ... in N s``)."""
+    step (``export: pieces checked with tiktoken: ... in N s``)."""
     make, reference, _ = interrupt_corpus
     config = make(tmp_path / "p")
     if cli("ingest", "-c", config).code != 0 or cli("train", "-c", config).code != 0:
@@ -1085,7 +1085,7 @@ def test_the_tiktoken_appears_only_once_validated(tmp_path, interrupt_corpus):
     reader.join(timeout=10)
     if not appeared or proc.returncode != 0:
         pytest.fail(f"the export did not run through: {proc.returncode} {out} {lines}")
-    assert any(line.startswith("export: validating:") for line in seen), (
+    assert any(line.startswith("export: pieces checked with tiktoken:") for line in seen), (
         f"the .tiktoken appeared before its validation had finished; stderr then: {seen}")
     assert output(config).read_bytes() == reference
 
