@@ -65,9 +65,8 @@ PATTERNS = ("default", "cl100k", "o200k", "gpt2")
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 TXT_CORPORA = ("english", "code", "german")
 
-# SPEC §4's .txt document rule, written here rather than imported from toktoktok.
-_BREAK = r"(?:\r\n|\r(?!\n)|\n)"
-_DOC_END = regex.compile(_BREAK + _BREAK + r"(?=\S)")
+# SPEC §4's .txt document rule: the benchmarks' own copy (bench_corpus.py), not toktoktok's.
+from bench_corpus import split_documents as txt_documents  # noqa: E402
 
 
 @dataclass
@@ -148,16 +147,6 @@ def prepare(tmp: Path, mb: float) -> list[Corpus]:
 
 def file_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", "replace").removeprefix("\ufeff")
-
-
-def txt_documents(text: str) -> list[str]:
-    docs, start = [], 0
-    for m in _DOC_END.finditer(text):
-        docs.append(text[start : m.end()])
-        start = m.end()
-    if start < len(text):
-        docs.append(text[start:])
-    return docs
 
 
 def documents(corpus: Corpus) -> Iterator[str]:

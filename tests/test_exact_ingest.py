@@ -56,6 +56,7 @@ from hypothesis import strategies as st  # noqa: E402
 import stages.ingest as ingest  # noqa: E402
 import toktoktok.atomic as atomic  # noqa: E402
 from stages.progress import Progress  # noqa: E402
+from tests.conftest import split_txt_documents
 from toktoktok.config import load_config  # noqa: E402
 from toktoktok.patterns import NAMED_PATTERNS  # noqa: E402
 from toktoktok.pretokenize import PartCutter  # noqa: E402
@@ -78,24 +79,12 @@ SPECIAL_SETS = ((), SPECIALS, ODD_SPECIALS)
 
 # ------------------------------------------------------------ the reference
 
-_BREAK = r"(?:\r\n|\r(?!\n)|\n)"
-_DOC_END = regex.compile(_BREAK + _BREAK + r"(?=\S)")
 
 
 def txt_documents(text: str) -> list[str]:
-    """SPEC §4: a .txt splits after a blank line followed by a non-white-space character.
-
-    A line break is \\r\\n, \\r or \\n; a blank line is a line break right after
-    another. A UTF-8 byte order mark at the very start is not text (sources.py).
-    """
-    text = text.removeprefix("\ufeff")
-    docs, start = [], 0
-    for m in _DOC_END.finditer(text):
-        docs.append(text[start : m.end()])
-        start = m.end()
-    if start < len(text):
-        docs.append(text[start:])
-    return docs
+    """SPEC §4's .txt documents (tests/conftest.py's reference splitter); a UTF-8
+    byte order mark at the very start is not text (sources.py)."""
+    return split_txt_documents(text.removeprefix("\ufeff"))
 
 
 def segments(text: str, specials: Sequence[str]) -> list[str]:

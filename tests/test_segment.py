@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import base64
 
-import numpy as np
 import pytest
 import tiktoken
 from hypothesis import given, settings, strategies as st

@@ -30,7 +30,6 @@ pairs next to each merge site, so its cost follows the merge, not the corpus.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

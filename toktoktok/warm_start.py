@@ -20,6 +20,7 @@ or overrides them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from toktoktok.hf import read_hf_tokenizer
@@ -50,9 +51,22 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
 
 
 def load_base(path: Path, *, special_tokens: dict[str, int] | None = None) -> Base:
-    """Read a ``.tiktoken`` (optionally .gz) or byte-level ``tokenizer.json`` base."""
+    """Read a ``.tiktoken`` (optionally .gz) or byte-level ``tokenizer.json`` base.
+
+    Each stage asks for the base (the check before work, every phase's
+    starting vocabulary, export): the file is read once per process while it
+    is unchanged (same size and mtime).
+    """
+    st = Path(path).stat()
+    extra = tuple(sorted((special_tokens or {}).items()))
+    base = _load(str(path), st.st_size, st.st_mtime_ns, extra)
+    return Base(base.vocab, dict(base.special_tokens))
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, size: int, mtime_ns: int, extra: tuple[tuple[str, int], ...]) -> Base:
     ranks, specials = _read(Path(path))
-    specials |= special_tokens or {}
+    specials |= dict(extra)
     validate_special_tokens(ranks, specials)
     top = max([*ranks.values(), *specials.values()])
     vocab = Vocab.from_ranks(ranks)
