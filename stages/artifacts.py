@@ -94,6 +94,15 @@ def begin(folder: Path) -> None:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    reset_peak_rss()
+
+
+def reset_peak_rss() -> None:
+    """Start this process's peak RSS afresh (Linux), so each stage records its own."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
 
 
 def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import tiktoken
 
 import toktoktok
 from stages import artifacts
-from stages.ingest import merge_counts
+from stages.ingest import sum_chunks
 from stages.ingest import stage_dir as ingest_dir
 from stages.progress import Progress
 from stages.train import MissingInput, base_description, inventory, require_current, vocab_after
@@ -188,7 +188,7 @@ def _phase_pieces(cfg: Config, phase) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """The most frequent pieces of a phase (up to CHECKED_PIECES), as flat arrays."""
     manifest = artifacts.read_manifest(ingest_dir(cfg, phase)) or {"outputs": []}
     chunks = [ingest_dir(cfg, phase) / o["name"] for o in manifest["outputs"] if o["name"].startswith("chunk-")]
-    table = merge_counts([artifacts.read_ipc(p) for p in chunks if p.is_file()])
+    table = sum_chunks([p for p in chunks if p.is_file()])
     if table.num_rows > CHECKED_PIECES:
         import pyarrow.compute as pc
 

@@ -27,6 +27,7 @@ import hashlib
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,21 +36,34 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from stages import artifacts
 from stages.progress import Progress
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
-from toktoktok import scanner
+from toktoktok import counts, scanner
 from toktoktok.pretokenize import PartCutter, pieces, split_special
 from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files
 
-CHUNK_TEXT_CHARS = 128 << 20  # text per chunk file
-BATCH_TEXT_CHARS = 2 << 20  # text per worker task
+CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
+BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
 CHUNK_SCHEMA = pa.schema([("piece", pa.binary()), ("count", pa.uint64())])
+
+
+def chunk_bytes(cfg: Config) -> int:
+    """Count-table bytes per chunk file: an eighth of the budget (1 MiB to 1 GiB)."""
+    if CHUNK_BYTES is not None:
+        return CHUNK_BYTES
+    return min(max(cfg.working_set_mb << 17, 1 << 20), 1 << 30)
+
+
+def batch_chars(cfg: Config) -> int:
+    """Text per worker task: a 64th of the budget, from 256 Ki to 2 Mi characters."""
+    if BATCH_TEXT_CHARS is not None:
+        return BATCH_TEXT_CHARS
+    return min(max(cfg.working_set_mb << 14, 1 << 18), 1 << 21)
 
 
 def stage_dir(cfg: Config, phase: Phase) -> Path:
@@ -57,18 +71,17 @@ def stage_dir(cfg: Config, phase: Phase) -> Path:
 
 
 def count_texts(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
-    """Distinct pieces of ``texts`` with their counts (runs in a worker).
+    """Distinct pieces of ``texts`` with their counts (runs in a worker process).
 
     >>> from toktoktok.patterns import resolve_pattern
-    >>> count_texts(["a a a"], resolve_pattern(None), ()).sort_by("piece").to_pylist()
-    [{'piece': b' a', 'count': 2}, {'piece': b'a', 'count': 1}]
+    >>> count_texts(["a a a"], resolve_pattern(None), ()).to_pylist()
+    [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
     """
-    found: list[str] = []
+    counted: Counter[str] = Counter()
     for text in texts:
-        found.extend(pieces(text, pattern, special_tokens))
-    column = pa.array(found, type=pa.large_string()).cast(pa.large_binary())
-    counted = pl.DataFrame({"piece": column}).group_by("piece").len("count")
-    return counted.with_columns(pl.col("count").cast(pl.UInt64)).to_arrow()
+        counted.update(pieces(text, pattern, special_tokens))
+    found = [p.encode("utf-8", "surrogatepass") for p in counted]
+    return counts.from_lists(found, list(counted.values()))
 
 
 def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
@@ -78,18 +91,14 @@ def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[s
     count batches side by side with no process to start and nothing to pickle.
 
     >>> from toktoktok.patterns import resolve_pattern
-    >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).sort_by("piece").to_pylist()
-    [{'piece': b' a', 'count': 2}, {'piece': b'a', 'count': 1}]
+    >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).to_pylist()
+    [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
     """
     segments = [seg.encode("utf-8") for text in texts for seg in split_special(text, special_tokens)]
     seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
     np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
     buf = np.frombuffer(b"".join(segments), dtype=np.uint8)
-    piece_buf, piece_off, counts = scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name])
-    pieces_array = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), len(counts), [None, pa.py_buffer(piece_off), pa.py_buffer(piece_buf)]
-    )
-    return pa.table({"piece": pieces_array, "count": pa.array(counts.astype(np.uint64))})
+    return counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
 
 
 def has_scanner(pattern: Pattern) -> bool:
@@ -97,34 +106,12 @@ def has_scanner(pattern: Pattern) -> bool:
     return pattern.name in scanner.PATTERN_IDS
 
 
-def _weighted(table: pa.Table, weight: float) -> pa.Table:
-    """Counts times a source's weight (rounded, at least 1 for a piece seen).
-
-    A count that would pass 2**63 stops the run (OverflowError) instead of wrapping.
-    """
-    if weight == 1:
-        return table
-    top = pa.compute.max(table["count"]).as_py() or 0
-    if top * weight >= 2**63:
-        raise OverflowError(f"a piece seen {top} times with weight {weight} counts {top * weight:.3g} times, "
-                            "more than 64-bit counts hold (2**63): lower the source's weight")
-    df = pl.from_arrow(table)
-    if float(weight).is_integer():
-        scaled = pl.col("count") * int(weight)
-    else:
-        scaled = (pl.col("count").cast(pl.Float64) * weight).round().clip(lower_bound=1).cast(pl.UInt64)
-    return df.with_columns(scaled.cast(pl.UInt64)).to_arrow()
-
-
-def merge_counts(tables: list[pa.Table]) -> pa.Table:
-    """Sum counts by piece over several tables; sorted by piece, schema CHUNK_SCHEMA."""
-    if not tables:
-        return CHUNK_SCHEMA.empty_table()
-    df = pl.concat([pl.from_arrow(t) for t in tables])
-    summed = df.group_by("piece").agg(pl.col("count").sum(), pl.col("count").cast(pl.Float64).sum().alias("approx"))
-    if len(summed) and summed["approx"].max() >= 2**63:  # the uint64 sum may have wrapped: never store it
-        raise OverflowError("a piece's count passes 2**63, more than 64-bit counts hold: lower the sources' weights")
-    return summed.drop("approx").sort("piece").to_arrow().cast(CHUNK_SCHEMA)
+def sum_chunks(paths: list[Path]) -> pa.Table:
+    """The sum of chunk files, read one at a time (memory: the sum and one chunk)."""
+    total = counts.SCHEMA.empty_table()
+    for path in paths:
+        total = counts.sum_tables([total, artifacts.read_ipc(path)])
+    return total
 
 
 def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
@@ -188,47 +175,55 @@ class _Tally:
 
 
 class _Chunker:
-    """Collects counted batches; writes a chunk file every CHUNK_TEXT_CHARS, between files.
+    """Sums counted batches; writes a chunk file when the sums pass ``chunk_bytes``.
 
-    Each batch is tagged with its file, so the counts of a file that fails half
-    way (``on_bad_file: skip``) can be dropped. Only a single file larger than
-    four chunks is flushed in the middle; such a file that then fails keeps
-    what was flushed (the manifest says so).
+    Batches of the file being read are kept apart from the finished files'
+    sum, so the counts of a file that fails half way (``on_bad_file: skip``)
+    can be dropped. The batches of one file are summed whenever they pass a
+    quarter of ``chunk_bytes``; only a single file whose own sum passes
+    ``chunk_bytes`` is written in the middle, and such a file that then fails
+    keeps what was written (the manifest says so). Memory: at most about two
+    sums of ``chunk_bytes`` and the batches in flight.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, chunk_bytes: int) -> None:
         self.folder = folder
-        self.pending: list[tuple[pa.Table, int, int]] = []  # (counts, text chars, file index)
-        self.chars = 0
+        self.limit = chunk_bytes
+        self.done: pa.Table | None = None  # sum over the finished files
+        self.current: list[pa.Table] = []  # batches of the file being read
         self.outputs: list[dict[str, Any]] = []
         self.flushed_files: set[int] = set()
         self.pieces = 0  # weighted pieces in the written chunks
 
-    def add(self, table: pa.Table, chars: int, file_index: int) -> None:
-        self.pending.append((table, chars, file_index))
-        self.chars += chars
-        if self.chars >= 4 * CHUNK_TEXT_CHARS:
-            self.flush()
+    def add(self, table: pa.Table, file_index: int) -> None:
+        self.current.append(table)
+        if sum(counts.table_bytes(t) for t in self.current) > self.limit // 4:
+            self.current = [counts.sum_tables(self.current)]
+            if counts.table_bytes(self.current[0]) > self.limit:
+                self._write(self.current[0])
+                self.flushed_files.add(file_index)
+                self.current = []
 
     def file_done(self) -> None:
-        if self.chars >= CHUNK_TEXT_CHARS:
+        self.done = counts.sum_tables(([self.done] if self.done is not None else []) + self.current)
+        self.current = []
+        if counts.table_bytes(self.done) > self.limit:
             self.flush()
 
     def drop(self, file_index: int) -> bool:
-        """Forget a file's counts; False if some were already written."""
-        self.pending = [p for p in self.pending if p[2] != file_index]
-        self.chars = sum(p[1] for p in self.pending)
+        """Forget the current file's counts; False if some were already written."""
+        self.current = []
         return file_index not in self.flushed_files
 
     def flush(self) -> None:
-        if not self.pending:
-            return
+        if self.done is not None and len(self.done):
+            self._write(self.done)
+        self.done = None
+
+    def _write(self, table: pa.Table) -> None:
         name = f"chunk-{len(self.outputs):05d}.arrow"
-        merged = merge_counts([p[0] for p in self.pending])
-        self.outputs.append(artifacts.write_ipc(self.folder / name, merged))
-        self.pieces += int(pa.compute.sum(merged["count"]).as_py() or 0)
-        self.flushed_files.update(p[2] for p in self.pending)
-        self.pending, self.chars = [], 0
+        self.outputs.append(artifacts.write_ipc(self.folder / name, table.cast(CHUNK_SCHEMA)))
+        self.pieces += int(pa.compute.sum(table["count"]).as_py() or 0)
 
 
 class _Batcher:
@@ -241,11 +236,12 @@ class _Batcher:
     def __init__(self, cfg: Config, chunker: _Chunker, pool: Executor | None) -> None:
         self.cfg, self.chunker, self.pool = cfg, chunker, pool
         self.count = count_texts_fast if has_scanner(cfg.pattern) else count_texts
+        self.batch_chars = batch_chars(cfg)
         self.texts: list[str] = []
         self.chars = 0
         self.weight = 1.0
         self.file_index = 0
-        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int, int]] = []
+        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int]] = []
 
     def add(self, parts: list[str], weight: float, file_index: int) -> None:
         if weight != self.weight or file_index != self.file_index:
@@ -254,7 +250,7 @@ class _Batcher:
         for part in parts:
             self.texts.append(part)
             self.chars += len(part)
-        if self.chars >= BATCH_TEXT_CHARS:
+        if self.chars >= self.batch_chars:
             self.send()
 
     def send(self) -> None:
@@ -266,23 +262,23 @@ class _Batcher:
         else:
             with _sigint_ignored():  # a worker process spawned now inherits it: no traceback of its own
                 job = self.pool.submit(self.count, *args)
-        self.inflight.append((job, self.weight, self.chars, self.file_index))
+        self.inflight.append((job, self.weight, self.file_index))
         self.texts, self.chars = [], 0
-        limit = 2 * self.pool._max_workers if self.pool else 0  # bounded memory in flight
+        limit = self.pool._max_workers + 1 if self.pool else 0  # bounded memory in flight
         while len(self.inflight) > limit:
             self._collect_one()
 
     def _collect_one(self) -> None:
-        job, weight, chars, file_index = self.inflight.pop(0)
+        job, weight, file_index = self.inflight.pop(0)
         if job is None:  # a file ended here: chunk boundaries follow the data, not the timing
             self.chunker.file_done()
             return
         table = job.result() if isinstance(job, Future) else job
-        self.chunker.add(_weighted(table, weight), chars, file_index)
+        self.chunker.add(counts.weighted(table, weight), file_index)
 
     def file_done(self) -> None:
         self.send()
-        self.inflight.append((None, 1.0, 0, self.file_index))
+        self.inflight.append((None, 1.0, self.file_index))
         if self.pool is None:
             self._collect_one()
 
@@ -371,7 +367,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     started = time.perf_counter()
     artifacts.begin(folder)
     tally, heldout = _Tally(), []
-    chunker = _Chunker(folder)
+    chunker = _Chunker(folder, chunk_bytes(cfg))
     total = sum(path.stat().st_size for _, path in files)
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     with _pool(cfg) as pool:

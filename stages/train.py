@@ -22,10 +22,11 @@ import numpy as np
 import pyarrow as pa
 
 from stages import artifacts
-from stages.ingest import merge_counts
+from stages.ingest import sum_chunks
 from stages.ingest import stage_dir as ingest_dir
 from stages.progress import Progress
 from toktoktok.config import Config, Phase
+from toktoktok.counts import to_arrays
 from toktoktok.merge import PhaseResult, train_phase
 from toktoktok.vocab import Vocab
 from toktoktok.warm_start import load_base
@@ -72,13 +73,7 @@ def vocab_after(cfg: Config, last: int) -> Vocab:
 
 def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A (piece, count) table as flat arrays: bytes, int64 offsets, int64 counts."""
-    pieces = table["piece"].combine_chunks().cast(pa.large_binary())
-    _, offsets, data = pieces.buffers()
-    off = np.frombuffer(offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
-    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    buf = buf[off[0] : off[-1]] if len(off) else buf[:0]
-    counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False)
-    off = off - off[0]
+    buf, off, counts = to_arrays(table)
     # a pair's count is at most the sum over pieces of count x (bytes - 1): it must fit in int64
     sites = np.maximum(np.diff(off) - 1, 1)
     most = float(np.dot(counts.astype(np.float64), sites))  # exact enough far below 2**63
@@ -153,7 +148,7 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     artifacts.begin(folder)
     ingest_manifest = _input_manifest(cfg, phase)
     chunks = [o["name"] for o in ingest_manifest["outputs"] if o["name"].startswith("chunk-")]
-    table = merge_counts([artifacts.read_ipc(ingest_dir(cfg, phase) / name) for name in chunks])
+    table = sum_chunks([ingest_dir(cfg, phase) / name for name in chunks])
     buf, off, counts = inventory(table)
     vocab = vocab_after(cfg, phase.index - 1)
     loaded = time.perf_counter()

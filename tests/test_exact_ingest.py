@@ -23,7 +23,7 @@ hold a few parts and chunk files a few batches:
 - ``iter_blocks`` is given a tiny ``block_chars`` and ``PartCutter`` a tiny
   ``part_chars`` (ingest does not expose either, so the names it imported are
   replaced by a wrapper and a subclass that force them);
-- ``stages.ingest.BATCH_TEXT_CHARS`` and ``CHUNK_TEXT_CHARS`` are made tiny;
+- ``stages.ingest.BATCH_TEXT_CHARS`` and ``CHUNK_BYTES`` are made tiny;
 - and, for speed only (a run writes dozens of chunk files), the ``fsync``
   calls of ``toktoktok.atomic`` are skipped: they make writes durable, they do
   not change a byte.
@@ -162,7 +162,7 @@ def tiny() -> Iterator[pytest.MonkeyPatch]:
         mp.setattr(ingest, "PartCutter", _TinyPartCutter)
         mp.setattr(ingest, "iter_blocks", _tiny_iter_blocks)
         mp.setattr(ingest, "BATCH_TEXT_CHARS", 16)
-        mp.setattr(ingest, "CHUNK_TEXT_CHARS", 64)
+        mp.setattr(ingest, "CHUNK_BYTES", 64)
         mp.setattr(atomic, "_fsync_file", lambda path: None, raising=False)
         mp.setattr(atomic, "_fsync_dir", lambda folder: None, raising=False)
         yield mp
@@ -284,7 +284,7 @@ sizes = st.fixed_dictionaries({
 def _set_sizes(mp: pytest.MonkeyPatch, s: dict[str, int]) -> None:
     SIZES["block_chars"], SIZES["part_chars"] = s["block_chars"], s["part_chars"]
     mp.setattr(ingest, "BATCH_TEXT_CHARS", s["batch"])
-    mp.setattr(ingest, "CHUNK_TEXT_CHARS", s["chunk"])
+    mp.setattr(ingest, "CHUNK_BYTES", s["chunk"])
 
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

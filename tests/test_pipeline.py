@@ -501,7 +501,7 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     monkeypatch.setattr(ingest, "iter_blocks", functools.partial(iter_blocks, block_chars=97))
     monkeypatch.setattr(ingest, "PartCutter", functools.partial(PartCutter, part_chars=64))
     monkeypatch.setattr(ingest, "BATCH_TEXT_CHARS", 3_000)
-    monkeypatch.setattr(ingest, "CHUNK_TEXT_CHARS", 10_000)
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 10_000)
     outputs = []
     for threads in (1, 2):
         config = _small_project(tmp_path, corpus, folder=f"t{threads}")

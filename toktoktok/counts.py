@@ -1,0 +1,118 @@
+"""Piece-count tables: distinct pieces with their counts, as Arrow tables.
+
+A count table has the columns ``piece: large_binary`` and ``count: uint64``;
+every piece appears once. Ingest makes one per batch of text, sums them into
+chunk files, and train sums the chunk files into the phase's inventory.
+
+Summing runs in the numba hash table of ``toktoktok.scanner`` (``merge_kernel``),
+so its memory is a few dozen bytes per row and no dataframe engine is loaded:
+polars' ``group_by`` on binary keys took 170 MB of arena to sum 14 MB of
+tables. Rows come out in order of first occurrence, which depends only on the
+order of the input tables, never on timing.
+
+    >>> a = from_lists([b"x", b" y"], [1, 2])
+    >>> b = from_lists([b" y", b" z"], [3, 1])
+    >>> sum_tables([a, b]).to_pylist()
+    [{'piece': b'x', 'count': 1}, {'piece': b' y', 'count': 5}, {'piece': b' z', 'count': 1}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+SCHEMA = pa.schema([("piece", pa.large_binary()), ("count", pa.uint64())])
+_SAFE = 2.0**62  # below this total no sum of counts can pass 2**63
+
+
+def from_arrays(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> pa.Table:
+    """A count table over flat arrays: piece p is ``buf[off[p]:off[p+1]]`` (no copy)."""
+    pieces = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(counts), [None, pa.py_buffer(np.ascontiguousarray(off, np.int64)), pa.py_buffer(buf)]
+    )
+    return pa.table({"piece": pieces, "count": pa.array(np.asarray(counts).astype(np.uint64))}, schema=SCHEMA)
+
+
+def from_lists(pieces: Sequence[bytes], counts: Sequence[int]) -> pa.Table:
+    """A count table from Python lists (small tables and tests)."""
+    return pa.table({"piece": pa.array(pieces, pa.large_binary()), "count": pa.array(counts, pa.uint64())},
+                    schema=SCHEMA)
+
+
+def to_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A count table as flat arrays (bytes, int64 offsets from 0, uint64 counts)."""
+    pieces = table["piece"].combine_chunks().cast(pa.large_binary())
+    _, offsets, data = pieces.buffers()
+    off = np.frombuffer(offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
+    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    buf = buf[off[0] : off[-1]] if len(off) else buf[:0]
+    counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    return buf, (off - off[0]) if len(off) else np.zeros(1, np.int64), counts
+
+
+def sum_tables(tables: Sequence[pa.Table]) -> pa.Table:
+    """Sum counts by piece over ``tables`` (order of first occurrence).
+
+    A piece whose total would pass 2**63 stops with OverflowError: 64-bit
+    counts cannot hold it, and a wrapped count must never be stored.
+    """
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return SCHEMA.empty_table()
+    if len(tables) == 1:
+        return tables[0].cast(SCHEMA)
+    from toktoktok.scanner import merge_kernel  # numba: loaded only when there is work
+
+    parts = [to_arrays(t) for t in tables]
+    buf = np.concatenate([p[0] for p in parts])
+    starts = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
+    off = np.concatenate([np.zeros(1, np.int64)] + [p[1][1:] + s for p, s in zip(parts, starts)])
+    counts = np.concatenate([p[2] for p in parts])
+    del parts
+    if float(counts.sum(dtype=np.float64)) >= _SAFE:
+        _check_sums(buf, off, counts)
+    out_buf, out_off, out_counts = merge_kernel(buf, off, counts.view(np.int64))
+    return from_arrays(out_buf, out_off, out_counts.view(np.uint64))
+
+
+def _check_sums(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> None:
+    """OverflowError if some piece's summed count could reach 2**63.
+
+    Sums counts rounded up to multiples of 2**16 (an upper bound that cannot
+    itself wrap), so it errs only when a sum is within a hair of the limit.
+    """
+    from toktoktok.scanner import merge_kernel
+
+    coarse = (counts >> np.uint64(16)) + np.uint64(1)
+    _, _, bound = merge_kernel(buf, off, coarse.view(np.int64))
+    if len(bound) and float(bound.max()) * 2.0**16 >= 2.0**63:
+        raise OverflowError("a piece's count passes 2**63, more than 64-bit counts hold: lower the sources' weights")
+
+
+def weighted(table: pa.Table, weight: float) -> pa.Table:
+    """Counts times a source's weight (rounded, at least 1 for a piece seen).
+
+    A count that would pass 2**63 stops the run (OverflowError) instead of wrapping.
+
+        >>> weighted(from_lists([b"a", b"b"], [3, 1]), 0.5)["count"].to_pylist()
+        [2, 1]
+    """
+    if weight == 1 or not len(table):
+        return table
+    counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False)
+    top = int(counts.max())
+    if top * weight >= 2**63:
+        raise OverflowError(f"a piece seen {top} times with weight {weight} counts {top * weight:.3g} times, "
+                            "more than 64-bit counts hold (2**63): lower the source's weight")
+    if float(weight).is_integer():
+        scaled = counts * np.uint64(int(weight))
+    else:
+        scaled = np.maximum(np.rint(counts.astype(np.float64) * weight), 1).astype(np.uint64)
+    return table.set_column(1, "count", pa.array(scaled, pa.uint64()))
+
+
+def table_bytes(table: pa.Table) -> int:
+    """Memory a count table holds: its buffers (about 16 bytes a row plus the pieces)."""
+    return int(table.nbytes)
