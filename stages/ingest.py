@@ -42,9 +42,10 @@ from stages import artifacts
 from stages.progress import Progress
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
-from toktoktok import counts, scanner
+from toktoktok import counts, sampling, scanner
+from toktoktok.sampling import is_heldout
 from toktoktok.pretokenize import PartCutter, pieces, split_special
-from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files
+from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files, text_bytes
 
 CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
@@ -114,22 +115,15 @@ def sum_chunks(paths: list[Path]) -> pa.Table:
     return total
 
 
-def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
-    """A seeded, position-based choice: the same documents whatever the threads."""
-    if share <= 0:
-        return False
-    digest = hashlib.blake2b(f"{seed}/{slug}/{file_index}/{doc}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") < share * 2.0**64
-
-
 def phase_files(phase: Phase) -> list[tuple[Source, Path]]:
     """Every (source, file) of a phase, in config then path order."""
     return [(src, path) for src in phase.sources for path in list_source_files(src)]
 
 
-def ingest_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
+def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0) -> dict[str, Any]:
     """The settings this phase's ingest depends on (recorded in its manifest)."""
     return {
+        "sample_share": share,
         "stage": "ingest",
         "phase": phase.slug,
         "pattern": cfg.pattern.python,
@@ -143,9 +137,45 @@ def ingest_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
     }
 
 
-def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]]) -> str:
-    """What the ingest of this phase depends on: settings and file fingerprints."""
-    return artifacts.key_of({**ingest_settings(cfg, phase), "files": fingerprints})
+def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]], share: float = 1.0) -> str:
+    """What the ingest of this phase depends on: settings, file fingerprints, the sample's share."""
+    return artifacts.key_of({**ingest_settings(cfg, phase, share), "files": fingerprints})
+
+
+def measure_text(cfg: Config, phase: Phase, files: list[tuple[Source, Path]],
+                 fingerprints: list[dict[str, Any]]) -> list[int | None]:
+    """Each file's text bytes (None: unreadable, left to ingest to report).
+
+    Sizes recorded by the last ingest of this phase are reused while a file's
+    fingerprint is unchanged, so a rerun reads nothing twice. A phase whose
+    files fit the budget on disk (uncompressed) needs no measuring at all.
+    """
+    known = {}
+    manifest = artifacts.read_manifest(stage_dir(cfg, phase))
+    for entry in (manifest or {}).get("inputs", []):
+        if isinstance(entry, dict) and "text_bytes" in entry:
+            known[_fingerprint_key(entry)] = entry["text_bytes"]
+    sizes: list[int | None] = []
+    for (src, path), fp in zip(files, fingerprints):
+        if _fingerprint_key(fp) in known:
+            sizes.append(known[_fingerprint_key(fp)])
+            continue
+        try:
+            sizes.append(text_bytes(path, text_column=src.text_column))
+        except (SourceError, OSError) as exc:
+            if cfg.on_bad_file == "fail":
+                raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+            sizes.append(None)
+    return sizes
+
+
+def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
+    return (fp.get("path"), fp.get("size"), fp.get("mtime_ns"), fp.get("text_column"))
+
+
+def phase_share(cfg: Config, sizes: list[int | None]) -> float:
+    """The share of documents this phase keeps (1.0: no sampling)."""
+    return sampling.share(total=sum(s or 0 for s in sizes), capacity=sampling.capacity(cfg.working_set_mb))
 
 
 def _fingerprint(src: Source, path: Path) -> dict[str, Any]:
@@ -171,6 +201,9 @@ class _Tally:
     heldout_documents: int = 0
     heldout_bytes: int = 0
     heldout_truncated: int = 0
+    sampled_out_documents: int = 0
+    kept_documents: int = 0
+    kept_bytes: int = 0
     bad_files: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -318,7 +351,7 @@ def _hold(text: str, held: list[str], tally: _Tally) -> None:
 
 
 def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: _Batcher,
-                 heldout: list[str], tally: _Tally, progress: Progress) -> None:
+                 heldout: list[str], tally: _Tally, progress: Progress, share: float) -> None:
     """Send one file's training text to the batcher and keep its held-out documents.
 
     Rows (jsonl, parquet) are matched one by one. The documents of a ``.txt``
@@ -326,23 +359,31 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
     where the default and cl100k patterns may be cut anyway, and for other
     patterns (and for a special token holding a blank line) this keeps the
     pieces equal to the pattern over the whole file. A held-out document
-    breaks the stream.
+    breaks the stream, and so does a document left out of the sample.
     """
     rows = file_format(path)[0] != "txt"
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     held: list[str] | None = None
+    skipping = False
     starting = True
     for doc, text, end in _documents(path, src, tally):
-        if starting and tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(
-            cfg.seed, phase.slug, index, doc, cfg.heldout_share
-        ):
-            held = []
-            batcher.add(cutter.finish(), src.weight, index)
+        if starting:
+            if tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(
+                cfg.seed, phase.slug, index, doc, cfg.heldout_share
+            ):
+                held = []
+            else:
+                skipping = not sampling.chosen(cfg.seed, phase.slug, index, doc, share, salt="sample")
+                tally.sampled_out_documents += skipping
+                tally.kept_documents += not skipping
+            if held is not None or skipping:  # the stream of parts breaks here
+                batcher.add(cutter.finish(), src.weight, index)
         if held is not None:
             _hold(text, held, tally)
-        else:
+        elif not skipping:
+            tally.kept_bytes += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
             batcher.add(cutter.feed(text), src.weight, index)
         progress.update(len(text))
         starting = end
@@ -350,8 +391,10 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
             heldout.append("".join(held))
             tally.heldout_documents += 1
             held = None
-        elif end and rows:
+        elif end and rows and not skipping:
             batcher.add(cutter.finish(), src.weight, index)
+        if end:
+            skipping = False
     batcher.add(cutter.finish(), src.weight, index)
     tally.forced_cuts += cutter.forced_cuts
 
@@ -361,10 +404,15 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     folder = stage_dir(cfg, phase)
     files = phase_files(phase)
     fingerprints = [_fingerprint(src, path) for src, path in files]
-    key = ingest_key(cfg, phase, fingerprints)
+    started = time.perf_counter()
+    sizes = measure_text(cfg, phase, files, fingerprints)
+    share = phase_share(cfg, sizes)
+    key = ingest_key(cfg, phase, fingerprints, share)
     if not force and artifacts.is_current(folder, key):
         return {**artifacts.read_manifest(folder), "skipped": True}
-    started = time.perf_counter()
+    if share < 1:
+        progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MB of text, more than "
+                      f"working_set_mb ({cfg.working_set_mb}): sampling {share:.1%} of its documents")
     artifacts.begin(folder)
     tally, heldout = _Tally(), []
     chunker = _Chunker(folder, chunk_bytes(cfg))
@@ -375,7 +423,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         for index, (src, path) in enumerate(files):
             held_before = len(heldout)
             try:
-                _ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress)
+                _ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
                 batcher.file_done()
                 tally.files += 1
             except (SourceError, FileNotFoundError) as exc:
@@ -394,8 +442,10 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "stage": "ingest",
         "phase": phase.name,
         "key": key,
-        "settings": ingest_settings(cfg, phase),
-        "inputs": fingerprints,
+        "settings": ingest_settings(cfg, phase, share),
+        "inputs": [{**fp, "text_bytes": size} for fp, size in zip(fingerprints, sizes)],
+        "sample": {"working_set_mb": cfg.working_set_mb, "capacity_bytes": sampling.capacity(cfg.working_set_mb),
+                   "text_bytes": sum(s or 0 for s in sizes), "share": share},
         "outputs": outputs,
         "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},
         "seconds": round(time.perf_counter() - started, 3),

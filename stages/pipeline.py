@@ -42,7 +42,6 @@ from toktoktok.config import Config, ConfigError, Phase, config_error, default_w
 # them, not with this module (which the CLI imports): a bad config or `--help`
 # is then answered in a tenth of a second instead of most of a second.
 
-NOT_YET = "is not yet supported by this version of toktoktok"
 
 
 def check_ready(cfg: Config) -> list[str]:
@@ -60,16 +59,12 @@ def check_ready(cfg: Config) -> list[str]:
     warnings = list(cfg.warnings)
     strict = cfg.on_bad_file == "fail"
     for phase in cfg.phases:
-        total = 0
         for j, src in enumerate(phase.sources):
             where = ("phases", phase.index - 1, "sources", j, "path" if src.is_dir else "file")
             try:
-                total += sum(p.stat().st_size for p in list_source_files(src, strict=strict))
+                list_source_files(src, strict=strict)
             except (SourceError, OSError) as exc:
                 raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
-        if total > cfg.working_set_mb << 20:
-            warnings.append(f"phase '{phase.name}' has {total >> 20} MB of files, more than working_set_mb "
-                            f"({cfg.working_set_mb}); sampling to the budget {NOT_YET}: the phase is read whole")
     _check_writable(cfg)
     return warnings
 

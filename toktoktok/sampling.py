@@ -1,0 +1,68 @@
+"""Which documents a phase trains on: the held-out share and the sample.
+
+Both choices are a seeded hash of a document's place (phase, file index,
+document number), compared with a share. The choice therefore does not
+depend on timing, threads or the order of reading, and every document has
+the same chance whatever its file or position.
+
+**The sample.** ``working_set_mb`` buys text: a phase keeps at most about
+``working_set_mb`` MiB of training text (``TEXT_PER_BUDGET_BYTE`` bytes of
+text per byte of budget). When a phase has more, each document is kept with
+probability ``capacity / total`` (``share``), so the kept text is
+``capacity`` on average.
+
+A classic reservoir keeps the sample's text until the end, because it does
+not know the total in advance. toktoktok holds no text: it counts pieces as
+it streams. So it measures the total first (``sources.text_bytes``: a file
+size, or a streaming decompression, about 1 GB/s for zstd) and then decides
+each document as it passes, with the same result as a reservoir whose
+priorities are the hashes: every document equally likely, nothing held.
+A document larger than a read block is decided at its first block and its
+blocks are streamed (or skipped) like any other.
+
+    >>> share(total=400 << 20, capacity=100 << 20)
+    0.25
+    >>> share(total=50 << 20, capacity=100 << 20)
+    1.0
+    >>> 2_400 < sum(chosen(0, "01-en", 0, d, 0.25, salt="sample") for d in range(10_000)) < 2_600
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+TEXT_PER_BUDGET_BYTE = 1.0  # bytes of training text a phase keeps per byte of working_set_mb
+
+
+def capacity(working_set_mb: int) -> int:
+    """Bytes of training text a phase keeps before it is sampled."""
+    return int((working_set_mb << 20) * TEXT_PER_BUDGET_BYTE)
+
+
+def share(*, total: int, capacity: int) -> float:
+    """The share of documents kept: 1.0 when everything fits."""
+    if total <= capacity or total <= 0:
+        return 1.0
+    return capacity / total
+
+
+def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, salt: str) -> bool:
+    """Whether a document falls in a share: a seeded hash below ``share`` (of 2**64).
+
+    ``salt`` keeps the held-out choice and the sample independent of each other.
+    """
+    if share >= 1:
+        return True
+    if share <= 0:
+        return False
+    digest = hashlib.blake2b(f"{salt}/{seed}/{slug}/{file_index}/{doc}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") < share * 2.0**64
+
+
+def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
+    """The held-out choice (kept as it was: the salt-free key of earlier versions)."""
+    if share <= 0:
+        return False
+    digest = hashlib.blake2b(f"{seed}/{slug}/{file_index}/{doc}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") < share * 2.0**64
