@@ -1,0 +1,30 @@
+"""The memory model: what a run holds, measured, so a budget can be promised.
+
+A run's peak resident memory is a fixed overhead plus what ``working_set_mb``
+bounds. The figures here were measured on Linux x86-64, Python 3.11, with
+``benchmarks/bench_memory.py`` (see the README's memory section).
+
+- ``FIXED_OVERHEAD_MB``: the interpreter, numpy, pyarrow, numba with its JIT
+  (initialising LLVM costs about 45 MB at the first compiled call), the
+  loaded kernels, the Unicode tables and the read buffers. A tiny corpus
+  peaks here.
+- What the budget bounds, per phase (phases run one after another):
+  ingest's count tables (a chunk is an eighth of the budget) and the text in
+  flight; train's inventory (the distinct pieces, their counts, offsets) and
+  the merge loop's structures (symbols, pair table, occurrence lists, heap).
+  Both grow with the kept text, which sampling holds to the budget.
+
+    >>> expected_peak_mb(working_set_mb=64, kept_text_bytes=32 << 20) <= FIXED_OVERHEAD_MB + 64
+    True
+"""
+
+from __future__ import annotations
+
+FIXED_OVERHEAD_MB = 230  # measured: a 1 MB corpus peaks at 212-230 MB (default pattern, threads)
+WORK_PER_TEXT_BYTE = 1.0  # upper estimate of working memory per byte of kept text (measured below it)
+
+
+def expected_peak_mb(*, working_set_mb: int, kept_text_bytes: int) -> float:
+    """The peak RSS a phase should stay under: the overhead plus its work, capped by the budget."""
+    work = min(kept_text_bytes * WORK_PER_TEXT_BYTE / 2**20, float(working_set_mb))
+    return FIXED_OVERHEAD_MB + work
