@@ -1,0 +1,146 @@
+"""Sampling to ``working_set_mb`` and merging separately ingested partitions (SPEC §6).
+
+- A phase with more text than its budget keeps each document with
+  probability capacity / total, by a seeded hash of its place. The test
+  recomputes the share from the files and the kept documents from the rule,
+  counts their pieces with plain ``regex.findall`` and compares with the
+  chunk files: the sample is exactly the documents the rule picks, read in
+  full, whatever their format.
+- The choice is the same for every file and position (a statistical check),
+  and independent of the held-out choice.
+- Counts of partitions ingested apart sum to the counts of one ingest of
+  the whole: what lets ingest run on many machines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import stages.ingest as ingest
+from tests.conftest import (
+    chunk_counts,
+    english_text,
+    manifest,
+    piece_counts,
+    read_documents,
+    toktok,
+    work_of,
+    write_config,
+)
+from toktoktok import counts as count_tables
+from toktoktok.sampling import chosen, is_heldout
+
+CHARS = 900_000
+
+
+def _corpus(root: Path) -> list[Path]:
+    """A .txt, a .jsonl and a parquet file of real prose, about 2.5 MB of text."""
+    root.mkdir(parents=True)
+    text = english_text(CHARS)
+    paragraphs = [p for p in english_text(CHARS, offset=150_000).split("\n\n") if p.strip()]
+    txt = root / "a.txt"
+    txt.write_text(text, encoding="utf-8")
+    jsonl = root / "b.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": p}) + "\n" for p in paragraphs[::2]), encoding="utf-8")
+    parquet = root / "c.parquet"
+    pq.write_table(pa.table({"text": pa.array(paragraphs[1::2], pa.string())}), parquet)
+    return [txt, jsonl, parquet]
+
+
+def _text_bytes(path: Path) -> int:
+    """SPEC-side size: bytes on disk for .txt and .jsonl, UTF-8 of the column for parquet."""
+    if path.suffix == ".parquet":
+        return sum(len(t.encode()) for t in read_documents(path))
+    return path.stat().st_size
+
+
+def _run_ingest(tmp_path: Path, files: list[Path], budget_mb: int, **settings) -> Path:
+    config = write_config(tmp_path, [{"name": "p", "merges": 10, "sources": [{"file": str(f)} for f in files]}],
+                          working_set_mb=budget_mb, **settings)
+    run = toktok("ingest", "-c", config)
+    assert run.code == 0, run.err
+    return work_of(config) / "ingest" / "01-p"
+
+
+def test_the_sample_is_exactly_the_documents_the_seeded_rule_picks(tmp_path):
+    files = _corpus(tmp_path / "data")
+    folder = _run_ingest(tmp_path / "run", files, budget_mb=1, heldout_share=0.0, seed=7)
+    total = sum(_text_bytes(f) for f in files)
+    share = (1 << 20) / total
+    m = manifest(folder)
+    assert m["sample"]["text_bytes"] == total
+    assert m["sample"]["share"] == pytest.approx(share, rel=1e-12)
+    kept: list[str] = []
+    seen = 0
+    for index, path in enumerate(files):
+        docs = read_documents(path)
+        seen += len(docs)
+        kept += [d for n, d in enumerate(docs) if chosen(7, "01-p", index, n, share, salt="sample")]
+    assert 0 < len(kept) < seen
+    assert m["counts"]["documents"] == seen
+    assert m["counts"]["kept_documents"] == len(kept)
+    assert m["counts"]["sampled_out_documents"] == seen - len(kept)
+    assert m["counts"]["kept_bytes"] == sum(len(d.encode()) for d in kept)
+    assert chunk_counts(folder) == piece_counts(kept, [])
+    # about the budget: within 25% of 1 MiB for documents of a few hundred bytes
+    assert 0.75 * (1 << 20) < m["counts"]["kept_bytes"] < 1.25 * (1 << 20)
+
+
+def test_a_budget_larger_than_the_text_keeps_everything_and_a_rerun_reads_nothing_twice(tmp_path):
+    files = _corpus(tmp_path / "data")
+    folder = _run_ingest(tmp_path / "run", files, budget_mb=64, heldout_share=0.0)
+    m = manifest(folder)
+    assert m["sample"]["share"] == 1.0
+    assert m["counts"]["kept_documents"] == m["counts"]["documents"]
+    assert m["counts"]["sampled_out_documents"] == 0
+    docs = [d for f in files for d in read_documents(f)]
+    assert chunk_counts(folder) == piece_counts(docs, [])
+    written = (folder / "manifest.json").stat().st_mtime_ns
+    again = toktok("ingest", "-c", tmp_path / "run" / "config.yaml")
+    assert again.code == 0 and manifest(folder)["key"] == m["key"]
+    assert (folder / "manifest.json").stat().st_mtime_ns == written  # up to date: not redone
+
+
+def test_the_sample_is_the_same_for_any_threads_and_changes_with_the_seed(tmp_path):
+    files = _corpus(tmp_path / "data")
+    one = chunk_counts(_run_ingest(tmp_path / "t1", files, budget_mb=1, threads=1))
+    two = chunk_counts(_run_ingest(tmp_path / "t2", files, budget_mb=1, threads=2))
+    other = chunk_counts(_run_ingest(tmp_path / "s9", files, budget_mb=1, threads=2, seed=9))
+    assert one == two
+    assert other != one
+
+
+def test_every_document_is_equally_likely_whatever_its_file_or_position():
+    share, files, docs = 0.3, 40, 2_500
+    picked = [[chosen(0, "01-x", f, d, share, salt="sample") for d in range(docs)] for f in range(files)]
+    sigma = (share * (1 - share) / docs) ** 0.5
+    for row in picked:  # each file: 5 sigma
+        assert abs(sum(row) / docs - share) < 5 * sigma
+    for start in range(0, docs, 500):  # each position band over all files
+        band = [row[d] for row in picked for d in range(start, start + 500)]
+        assert abs(sum(band) / len(band) - share) < 5 * (share * (1 - share) / len(band)) ** 0.5
+    held = [chosen(0, "01-x", f, d, share, salt="sample") for f in range(files) for d in range(docs)
+            if is_heldout(0, "01-x", f, d, 0.1)]
+    assert abs(sum(held) / len(held) - share) < 5 * (share * (1 - share) / len(held)) ** 0.5
+
+
+def test_partitions_ingested_apart_sum_to_one_ingest_of_the_whole(tmp_path):
+    files = _corpus(tmp_path / "data")
+    whole = _run_ingest(tmp_path / "whole", files, budget_mb=64, heldout_share=0.0)
+    first = _run_ingest(tmp_path / "first", files[:1], budget_mb=64, heldout_share=0.0)
+    rest = _run_ingest(tmp_path / "rest", files[1:], budget_mb=64, heldout_share=0.0)
+    chunks = sorted(first.glob("chunk-*.arrow")) + sorted(rest.glob("chunk-*.arrow"))
+    summed = ingest.sum_chunks(chunks)
+    as_counter = Counter(dict(zip(summed["piece"].to_pylist(), summed["count"].to_pylist())))
+    assert len(as_counter) == summed.num_rows  # every piece once
+    assert as_counter == chunk_counts(whole)
+    # and summing is a plain sum by piece, whatever the order of the tables
+    backwards = count_tables.sum_tables([ingest.sum_chunks(sorted(rest.glob("chunk-*.arrow"))),
+                                         ingest.sum_chunks(sorted(first.glob("chunk-*.arrow")))])
+    assert Counter(dict(zip(backwards["piece"].to_pylist(), backwards["count"].to_pylist()))) == as_counter
