@@ -199,15 +199,26 @@ def _pair(P, n_pairs, slots, key):
 
 
 @njit(cache=True, inline="always")
-def _note_piece(P, q, w, occ_word, occ_next, n_occ):
-    """Add piece ``w`` to pair q's list unless it was the last one added; new n_occ."""
+def _note_piece(P, q, w, occ_word, occ_next, n_occ, free):
+    """Add piece ``w`` to pair q's list unless it was the last one added; new n_occ.
+
+    A node comes from the free list (``free[0]``, the nodes of merged pairs'
+    lists) before a new one is taken, so the lists stay about as large as
+    the pieces' pairs instead of growing with every merge site.
+    """
     if (P[q, MARK] & LOW) == w + 1:
         return n_occ
     P[q, MARK] = (P[q, MARK] & ~np.int64(LOW)) | (w + 1)
-    occ_word[n_occ] = w
-    occ_next[n_occ] = P[q, HEAD]
-    P[q, HEAD] = n_occ
-    return n_occ + 1
+    node = free[0]
+    if node >= 0:
+        free[0] = occ_next[node]
+    else:
+        node = n_occ
+        n_occ += 1
+    occ_word[node] = w
+    occ_next[node] = P[q, HEAD]
+    P[q, HEAD] = node
+    return n_occ
 
 
 @njit(cache=True, inline="always")
@@ -271,11 +282,17 @@ def _train_kernel(
     """
     n_words = len(wlen)
     # -- 1. count every adjacent pair, and note the pieces it occurs in ------
-    P = np.empty((1024, 4), dtype=np.int64)
+    # Rows for every pair site: untouched rows of np.empty cost no memory, and
+    # no doubling copy happens while counting (the copy would double the peak).
+    sites = 1024
+    for w in range(n_words):
+        sites += max(wlen[w] - 1, 0)
+    P = np.empty((sites, 4), dtype=np.int64)
     slots = np.full(4096, -1, dtype=np.int32)
     n_pairs = 0
-    occ_word = np.empty(1024, dtype=np.int32)
-    occ_next = np.empty(1024, dtype=np.int32)
+    occ_word = np.empty(sites, dtype=np.int32)
+    occ_next = np.empty(sites, dtype=np.int32)
+    free = np.full(1, -1, dtype=np.int64)  # head of the list of reusable nodes
     n_occ = 0
     for w in range(n_words):
         s0 = woff[w]
@@ -284,7 +301,7 @@ def _train_kernel(
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
             q, n_pairs = _pair(P, n_pairs, slots, key)
             P[q, COUNT] += wcount[w]
-            n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+            n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ, free)
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_key = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
@@ -355,7 +372,10 @@ def _train_kernel(
         P[p, HEAD] = -1
         while o >= 0:
             w = occ_word[o]
-            o = occ_next[o]
+            nxt = occ_next[o]
+            occ_next[o] = free[0]  # the node is free once read: the list is consumed
+            free[0] = o
+            o = nxt
             if w_stamp[w] == stamp:
                 continue
             w_stamp[w] = stamp
@@ -389,7 +409,7 @@ def _train_kernel(
                             P[q, COUNT] -= cw
                             continue
                         P[q, COUNT] += cw
-                        n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+                        n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ, free)
                         if (P[q, MARK] >> 32) != stamp:
                             P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
                             touched[n_touched] = q
