@@ -1,4 +1,4 @@
-"""The command line: ``toktok run|ingest|train|export`` and ``toktoktok -c CFG``.
+"""The command line: ``toktok run|ingest|train|export|plan|...`` and ``toktoktok -c CFG``.
 
 Exit codes (SPEC §7b): 0 done (warnings allowed), 1 a data or runtime
 failure, 2 a usage or configuration error, 130 interrupted. Errors are one
@@ -175,6 +175,30 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
                + (" (up to date)" if m.get("skipped") else ""))
+
+
+@toktok.command()
+@_options
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object (sizes in bytes).")
+def plan(config: Path, verbose: bool, as_json: bool) -> None:
+    """Show what a run would do, before any work starts.
+
+    Reads the config and its sources (compressed files are decompressed as a
+    stream to measure their text). Writes nothing: no output or work folder,
+    no lock. Prints the effective configuration (defaults filled in, paths
+    resolved) as YAML; per phase, its files with format, size on disk and
+    text bytes, the totals, whether the phase will be sampled and at what
+    share, and its expected peak memory; then the run's expected peak memory.
+    """
+    import json
+
+    from stages import plan as planning
+
+    cfg, _ = _load(config, verbose)
+    result = _guarded(lambda: planning.make_plan(cfg), verbose)
+    for warning in result["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False) if as_json else planning.render(result))
 
 
 @toktok.command()

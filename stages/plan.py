@@ -1,0 +1,145 @@
+"""``toktok plan -c CFG``: what a run would do, shown before any work starts.
+
+The plan has three parts, printed in this order:
+
+1. the effective configuration, as YAML: ``effective_settings`` (every
+   default filled in, every path absolute) plus ``threads`` resolved to a
+   number of cores;
+2. per phase: each file with its format, its size on disk and its text
+   bytes, the phase's totals, its capacity (``working_set_mb`` of text),
+   whether it will be sampled and at what share, and its expected peak
+   memory;
+3. the run's expected peak memory: the largest phase's (phases run one
+   after another), a fixed overhead plus what ``working_set_mb`` bounds.
+
+Design: the plan computes nothing of its own. The files come from
+``ingest.phase_files``, the text bytes from ``ingest.measure_text`` (which
+streams compressed files and reuses the sizes an earlier ingest recorded),
+the share from ``ingest.phase_share``, the memory from
+``toktoktok.memory``: the very functions ``toktok ingest`` calls, so the
+share planned is the share ingest keeps. Sources are checked as ``run``
+checks them (``pipeline.check_ready``: a problem is a ``ConfigError``, exit
+2). Nothing is written: no output or work folder is created and the run
+lock is not taken, so a plan may be made while a run is going on.
+
+Sizes are shown in units of 1024 (``MB`` = 2**20 bytes), the unit of
+``working_set_mb``; ``--json`` gives every size in bytes.
+
+    >>> human(3 << 20), human(1536), human(12)
+    ('3.0 MB', '1.5 KB', '12 B')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from toktoktok.config import Config, Phase, effective_settings
+
+_UNITS = ("B", "KB", "MB", "GB", "TB")
+
+
+def human(size: float) -> str:
+    """A byte count in units of 1024, one decimal (whole bytes for less than 1 KB)."""
+    unit = 0
+    while size >= 1024 and unit < len(_UNITS) - 1:
+        size /= 1024
+        unit += 1
+    return f"{size:.0f} B" if unit == 0 else f"{size:.1f} {_UNITS[unit]}"
+
+
+def effective_configuration(cfg: Config) -> dict[str, Any]:
+    """``effective_settings`` with ``threads`` (resolved to a number) after ``working_set_mb``."""
+    from stages.ingest import resolve_threads
+
+    out: dict[str, Any] = {}
+    for key, value in effective_settings(cfg).items():
+        out[key] = value
+        if key == "working_set_mb":
+            out["threads"] = resolve_threads(cfg.threads)
+    return out
+
+
+def _files(cfg: Config, phase: Phase) -> list[dict[str, Any]]:
+    """Each file of a phase: its source, format, size on disk and text bytes (None: unreadable)."""
+    from stages.ingest import _fingerprint, measure_text, phase_files
+    from toktoktok.sources import file_format
+
+    files = phase_files(phase)
+    fingerprints = [_fingerprint(src, path) for src, path in files]
+    sizes = measure_text(cfg, phase, files, fingerprints)
+    return [{"path": str(path), "source": str(src.path), "format": ".".join(filter(None, file_format(path))),
+             "size_bytes": fp["size"], "text_bytes": size}
+            for (src, path), fp, size in zip(files, fingerprints, sizes)]
+
+
+def phase_plan(cfg: Config, phase: Phase) -> dict[str, Any]:
+    """One phase: its files, totals, capacity, sample share and expected peak memory."""
+    from stages.ingest import phase_share
+    from toktoktok import memory, sampling
+
+    files = _files(cfg, phase)
+    text = sum(f["text_bytes"] or 0 for f in files)
+    capacity = sampling.capacity(cfg.working_set_mb)
+    share = phase_share(cfg, [f["text_bytes"] for f in files])
+    kept = min(text, capacity)  # share * text, when sampled
+    return {
+        "name": phase.name, "slug": phase.slug, "merges": phase.merges, "files": files,
+        "size_bytes": sum(f["size_bytes"] for f in files), "text_bytes": text,
+        "capacity_bytes": capacity, "sampled": share < 1, "share": share, "kept_text_bytes": kept,
+        "expected_peak_mb": memory.expected_peak_mb(working_set_mb=cfg.working_set_mb, kept_text_bytes=kept),
+    }
+
+
+def make_plan(cfg: Config) -> dict[str, Any]:
+    """The whole plan as JSON-able values (what ``--json`` prints); writes nothing.
+
+    Raises ``ConfigError`` for what ``run`` would refuse before starting.
+    """
+    from stages.pipeline import check_ready
+    from toktoktok import memory
+
+    warnings = check_ready(cfg)
+    phases = [phase_plan(cfg, phase) for phase in cfg.phases]
+    return {
+        "config": str(cfg.path),
+        "settings": effective_configuration(cfg),
+        "phases": phases,
+        "working_set_mb": cfg.working_set_mb,
+        "fixed_overhead_mb": memory.FIXED_OVERHEAD_MB,
+        "expected_peak_mb": max(p["expected_peak_mb"] for p in phases),
+        "warnings": warnings,
+    }
+
+
+def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: int) -> list[str]:
+    """The lines of one phase: a table of its files, then totals, sample and memory."""
+    lines = [f"phase {number} of {count}: {p['name']} ({p['slug']}), {p['merges']} merges",
+             f"  {'format':<9} {'on disk':>9} {'text':>9}  file"]
+    for f in p["files"]:
+        text = human(f["text_bytes"]) if f["text_bytes"] is not None else "unreadable (skipped)"
+        lines.append(f"  {f['format']:<9} {human(f['size_bytes']):>9} {text:>9}  {f['path']}")
+    lines.append(f"  total: {len(p['files'])} files, {human(p['size_bytes'])} on disk, "
+                 f"{human(p['text_bytes'])} of text")
+    lines.append(f"  capacity: {human(p['capacity_bytes'])} of text (working_set_mb: {working_set_mb})")
+    if p["sampled"]:
+        lines.append(f"  sampled: yes, keeping {p['share']:.1%} of documents "
+                     f"(about {human(p['kept_text_bytes'])} of {human(p['text_bytes'])})")
+    else:
+        lines.append("  sampled: no")
+    lines.append(f"  expected peak memory: about {p['expected_peak_mb']:.0f} MB")
+    return lines
+
+
+def render(plan: dict[str, Any]) -> str:
+    """The plan as text: the configuration as YAML, each phase, the run's peak memory."""
+    settings = yaml.safe_dump(plan["settings"], sort_keys=False, allow_unicode=True, width=10_000)
+    lines = [f"# effective configuration of {plan['config']} (defaults filled in, paths resolved)",
+             settings.rstrip("\n"), ""]
+    for i, p in enumerate(plan["phases"], 1):
+        lines += _render_phase(p, i, len(plan["phases"]), plan["working_set_mb"]) + [""]
+    fixed, peak = plan["fixed_overhead_mb"], plan["expected_peak_mb"]
+    lines.append(f"expected peak memory: about {peak:.0f} MB (fixed overhead {fixed} MB + {peak - fixed:.1f} MB "
+                 f"of work, at most working_set_mb = {plan['working_set_mb']} MB)")
+    return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""``toktok plan -c CFG``: the effective configuration, the files per phase,
+the sample share and the expected peak memory, before any work starts.
+
+The corpora are written here (plain, jsonl and gzip files of real English
+text), and every figure the plan prints is computed again independently:
+sizes with ``os.stat``, text bytes by decompressing, the share as
+``capacity / total`` from SPEC §6 (``working_set_mb`` MiB of text), and the
+share ingest really uses from the manifest a real ``toktok ingest`` writes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import english_text, manifest, toktok, work_of, write_config
+
+MIB = 1 << 20
+
+
+def every_path(root: Path) -> set[str]:
+    """Every file and folder under root (what 'wrote nothing' compares)."""
+    return {str(p) for p in root.rglob("*")}
+
+
+def plan_json(config: Path) -> dict:
+    r = toktok("plan", "-c", config, "--json")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def big_text(size: int, seed: int) -> str:
+    """About ``size`` bytes of English documents (paragraphs), different per seed."""
+    base = english_text(60_000, offset=seed * 7_000)
+    paragraphs = [p for p in base.split("\n\n") if p.strip()]
+    out, n = [], 0
+    i = 0
+    while n < size:
+        p = f"{i}. {paragraphs[i % len(paragraphs)]}"
+        out.append(p)
+        n += len(p.encode("utf-8")) + 2
+        i += 1
+    return "\n\n".join(out) + "\n"
+
+
+@pytest.fixture
+def small(tmp_path):
+    """One phase of three small files: .txt, .jsonl and .txt.gz (a folder), plus a single file."""
+    data = tmp_path / "data"
+    (data / "dir").mkdir(parents=True)
+    (data / "dir" / "a.txt").write_text(english_text(20_000), encoding="utf-8")
+    rows = [{"text": p} for p in english_text(8_000, offset=30_000).split("\n\n") if p.strip()]
+    (data / "dir" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    gz_text = english_text(12_000, offset=50_000).encode("utf-8")
+    (data / "dir" / "c.txt.gz").write_bytes(gzip.compress(gz_text, mtime=0))
+    (data / "single.txt").write_text(english_text(5_000, offset=70_000), encoding="utf-8")
+    phases = [{"name": "Small", "merges": 10, "sources": [{"path": str(data / "dir")}]},
+              {"name": "Single", "merges": 5, "sources": [{"file": str(data / "single.txt")}]}]
+    config = write_config(tmp_path / "cfg", phases, working_set_mb=64, threads=1)
+    return {"config": config, "data": data, "gz_text_bytes": len(gz_text), "root": tmp_path}
+
+
+@pytest.fixture
+def sampled(tmp_path):
+    """About 3 MB of text in three .txt files and a 1 MB budget: the phase is sampled."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        (data / f"part-{i}.txt").write_text(big_text(1_000_000, i), encoding="utf-8")
+    phases = [{"name": "Big", "merges": 20, "sources": [{"path": str(data)}]}]
+    config = write_config(tmp_path / "cfg", phases, working_set_mb=1, threads=1, heldout_share=0.01)
+    return {"config": config, "data": data, "root": tmp_path}
+
+
+def test_plan_lists_each_file_with_its_size_and_text(small):
+    plan = plan_json(small["config"])
+    first, second = plan["phases"]
+    folder = small["data"] / "dir"
+    assert [f["path"] for f in first["files"]] == [str(folder / n) for n in ("a.txt", "b.jsonl", "c.txt.gz")]
+    assert [f["format"] for f in first["files"]] == ["txt", "jsonl", "txt.gz"]
+    for f in first["files"] + second["files"]:
+        assert f["size_bytes"] == os.stat(f["path"]).st_size
+    texts = [f["text_bytes"] for f in first["files"]]
+    assert texts == [os.stat(folder / "a.txt").st_size, os.stat(folder / "b.jsonl").st_size,
+                     small["gz_text_bytes"]]  # the gzip file's text is its decompressed length
+    assert first["size_bytes"] == sum(os.stat(f["path"]).st_size for f in first["files"])
+    assert first["text_bytes"] == sum(texts)
+    assert [f["path"] for f in second["files"]] == [str(small["data"] / "single.txt")]
+    assert (first["name"], first["slug"], first["merges"]) == ("Small", "01-small", 10)
+
+
+def test_plan_not_sampled_when_the_budget_holds_the_text(small):
+    plan = plan_json(small["config"])
+    for phase in plan["phases"]:
+        assert phase["sampled"] is False and phase["share"] == 1.0
+        assert phase["capacity_bytes"] == 64 * MIB
+        assert phase["kept_text_bytes"] == phase["text_bytes"]
+    r = toktok("plan", "-c", small["config"])
+    assert r.code == 0, r.err
+    assert r.out.count("sampled: no") == 2 and "sampled: yes" not in r.out
+    assert "capacity: 64.0 MB of text (working_set_mb: 64)" in r.out
+    for f in plan["phases"][0]["files"]:  # one table row per file: format, KiB on disk, KiB of text, path
+        row = next(line for line in r.out.splitlines() if line.endswith(f["path"]))
+        size, text = os.stat(f["path"]).st_size, f["text_bytes"]
+        assert row.split() == [f["format"], f"{size / 1024:.1f}", "KB", f"{text / 1024:.1f}", "KB", f["path"]]
+
+
+def test_plan_prints_the_effective_configuration_first(small):
+    r = toktok("plan", "-c", small["config"])
+    assert r.code == 0, r.err
+    head, _, rest = r.out.partition("\nphase 1 of 2: Small (01-small), 10 merges\n")
+    assert rest, r.out
+    settings = yaml.safe_load(head)  # the first part is YAML
+    assert settings["output"] == str(small["config"].parent / "out" / "tok.tiktoken")
+    assert settings["work_dir"] == str(work_of(small["config"]))
+    assert settings["threads"] == 1 and settings["working_set_mb"] == 64
+    assert settings["heldout_share"] == 0.005 and settings["min_frequency"] == 2  # defaults filled in
+    assert settings["pattern"]["name"] == "default" and settings["on_bad_file"] == "fail"
+    assert settings["phases"][0]["sources"][0]["path"] == str(small["data"] / "dir")
+    assert rest.index("phase 2 of 2: Single") < rest.index("\nexpected peak memory: about")
+    assert r.out.rstrip().splitlines()[-1].startswith("expected peak memory: about ")
+
+
+def test_plan_share_is_capacity_over_the_text(sampled):
+    files = sorted(sampled["data"].glob("*.txt"))
+    total = sum(os.stat(f).st_size for f in files)
+    assert total > 2.5 * MIB
+    expected = MIB / total  # SPEC §6: working_set_mb MiB of text is kept, of `total`
+    plan = plan_json(sampled["config"])
+    (phase,) = plan["phases"]
+    assert phase["sampled"] is True and phase["text_bytes"] == total
+    assert phase["share"] == pytest.approx(expected, rel=1e-12)
+    assert phase["kept_text_bytes"] == MIB
+    assert plan["expected_peak_mb"] == phase["expected_peak_mb"] == plan["fixed_overhead_mb"] + 1
+    r = toktok("plan", "-c", sampled["config"])
+    assert r.code == 0, r.err
+    assert (f"sampled: yes, keeping {expected:.1%} of documents (about 1.0 MB of {total / MIB:.1f} MB)"
+            in r.out), r.out
+    peak = plan["fixed_overhead_mb"] + 1
+    assert (f"expected peak memory: about {peak} MB (fixed overhead {plan['fixed_overhead_mb']} MB + 1.0 MB of work, "
+            "at most working_set_mb = 1 MB)") in r.out
+
+
+def test_plan_share_is_the_share_ingest_keeps(sampled):
+    share = plan_json(sampled["config"])["phases"][0]["share"]
+    r = toktok("ingest", "-c", sampled["config"])
+    assert r.code == 0, r.err
+    recorded = manifest(work_of(sampled["config"]) / "ingest" / "01-big")
+    assert recorded["sample"]["share"] == share < 1
+    kept = recorded["counts"]["kept_bytes"]  # about the capacity, as sampling promises
+    assert 0.8 * MIB < kept < 1.2 * MIB
+    again = plan_json(sampled["config"])["phases"][0]  # sizes now come from the manifest: the same
+    assert again["share"] == share
+
+
+def test_plan_writes_nothing(small):
+    before = every_path(small["root"])
+    out = small["config"].parent / "out"
+    for args in (("plan", "-c", small["config"]), ("plan", "-c", small["config"], "--json")):
+        r = toktok(*args)
+        assert r.code == 0, r.err
+    assert not out.exists() and not work_of(small["config"]).exists()
+    assert every_path(small["root"]) == before
+
+
+def test_plan_bad_config_exits_2_naming_the_key(tmp_path):
+    phases = [{"name": "A", "merges": "many", "sources": [{"path": str(tmp_path)}]}]
+    r = toktok("plan", "-c", write_config(tmp_path / "bad", phases))
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("error: ") and "phases[0].merges" in r.err and "line" in r.err
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+def test_plan_missing_source_exits_2_like_run(tmp_path):
+    missing = tmp_path / "nowhere"
+    phases = [{"name": "A", "merges": 3, "sources": [{"path": str(missing)}]}]
+    config = write_config(tmp_path / "cfg", phases)
+    r = toktok("plan", "-c", config)
+    assert r.code == 2, (r.out, r.err)
+    assert "phases[0].sources[0].path" in r.err and str(missing) in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    run = toktok("run", "-c", config)
+    assert run.code == 2 and run.err == r.err  # the same check, the same message
+    assert not (tmp_path / "cfg" / "out").exists()
