@@ -126,6 +126,8 @@ def release_memory() -> None:
 def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Write the manifest last (atomically), adding the format and peak RSS."""
     manifest = {"format": FORMAT, **manifest, "peak_rss_mb": peak_rss_mb()}
+    if manifest.get("workers_peak_rss_mb"):
+        manifest["all_processes_peak_rss_mb"] = round(manifest["peak_rss_mb"] + manifest["workers_peak_rss_mb"], 1)
     atomic_write_bytes(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
     return manifest
 
@@ -136,11 +138,12 @@ def outputs_key(manifest: dict[str, Any]) -> str:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory so far of this process and of its largest finished child.
+    """Peak resident memory of this process since its stage began (``VmHWM``, reset
+    by ``begin``); ``ru_maxrss`` where /proc is absent.
 
-    This process's own peak comes from ``VmHWM`` in /proc (``ru_maxrss`` would
-    include the peak of whatever process started it); where /proc is absent,
-    ``ru_maxrss``.
+    Worker processes are not in it: a stage that has them records their
+    peaks itself (``ru_maxrss`` of a spawned child would count the parent's
+    pages at the fork, not what the child used).
     """
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
@@ -149,5 +152,4 @@ def peak_rss_mb() -> float:
                 own = int(line.split()[1])
     except OSError:
         pass
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round(max(own, children) / 1024, 1)
+    return round(own / 1024, 1)

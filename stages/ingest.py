@@ -27,7 +27,6 @@ import hashlib
 import signal
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,12 +38,14 @@ import numpy as np
 import pyarrow as pa
 
 from stages import artifacts
+from stages.ingest_worker import count_in_worker, ignore_sigint
 from stages.progress import Progress
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
 from toktoktok import counts, sampling, scanner
 from toktoktok.sampling import is_heldout
-from toktoktok.pretokenize import PartCutter, pieces, split_special
+from toktoktok import pretokenize
+from toktoktok.pretokenize import PartCutter, split_special
 from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files, text_bytes
 
 CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
@@ -72,17 +73,13 @@ def stage_dir(cfg: Config, phase: Phase) -> Path:
 
 
 def count_texts(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
-    """Distinct pieces of ``texts`` with their counts (runs in a worker process).
+    """Distinct pieces of ``texts`` with their counts, with ``regex`` (any pattern).
 
     >>> from toktoktok.patterns import resolve_pattern
     >>> count_texts(["a a a"], resolve_pattern(None), ()).to_pylist()
     [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
     """
-    counted: Counter[str] = Counter()
-    for text in texts:
-        counted.update(pieces(text, pattern, special_tokens))
-    found = [p.encode("utf-8", "surrogatepass") for p in counted]
-    return counts.from_lists(found, list(counted.values()))
+    return counts.from_lists(*pretokenize.count_texts(texts, pattern, special_tokens))
 
 
 def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
@@ -224,28 +221,31 @@ class _Chunker:
         self.limit = chunk_bytes
         self.done: pa.Table | None = None  # sum over the finished files
         self.current: list[pa.Table] = []  # batches of the file being read
+        self.current_bytes = 0
         self.outputs: list[dict[str, Any]] = []
         self.flushed_files: set[int] = set()
         self.pieces = 0  # weighted pieces in the written chunks
 
     def add(self, table: pa.Table, file_index: int) -> None:
         self.current.append(table)
-        if sum(counts.table_bytes(t) for t in self.current) > self.limit // 4:
+        self.current_bytes += counts.table_bytes(table)
+        if self.current_bytes > self.limit // 4:
             self.current = [counts.sum_tables(self.current)]
-            if counts.table_bytes(self.current[0]) > self.limit:
+            self.current_bytes = counts.table_bytes(self.current[0])
+            if self.current_bytes > self.limit:
                 self._write(self.current[0])
                 self.flushed_files.add(file_index)
-                self.current = []
+                self.current, self.current_bytes = [], 0
 
     def file_done(self) -> None:
         self.done = counts.sum_tables(([self.done] if self.done is not None else []) + self.current)
-        self.current = []
+        self.current, self.current_bytes = [], 0
         if counts.table_bytes(self.done) > self.limit:
             self.flush()
 
     def drop(self, file_index: int) -> bool:
         """Forget the current file's counts; False if some were already written."""
-        self.current = []
+        self.current, self.current_bytes = [], 0
         return file_index not in self.flushed_files
 
     def flush(self) -> None:
@@ -268,7 +268,9 @@ class _Batcher:
 
     def __init__(self, cfg: Config, chunker: _Chunker, pool: Executor | None) -> None:
         self.cfg, self.chunker, self.pool = cfg, chunker, pool
-        self.count = count_texts_fast if has_scanner(cfg.pattern) else count_texts
+        # workers are threads for the scanner; processes (which import only regex) otherwise
+        self.count = count_texts_fast if has_scanner(cfg.pattern) else count_in_worker
+        self.worker_peaks_kb: dict[int, int] = {}  # worker process id -> its peak RSS
         self.batch_chars = batch_chars(cfg)
         self.texts: list[str] = []
         self.chars = 0
@@ -307,6 +309,11 @@ class _Batcher:
             self.chunker.file_done()
             return
         table = job.result() if isinstance(job, Future) else job
+        if isinstance(table, tuple):  # (pieces, counts, pid, peak) from the regex path
+            found, numbers, pid, peak = table
+            if self.pool is not None:
+                self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
+            table = counts.from_lists(found, numbers)
         self.chunker.add(counts.weighted(table, weight), file_index)
 
     def file_done(self) -> None:
@@ -449,6 +456,8 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "outputs": outputs,
         "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},
         "seconds": round(time.perf_counter() - started, 3),
+        # worker processes (regex path) run side by side: their peaks add up
+        "workers_peak_rss_mb": round(sum(batcher.worker_peaks_kb.values()) / 1024, 1),
     })
 
 
@@ -467,7 +476,7 @@ class _pool:
             scanner.unicode_tables()  # build or load the tables once, before the threads
             self.pool = ThreadPoolExecutor(self.workers)
         elif self.workers > 1:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=ignore_sigint)
         return self.pool
 
     def __exit__(self, *exc: object) -> None:
@@ -486,13 +495,6 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the main process, which stops the pool and reports."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def resolve_threads(threads: int) -> int:

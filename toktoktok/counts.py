@@ -114,5 +114,6 @@ def weighted(table: pa.Table, weight: float) -> pa.Table:
 
 
 def table_bytes(table: pa.Table) -> int:
-    """Memory a count table holds: its buffers (about 16 bytes a row plus the pieces)."""
-    return int(table.nbytes)
+    """Memory a count table holds: 16 bytes a row (offset, count) plus the pieces' bytes."""
+    pieces = table["piece"]
+    return 16 * table.num_rows + sum(chunk.buffers()[2].size for chunk in pieces.chunks if chunk.buffers()[2])

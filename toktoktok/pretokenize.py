@@ -49,6 +49,7 @@ all longer than ``part_chars + max_piece_chars`` is cut anyway (counted in
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -106,6 +107,22 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> l
         else:
             out.extend(compiled.findall(seg))
     return out
+
+
+def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = ()) -> tuple[list[bytes], list[int]]:
+    """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).
+
+    This runs in ingest's worker processes for patterns without the numba
+    scanner: the module imports only ``regex``, so a worker stays small.
+
+        >>> from toktoktok.patterns import resolve_pattern
+        >>> count_texts(["a a a"], resolve_pattern(None))
+        ([b'a', b' a'], [1, 2])
+    """
+    counted: Counter[str] = Counter()
+    for text in texts:
+        counted.update(pieces(text, pattern, special_tokens))
+    return [p.encode("utf-8", "surrogatepass") for p in counted], list(counted.values())
 
 
 def _inside_special(text: str, p: int, special_tokens: Sequence[str]) -> bool:
