@@ -3,6 +3,7 @@
 #   make demo                 build the demo corpus and train the demo tokenizer
 #   make test                 run the tests
 #   make bench                benchmark against Hugging Face tokenizers and rustbpe
+#   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/MEMORY.md)
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]
 #                             run one stage of a config (ingest, train, export, run)
 
@@ -15,7 +16,7 @@ CONFIG ?= configs/demo.yaml
 STAGE  ?= run
 PHASE  ?=
 
-.PHONY: venv demo demo-data test bench stage clean
+.PHONY: venv demo demo-data test bench bench-memory stage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +39,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
 	$(BIN)/python benchmarks/bench.py
+
+bench-memory: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
+	$(BIN)/python benchmarks/bench_memory.py
 
 stage: $(STAMP)
 	$(BIN)/toktok $(STAGE) -c $(CONFIG) $(if $(PHASE),--phase "$(PHASE)")
