@@ -55,17 +55,20 @@ CHUNK_SCHEMA = pa.schema([("piece", pa.binary()), ("count", pa.uint64())])
 
 
 def chunk_bytes(cfg: Config) -> int:
-    """Count-table bytes per chunk file: an eighth of the budget (1 MiB to 1 GiB)."""
+    """Count-table bytes per chunk file: a 16th of the budget (1 MiB to 1 GiB).
+
+    Summing a chunk's tables takes about five times its size for a moment.
+    """
     if CHUNK_BYTES is not None:
         return CHUNK_BYTES
-    return min(max(cfg.working_set_mb << 17, 1 << 20), 1 << 30)
+    return min(max(cfg.working_set_mb << 16, 1 << 20), 1 << 30)
 
 
 def batch_chars(cfg: Config) -> int:
-    """Text per worker task: a 64th of the budget, from 256 Ki to 2 Mi characters."""
+    """Text per worker task: a 128th of the budget, from 256 Ki to 2 Mi characters."""
     if BATCH_TEXT_CHARS is not None:
         return BATCH_TEXT_CHARS
-    return min(max(cfg.working_set_mb << 14, 1 << 18), 1 << 21)
+    return min(max(cfg.working_set_mb << 13, 1 << 18), 1 << 21)
 
 
 def stage_dir(cfg: Config, phase: Phase) -> Path:

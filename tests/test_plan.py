@@ -16,11 +16,14 @@ import os
 from pathlib import Path
 
 import pytest
+
 import yaml
 
 from tests.conftest import english_text, manifest, toktok, work_of, write_config
+from toktoktok.sampling import TEXT_PER_BUDGET_BYTE
 
 MIB = 1 << 20
+TEXT = TEXT_PER_BUDGET_BYTE  # the documented rule: bytes of text kept per byte of budget
 
 
 def every_path(root: Path) -> set[str]:
@@ -98,12 +101,12 @@ def test_plan_not_sampled_when_the_budget_holds_the_text(small):
     plan = plan_json(small["config"])
     for phase in plan["phases"]:
         assert phase["sampled"] is False and phase["share"] == 1.0
-        assert phase["capacity_bytes"] == 64 * MIB
+        assert phase["capacity_bytes"] == 64 * MIB * TEXT
         assert phase["kept_text_bytes"] == phase["text_bytes"]
     r = toktok("plan", "-c", small["config"])
     assert r.code == 0, r.err
     assert r.out.count("sampled: no") == 2 and "sampled: yes" not in r.out
-    assert "capacity: 64.0 MB of text (working_set_mb: 64)" in r.out
+    assert f"capacity: {64 * TEXT:.1f} MB of text (working_set_mb: 64)" in r.out
     for f in plan["phases"][0]["files"]:  # one table row per file: format, KiB on disk, KiB of text, path
         row = next(line for line in r.out.splitlines() if line.endswith(f["path"]))
         size, text = os.stat(f["path"]).st_size, f["text_bytes"]
@@ -130,16 +133,16 @@ def test_plan_share_is_capacity_over_the_text(sampled):
     files = sorted(sampled["data"].glob("*.txt"))
     total = sum(os.stat(f).st_size for f in files)
     assert total > 2.5 * MIB
-    expected = MIB / total  # SPEC §6: working_set_mb MiB of text is kept, of `total`
+    expected = MIB * TEXT / total  # working_set_mb MiB x TEXT_PER_BUDGET_BYTE of text is kept, of `total`
     plan = plan_json(sampled["config"])
     (phase,) = plan["phases"]
     assert phase["sampled"] is True and phase["text_bytes"] == total
     assert phase["share"] == pytest.approx(expected, rel=1e-12)
-    assert phase["kept_text_bytes"] == MIB
+    assert phase["kept_text_bytes"] == MIB * TEXT
     assert plan["expected_peak_mb"] == phase["expected_peak_mb"] == plan["fixed_overhead_mb"] + 1
     r = toktok("plan", "-c", sampled["config"])
     assert r.code == 0, r.err
-    assert (f"sampled: yes, keeping {expected:.1%} of documents (about 1.0 MB of {total / MIB:.1f} MB)"
+    assert (f"sampled: yes, keeping {expected:.1%} of documents (about {TEXT * 1024:.1f} KB of {total / MIB:.1f} MB)"
             in r.out), r.out
     peak = plan["fixed_overhead_mb"] + 1
     assert (f"expected peak memory: about {peak} MB (fixed overhead {plan['fixed_overhead_mb']} MB + 1.0 MB of work, "
@@ -153,7 +156,7 @@ def test_plan_share_is_the_share_ingest_keeps(sampled):
     recorded = manifest(work_of(sampled["config"]) / "ingest" / "01-big")
     assert recorded["sample"]["share"] == share < 1
     kept = recorded["counts"]["kept_bytes"]  # about the capacity, as sampling promises
-    assert 0.8 * MIB < kept < 1.2 * MIB
+    assert 0.8 * MIB * TEXT < kept < 1.2 * MIB * TEXT
     again = plan_json(sampled["config"])["phases"][0]  # sizes now come from the manifest: the same
     assert again["share"] == share
 

@@ -34,7 +34,7 @@ from tests.conftest import (
     write_config,
 )
 from toktoktok import counts as count_tables
-from toktoktok.sampling import chosen, is_heldout
+from toktoktok.sampling import TEXT_PER_BUDGET_BYTE, chosen, is_heldout
 
 CHARS = 900_000
 
@@ -72,7 +72,8 @@ def test_the_sample_is_exactly_the_documents_the_seeded_rule_picks(tmp_path):
     files = _corpus(tmp_path / "data")
     folder = _run_ingest(tmp_path / "run", files, budget_mb=1, heldout_share=0.0, seed=7)
     total = sum(_text_bytes(f) for f in files)
-    share = (1 << 20) / total
+    capacity = int((1 << 20) * TEXT_PER_BUDGET_BYTE)  # the documented rule, for working_set_mb: 1
+    share = capacity / total
     m = manifest(folder)
     assert m["sample"]["text_bytes"] == total
     assert m["sample"]["share"] == pytest.approx(share, rel=1e-12)
@@ -88,8 +89,8 @@ def test_the_sample_is_exactly_the_documents_the_seeded_rule_picks(tmp_path):
     assert m["counts"]["sampled_out_documents"] == seen - len(kept)
     assert m["counts"]["kept_bytes"] == sum(len(d.encode()) for d in kept)
     assert chunk_counts(folder) == piece_counts(kept, [])
-    # about the budget: within 25% of 1 MiB for documents of a few hundred bytes
-    assert 0.75 * (1 << 20) < m["counts"]["kept_bytes"] < 1.25 * (1 << 20)
+    # about the capacity: within 25% for documents of a few hundred bytes
+    assert 0.75 * capacity < m["counts"]["kept_bytes"] < 1.25 * capacity
 
 
 def test_a_budget_larger_than_the_text_keeps_everything_and_a_rerun_reads_nothing_twice(tmp_path):

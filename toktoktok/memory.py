@@ -20,8 +20,10 @@ bounds. The figures here were measured on Linux x86-64, Python 3.11, with
 
 from __future__ import annotations
 
+from toktoktok.sampling import TEXT_PER_BUDGET_BYTE
+
 FIXED_OVERHEAD_MB = 230  # measured: a 1 MB corpus peaks at 212-230 MB (default pattern, threads)
-WORK_PER_TEXT_BYTE = 1.0  # upper estimate of working memory per byte of kept text (measured below it)
+WORK_PER_TEXT_BYTE = 1 / TEXT_PER_BUDGET_BYTE  # the budget a byte of kept text may use
 
 
 def expected_peak_mb(*, working_set_mb: int, kept_text_bytes: int) -> float:

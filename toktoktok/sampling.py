@@ -6,8 +6,9 @@ depend on timing, threads or the order of reading, and every document has
 the same chance whatever its file or position.
 
 **The sample.** ``working_set_mb`` buys text: a phase keeps at most about
-``working_set_mb`` MiB of training text (``TEXT_PER_BUDGET_BYTE`` bytes of
-text per byte of budget). When a phase has more, each document is kept with
+half of ``working_set_mb`` in training text (``TEXT_PER_BUDGET_BYTE`` bytes
+of text per byte of budget: counting and training that text takes about as
+much memory again, measured by ``benchmarks/bench_memory.py``). When a phase has more, each document is kept with
 probability ``capacity / total`` (``share``), so the kept text is
 ``capacity`` on average.
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 
-TEXT_PER_BUDGET_BYTE = 1.0  # bytes of training text a phase keeps per byte of working_set_mb
+TEXT_PER_BUDGET_BYTE = 0.5  # bytes of training text a phase keeps per byte of working_set_mb
 
 
 def capacity(working_set_mb: int) -> int:
