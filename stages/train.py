@@ -26,6 +26,7 @@ from stages.ingest import sum_chunks
 from stages.ingest import stage_dir as ingest_dir
 from stages.progress import Progress
 from toktoktok.config import Config, Phase
+from toktoktok import memory
 from toktoktok.counts import to_arrays
 from toktoktok.merge import PhaseResult, train_phase
 from toktoktok.vocab import Vocab
@@ -151,17 +152,23 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     table = sum_chunks([ingest_dir(cfg, phase) / name for name in chunks])
     buf, off, counts = inventory(table)
     vocab = vocab_after(cfg, phase.index - 1)
+    warnings = []
+    need = memory.train_estimate_mb(distinct_pieces=len(counts), piece_bytes=len(buf))
+    if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB):
+        warnings.append(f"phase '{phase.name}' has {len(counts)} distinct pieces: training them needs about "
+                        f"{need:.0f} MB, more than working_set_mb ({cfg.working_set_mb}); text with this many "
+                        "distinct pieces per byte needs a larger budget")
+        progress.note(f"warning: {warnings[-1]}")
     loaded = time.perf_counter()
     progress.start(f"train {phase.name}", total=phase.merges, unit="merges")
     result = train_phase(vocab, buf, off, counts, merges=phase.merges, min_frequency=cfg.min_frequency,
                          max_token_bytes=cfg.max_token_bytes, on_progress=progress.set)
     trained = time.perf_counter()
     progress.done(f"{result.made} new tokens")
-    warnings = []
     if result.made < phase.merges:
         warnings.append(f"phase '{phase.name}' ran out of pairs seen at least {cfg.min_frequency} times: "
                         f"{result.made} of {phase.merges} merges made")
-    for warning in warnings:
+    for warning in warnings[1 if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB) else 0:]:
         progress.note(f"warning: {warning}")
     output = artifacts.write_ipc(folder / "merges.arrow", merges_table(result))
     return artifacts.finish(folder, {

@@ -145,3 +145,27 @@ def test_partitions_ingested_apart_sum_to_one_ingest_of_the_whole(tmp_path):
     backwards = count_tables.sum_tables([ingest.sum_chunks(sorted(rest.glob("chunk-*.arrow"))),
                                          ingest.sum_chunks(sorted(first.glob("chunk-*.arrow")))])
     assert Counter(dict(zip(backwards["piece"].to_pylist(), backwards["count"].to_pylist()))) == as_counter
+
+
+def test_train_warns_when_distinct_pieces_outgrow_the_budget(tmp_path):
+    """Text that is mostly distinct pieces (random words) needs more than half a byte of budget
+    per byte of text: train says so before it starts, and still finishes."""
+    import random
+
+    rng = random.Random(5)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=10)) for _ in range(150_000)]
+    (tmp_path / "random.txt").write_text(" ".join(words) + "\n", encoding="utf-8")
+    config = write_config(tmp_path, [{"name": "random", "merges": 20, "sources": [{"file": str(tmp_path / "random.txt")}]}],
+                          working_set_mb=4, heldout_share=0.0)
+    run = toktok("run", "-c", config)
+    assert run.code == 0, run.err
+    train = manifest(work_of(config) / "train" / "01-random")
+    assert train["counts"]["distinct_pieces"] > 100_000
+    assert any("needs a larger budget" in w for w in train["warnings"])
+    assert "needs a larger budget" in run.err
+    # a natural text of the same size stays silent
+    (tmp_path / "prose").mkdir()
+    (tmp_path / "prose" / "a.txt").write_text(english_text(len(" ".join(words))), encoding="utf-8")
+    quiet = write_config(tmp_path / "prose", [{"name": "p", "merges": 20, "sources": [{"path": str(tmp_path / "prose")}]}],
+                         working_set_mb=4, heldout_share=0.0)
+    assert "needs a larger budget" not in toktok("run", "-c", quiet).err

@@ -26,6 +26,21 @@ FIXED_OVERHEAD_MB = 230  # measured: a 1 MB corpus peaks at 212-230 MB (default 
 WORK_PER_TEXT_BYTE = 1 / TEXT_PER_BUDGET_BYTE  # the budget a byte of kept text may use
 
 
+TRAIN_BYTES_PER_PIECE = 350  # measured: the merge loop's memory per distinct piece at 8,000 merges
+TRAIN_SLACK_MB = 16  # a small sample's training fits in the overhead's slack (measured at working_set_mb: 1)
+
+
+def train_estimate_mb(*, distinct_pieces: int, piece_bytes: int) -> float:
+    """What training an inventory is expected to hold (MB): the merge loop's
+    structures per distinct piece, plus 12 bytes per piece byte for the
+    inventory and its two segmentations (4-byte symbols).
+
+        >>> round(train_estimate_mb(distinct_pieces=217_000, piece_bytes=1_800_000))
+        93
+    """
+    return (distinct_pieces * TRAIN_BYTES_PER_PIECE + piece_bytes * 12) / 2**20
+
+
 def expected_peak_mb(*, working_set_mb: int, kept_text_bytes: int) -> float:
     """The peak RSS a phase should stay under: the overhead plus its work, capped by the budget."""
     work = min(kept_text_bytes * WORK_PER_TEXT_BYTE / 2**20, float(working_set_mb))
