@@ -3,21 +3,26 @@
 Reads: every file of the phase's sources (streamed, never whole).
 Writes, in ``WORK/ingest/NN-slug/``:
 
-- ``chunk-00000.arrow`` ...: ``piece: binary, count: uint64``, the distinct
-  pieces of about 128 MB of text each, sorted by piece;
+- ``chunk-00000.arrow`` ...: ``piece: binary, count: uint64``, distinct
+  pieces with their counts, a chunk written whenever the summed table passes
+  1/16 of ``working_set_mb`` (rows in order of first occurrence);
 - ``heldout.arrow``: ``text: large_string``, the held-out documents;
 - ``manifest.json``: files and their fingerprints, counts, timings (last).
 
-The main process reads files, decides for each document whether it is held
-out (a seeded hash of its position, so the choice does not depend on timing
-or threads), cuts documents into parts at the pattern's safe places and sends
-batches of parts to workers, which cut out special tokens, find the pieces
-and count them. For the default and cl100k patterns the workers are threads
-running the numba scanner (``toktoktok.scanner``, proven piece for piece
-against ``regex``), which releases the GIL. For other patterns they are
-processes running ``regex.findall`` and polars: ``regex`` holds the GIL while
-it builds match objects, so threads would not scale. Counts come back in
-submission order, so chunk files are the same for any ``threads``.
+The phase's text is measured first (``sources.text_bytes``); if it is more
+than the budget buys (``sampling.capacity``), each document is kept with the
+share capacity / total. The main process reads files, decides for each
+document whether it is held out or left out of the sample (seeded hashes of
+its position, so the choice does not depend on timing or threads), cuts
+documents into parts at the pattern's safe places and sends batches of parts
+to workers, which cut out special tokens, find the pieces and count them.
+For the default and cl100k patterns the workers are threads running the
+numba scanner (``toktoktok.scanner``, proven piece for piece against
+``regex``), which releases the GIL. For other patterns they are processes
+running ``regex.findall`` (``stages.ingest_worker``, which imports nothing
+heavier): ``regex`` holds the GIL while it builds match objects, so threads
+would not scale. Counts come back in submission order and are summed in
+numba (``toktoktok.counts``), so chunk files are the same for any ``threads``.
 """
 
 from __future__ import annotations
