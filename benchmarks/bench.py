@@ -23,7 +23,12 @@ start-up to its ``.tiktoken`` on disk: toktoktok as ``toktok run -c CFG
 --force`` in a fresh work folder, the peers as ``peers.py hf|rustbpe``. Each
 run is timed for wall time, CPU time (user + system, from ``os.wait4``) and
 peak RSS (``ru_maxrss``; also the sampled peak of the whole process tree,
-which counts toktoktok's worker processes together). toktoktok's numba code
+which counts toktoktok's worker processes together). toktoktok's peak RSS is
+the larger of ``ru_maxrss`` and the peaks its stage manifests record
+(``peak_rss_mb``, and ``all_processes_peak_rss_mb`` with worker processes;
+``bench_toktok.run_once``): each stage resets the process's high-water mark
+when it starts, so ``ru_maxrss`` alone sees only the last stage (export).
+toktoktok's numba code
 is compiled once into a fresh ``NUMBA_CACHE_DIR`` by a warm-up run, reported
 apart as "first run (numba compile)"; the timed runs load it from that cache.
 Runs are repeated ``--reps`` times (trainers interleaved) and medians are
@@ -390,7 +395,8 @@ def report(args: argparse.Namespace, f: Findings, facts: dict[str, str]) -> str:
         lines += [
             "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`). "
             "CPU s = user + system of the process and its waited-for children; peak RSS = `ru_maxrss` "
-            "(largest single process); tree peak = largest sampled sum over the process and its live "
+            "(largest single process; for toktoktok the larger of it and its stage manifests' peaks, since each "
+            "stage resets the high-water mark that `ru_maxrss` reports); tree peak = largest sampled sum over the process and its live "
             "children. Held-out bytes/token: tiktoken with the default pattern "
             "(higher is better). wall ÷ toktoktok > 1 means slower than toktoktok.", ""]
     for corpus in corpora:

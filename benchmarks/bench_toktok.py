@@ -10,6 +10,7 @@ Python's start-up, imports and loading numba's compiled code from its cache.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -77,9 +78,21 @@ def fresh(folder: Path) -> Path:
 
 
 def run_once(trainer: str, corpus: Corpus, tokens: int, folder: Path, env: dict[str, str]) -> tuple[Measured, Path]:
-    """One whole run of ``trainer`` in a fresh ``folder``."""
+    """One whole run of ``trainer`` in a fresh ``folder``.
+
+    toktoktok's ``rss_mb`` is the larger of ``ru_maxrss`` and its stage manifests' peaks
+    (``manifest_peak_mb``): each stage resets the process's high-water mark when it starts
+    (``/proc/self/clear_refs`` 5), so ``ru_maxrss`` at exit sees only the last stage.
+    """
     cmd, out = command(trainer, corpus, tokens, fresh(folder))
     measured = run_measured(cmd, folder / "log.txt", env=env)
+    if trainer == "toktoktok":
+        try:
+            stages = manifest_peak_mb(folder)
+        except (OSError, ValueError):  # a failed run may leave no readable manifest
+            stages = None
+        if stages is not None and stages > measured.rss_mb:
+            measured = dataclasses.replace(measured, rss_mb=stages)
     return measured, out
 
 
@@ -91,6 +104,18 @@ def run_ingest(corpus: Corpus, threads: int, folder: Path, env: dict[str, str]) 
 
 def _manifests(work: Path, stage: str) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((work / stage).glob("*/manifest.json"))]
+
+
+def manifest_peak_mb(folder: Path) -> float | None:
+    """The highest ``peak_rss_mb`` (and ``all_processes_peak_rss_mb``, when a stage had worker
+    processes) of the ingest, train and export manifests of the run in ``folder``; None without any."""
+    work = folder / "toktoktok.work"
+    found = [*_manifests(work, "ingest"), *_manifests(work, "train")]
+    export = work / "export" / "manifest.json"
+    if export.exists():
+        found.append(json.loads(export.read_text()))
+    peaks = [m[key] for m in found for key in ("peak_rss_mb", "all_processes_peak_rss_mb") if m.get(key) is not None]
+    return max(peaks) if peaks else None
 
 
 def ingest_manifest(folder: Path) -> dict[str, float]:
