@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import resource
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+    # pyarrow's default pool (mimalloc) keeps what it freed: reading 1 GiB of
+    # parquet page by page grew RSS by 50 MB more than with the system
+    # allocator, whose freed memory malloc_trim hands back (benchmarks/MEMORY.md)
+    pa.set_memory_pool(pa.system_memory_pool())
 
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 

@@ -436,7 +436,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     artifacts.begin(folder)
     tally, heldout = _Tally(), []
     chunker = _Chunker(folder, chunk_bytes(cfg))
-    total = sum(path.stat().st_size for _, path in files)
+    total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     with _pool(cfg) as pool:
         batcher = _Batcher(cfg, chunker, pool)
