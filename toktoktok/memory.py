@@ -6,8 +6,9 @@ bounds. The figures here were measured on Linux x86-64, Python 3.11, with
 
 - ``FIXED_OVERHEAD_MB``: the interpreter, numpy, pyarrow, numba with its JIT
   (initialising LLVM costs about 45 MB at the first compiled call), the
-  loaded kernels, the Unicode tables and the read buffers. A tiny corpus
-  peaks here.
+  loaded kernels, the Unicode tables (246 MB: a tiny corpus peaks there) and
+  the streaming buffers every real run fills (17 MB more): the peak of a run
+  at ``working_set_mb: 1`` on the shared corpora.
 - What the budget bounds, per phase (phases run one after another):
   ingest's count tables (a chunk is an eighth of the budget) and the text in
   flight; train's inventory (the distinct pieces, their counts, offsets) and
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE
 
-FIXED_OVERHEAD_MB = 230  # measured: a 1 MB corpus peaks at 212-230 MB (default pattern, threads)
+FIXED_OVERHEAD_MB = 263  # measured: the shared corpora at working_set_mb 1 (benchmarks/MEMORY.md)
 WORK_PER_TEXT_BYTE = 1 / TEXT_PER_BUDGET_BYTE  # the budget a byte of kept text may use
 
 
-TRAIN_BYTES_PER_PIECE = 350  # measured: the merge loop's memory per distinct piece at 8,000 merges
+TRAIN_BYTES_PER_PIECE = 350  # measured: the train stage's growth per distinct piece, 32,000 merges
 TRAIN_SLACK_MB = 16  # a small sample's training fits in the overhead's slack (measured at working_set_mb: 1)
 
 
