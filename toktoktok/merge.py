@@ -158,7 +158,7 @@ def _rehash(P, n_pairs, capacity):
 
 
 @njit(cache=True)
-def _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
+def _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, more, n_free):
     """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
 
     Growing is the one place that returns new arrays; keeping it out of the
@@ -173,7 +173,7 @@ def _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
         while 2 * (n_pairs + more) > size:
             size *= 2
         slots = _rehash(P, n_pairs, size)
-    if n_occ + more > len(occ_word):
+    if n_occ + more > len(occ_word) + n_free:  # neither fresh nor freed nodes enough
         occ_word = _grow(occ_word, n_occ + more)
         occ_next = _grow(occ_next, n_occ + more)
     return P, slots, occ_word, occ_next
@@ -199,26 +199,29 @@ def _pair(P, n_pairs, slots, key):
 
 
 @njit(cache=True, inline="always")
-def _note_piece(P, q, w, occ_word, occ_next, n_occ, free):
-    """Add piece ``w`` to pair q's list unless it was the last one added; new n_occ.
+def _note_piece(P, q, w, occ_word, occ_next, n_occ, free, n_free):
+    """Add piece ``w`` to pair q's list unless it was the last one added.
 
-    A node comes from the free list (``free[0]``, the nodes of merged pairs'
-    lists) before a new one is taken, so the lists stay about as large as
-    the pieces' pairs instead of growing with every merge site.
+    Returns the new ``(n_occ, free, n_free)``. Nodes are taken in order while
+    the arrays have room (lists stay close in memory), then from the free list
+    (head ``free``, length ``n_free``: the nodes of merged pairs' lists)
+    before the arrays grow, so the lists stay about as large as the pieces'
+    pairs instead of growing with every merge site.
     """
     if (P[q, MARK] & LOW) == w + 1:
-        return n_occ
+        return n_occ, free, n_free
     P[q, MARK] = (P[q, MARK] & ~np.int64(LOW)) | (w + 1)
-    node = free[0]
-    if node >= 0:
-        free[0] = occ_next[node]
-    else:
+    if n_occ < len(occ_word):
         node = n_occ
         n_occ += 1
+    else:
+        node = free
+        free = occ_next[node]
+        n_free -= 1
     occ_word[node] = w
     occ_next[node] = P[q, HEAD]
     P[q, HEAD] = node
-    return n_occ
+    return n_occ, free, n_free
 
 
 @njit(cache=True, inline="always")
@@ -292,16 +295,17 @@ def _train_kernel(
     n_pairs = 0
     occ_word = np.empty(sites, dtype=np.int32)
     occ_next = np.empty(sites, dtype=np.int32)
-    free = np.full(1, -1, dtype=np.int64)  # head of the list of reusable nodes
+    free = -1  # the list of reusable nodes: its head and length
+    n_free = 0
     n_occ = 0
     for w in range(n_words):
         s0 = woff[w]
-        P, slots, occ_word, occ_next = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, wlen[w])
+        P, slots, occ_word, occ_next = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, wlen[w], n_free)
         for i in range(wlen[w] - 1):
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
             q, n_pairs = _pair(P, n_pairs, slots, key)
             P[q, COUNT] += wcount[w]
-            n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ, free)
+            n_occ, free, n_free = _note_piece(P, q, w, occ_word, occ_next, n_occ, free, n_free)
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_key = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
@@ -373,8 +377,9 @@ def _train_kernel(
         while o >= 0:
             w = occ_word[o]
             nxt = occ_next[o]
-            occ_next[o] = free[0]  # the node is free once read: the list is consumed
-            free[0] = o
+            occ_next[o] = free  # the node is free once read: the list is consumed
+            free = o
+            n_free += 1
             o = nxt
             if w_stamp[w] == stamp:
                 continue
@@ -384,7 +389,7 @@ def _train_kernel(
             progress[1] += 1
             progress[2] += n
             cw = wcount[w]
-            P, slots, occ_word, occ_next = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, 2 * n)
+            P, slots, occ_word, occ_next = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, 2 * n, n_free)
             if n_touched + 2 * n > len(touched):
                 touched = _grow(touched, n_touched + 2 * n)
             i = 0
@@ -409,7 +414,7 @@ def _train_kernel(
                             P[q, COUNT] -= cw
                             continue
                         P[q, COUNT] += cw
-                        n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ, free)
+                        n_occ, free, n_free = _note_piece(P, q, w, occ_word, occ_next, n_occ, free, n_free)
                         if (P[q, MARK] >> 32) != stamp:
                             P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
                             touched[n_touched] = q
