@@ -564,13 +564,13 @@ def _md_lengths(doc: dict[str, Any]) -> list[str]:
 def render_png(doc: dict[str, Any], path: Path) -> bool:
     """Draw the curve with matplotlib (without pyplot's global state) into
     ``path``, atomically; False if matplotlib is absent or nothing was measured."""
+    curve = doc["curve"]
+    names = [d["phase"] for d in curve["domains"] if d["sample_bytes"]]
+    if not names:  # decided before importing matplotlib, which takes 0.3 s
+        return False
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        return False
-    curve = doc["curve"]
-    names = [d["phase"] for d in curve["domains"] if d["sample_bytes"]]
-    if not names:
         return False
     fig = Figure(figsize=(9, 5.5), dpi=110, layout="constrained")
     ax = fig.subplots()

@@ -533,6 +533,13 @@ def train_phase(
                        int(progress[1]), int(progress[2]))
 
 
+def load_kernels() -> None:
+    """Load (or compile) the numba code ``train_phase`` runs, on a two-piece inventory,
+    so that a caller can time the merge loop apart from loading its code."""
+    buf = np.frombuffer(b"abab", dtype=np.uint8)
+    train_phase(Vocab.initial(hardcoded=False), buf, np.array([0, 2, 4]), np.array([2, 1]), merges=1)
+
+
 def _run_reporting(kernel, args, progress, on_progress):
     """Run a nogil kernel in a thread, reporting ``progress[0]`` while it runs."""
     if on_progress is None:
