@@ -5,10 +5,12 @@ document number), compared with a share. The choice therefore does not
 depend on timing, threads or the order of reading, and every document has
 the same chance whatever its file or position.
 
-**The sample.** ``working_set_mb`` buys text: a phase keeps at most about
-half of ``working_set_mb`` in training text (``TEXT_PER_BUDGET_BYTE`` bytes
-of text per byte of budget: counting and training that text takes about as
-much memory again, measured by ``benchmarks/bench_memory.py``). When a phase has more, each document is kept with
+**The sample.** ``working_set_mb`` buys text: a phase keeps at most
+``TEXT_PER_BUDGET_BYTE`` (0.4) bytes of training text per byte of budget, so
+that counting and training it fit the budget (at 64 MiB, the tightest point
+measured by ``benchmarks/bench_memory.py``, 26 MiB of text peaks 15 MiB
+below the budget plus the overhead; at 0.5 it was 9 MiB above).
+When a phase has more, each document is kept with
 probability ``capacity / total`` (``share``), so the kept text is
 ``capacity`` on average.
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 
-TEXT_PER_BUDGET_BYTE = 0.5  # bytes of training text a phase keeps per byte of working_set_mb
+TEXT_PER_BUDGET_BYTE = 0.4  # bytes of training text a phase keeps per byte of working_set_mb (0.5 left 64 MiB 9 MiB over)
 
 
 def capacity(working_set_mb: int) -> int:
