@@ -28,7 +28,6 @@ numba (``toktoktok.counts``), so chunk files are the same for any ``threads``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import signal
 import threading
 import time
@@ -45,13 +44,19 @@ import pyarrow as pa
 from stages import artifacts
 from stages.ingest_worker import count_in_worker, ignore_sigint
 from stages.progress import Progress
+from toktoktok import counts, sampling, scanner
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
-from toktoktok import counts, sampling, scanner
-from toktoktok.sampling import is_heldout
-from toktoktok import pretokenize
 from toktoktok.pretokenize import PartCutter, split_special
-from toktoktok.sources import ReadStats, SourceError, file_format, iter_blocks, list_source_files, text_bytes
+from toktoktok.sampling import is_heldout
+from toktoktok.sources import (
+    ReadStats,
+    SourceError,
+    file_format,
+    iter_blocks,
+    list_source_files,
+    text_bytes,
+)
 
 CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
@@ -85,18 +90,9 @@ def stage_dir(cfg: Config, phase: Phase) -> Path:
     return cfg.work_dir / "ingest" / phase.slug
 
 
-def count_texts(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
-    """Distinct pieces of ``texts`` with their counts, with ``regex`` (any pattern).
-
-    >>> from toktoktok.patterns import resolve_pattern
-    >>> count_texts(["a a a"], resolve_pattern(None), ()).to_pylist()
-    [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
-    """
-    return counts.from_lists(*pretokenize.count_texts(texts, pattern, special_tokens))
-
-
 def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
-    """``count_texts`` with the numba scanner (default and cl100k patterns).
+    """Distinct pieces of ``texts`` with their counts, with the numba scanner
+    (default and cl100k patterns; ``pretokenize.count_texts`` does any pattern).
 
     Runs in a thread: the scanner and its counter release the GIL, so threads
     count batches side by side with no process to start and nothing to pickle.

@@ -23,11 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stages import artifacts
-from stages.ingest import sum_chunks
 from stages.ingest import stage_dir as ingest_dir
+from stages.ingest import sum_chunks
 from stages.progress import Progress
-from toktoktok.config import Config, Phase
 from toktoktok import memory
+from toktoktok.config import Config, Phase
 from toktoktok.counts import to_arrays
 from toktoktok.merge import PhaseResult, load_kernels, train_phase
 from toktoktok.vocab import Vocab
