@@ -67,7 +67,6 @@ import base64
 import hashlib
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -80,7 +79,7 @@ import bench_scaling
 import bench_targets
 from bench_corpus import Corpus
 from bench_report import md_table, num
-from bench_runs import Measured
+from bench_runs import Measured, median_of
 from bench_scaling import Point, Scaling
 from bench_toktok import default_pattern, run_env, run_once, toktok_stages
 
@@ -111,8 +110,7 @@ class Outcome:
         return f"{min(values):.1f}–{max(values):.1f}" if len(values) > 1 else "–"
 
     def median(self, attr: str) -> float | None:
-        values = [getattr(r, attr) for r in self.ok]
-        return statistics.median(values) if values else None
+        return median_of([getattr(r, attr) for r in self.ok])
 
 
 # --- the vocabularies --------------------------------------------------------
@@ -271,8 +269,7 @@ STAGE_HEADERS = ["corpus", "ingest s", "train: load s", "train: merge loop s", "
 
 def stage_row(name: str, outcome: Outcome) -> list[str]:
     def med(key: str) -> float | None:
-        values = [s[key] for s in outcome.stages]
-        return statistics.median(values) if values else None
+        return median_of([s[key] for s in outcome.stages])
 
     wall = outcome.median("wall")
     parts = [med("ingest"), med("train"), med("export")]

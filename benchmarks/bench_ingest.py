@@ -19,7 +19,6 @@ checked against toktoktok's manifest (same pieces found).
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Callable
 
 from bench_corpus import MB, Corpus
 from bench_report import md_table, num
-from bench_runs import Measured, run_measured
+from bench_runs import Measured, median_of, run_measured
 from bench_toktok import HERE, default_pattern, fresh, ingest_manifest, run_ingest
 
 KINDS = ("baseline", "threads 1", "threads 2")
@@ -48,20 +47,16 @@ class IngestRuns:
         return sum(1 for r in self.runs if r.returncode != 0)
 
     def wall(self) -> float | None:
-        values = [r.wall for r in self.runs if r.returncode == 0]
-        return statistics.median(values) if values else None
+        return median_of([r.wall for r in self.runs if r.returncode == 0])
 
     def cpu(self) -> float | None:
-        values = [r.cpu for r in self.runs if r.returncode == 0]
-        return statistics.median(values) if values else None
+        return median_of([r.cpu for r in self.runs if r.returncode == 0])
 
     def rss(self) -> float | None:
-        values = [max(r.rss_mb, r.tree_mb) for r in self.runs if r.returncode == 0]
-        return statistics.median(values) if values else None
+        return median_of([max(r.rss_mb, r.tree_mb) for r in self.runs if r.returncode == 0])
 
     def seconds(self) -> float | None:
-        values = [s["seconds"] for s in self.stage]
-        return statistics.median(values) if values else None
+        return median_of([s["seconds"] for s in self.stage])
 
     def spread(self) -> str:
         values = [s["seconds"] for s in self.stage]

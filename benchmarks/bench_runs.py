@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -50,6 +51,11 @@ class Measured:
     tree_mb: float
     returncode: int
     log: Path
+
+
+def median_of(values: list[float]) -> float | None:
+    """The median of ``values``; None when there are none (every run failed)."""
+    return statistics.median(values) if values else None
 
 
 def _children_map() -> dict[int, list[int]]:

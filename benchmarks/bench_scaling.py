@@ -19,14 +19,13 @@ least-squares fit ``seconds ∝ size^k`` on log-log axes over the points
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from bench_corpus import MB, Corpus
 from bench_report import md_table, num
-from bench_runs import Measured
+from bench_runs import Measured, median_of
 from bench_toktok import run_once, toktok_stages
 
 
@@ -48,16 +47,13 @@ class Point:
         return self.corpus.train_bytes / MB
 
     def med(self, key: str) -> float | None:
-        values = [s[key] for s in self.stages]
-        return statistics.median(values) if values else None
+        return median_of([s[key] for s in self.stages])
 
     def wall(self) -> float | None:
-        values = [r.wall for r in self.runs if r.returncode == 0]
-        return statistics.median(values) if values else None
+        return median_of([r.wall for r in self.runs if r.returncode == 0])
 
     def rss(self) -> float | None:
-        values = [max(r.rss_mb, r.tree_mb) for r in self.runs if r.returncode == 0]
-        return statistics.median(values) if values else None
+        return median_of([max(r.rss_mb, r.tree_mb) for r in self.runs if r.returncode == 0])
 
     def rest(self) -> float | None:
         """Process wall time outside the three stages: start-up, imports, numba cache load, config."""
@@ -130,7 +126,7 @@ def row(p: Point) -> list[str]:
     return [label, num(merges, 0), num(p.med("distinct_pieces"), 0), num(ingest, 2),
             num(p.mb / ingest if ingest else None, 1), num(p.med("train_load"), 2), num(p.med("merge_loop"), 2),
             num(p.med("train"), 2), num(p.med("export"), 2), num(p.rest(), 2), num(p.wall(), 2),
-            num(statistics.median(cpu) if cpu else None, 2), num(p.rss(), 0),
+            num(median_of(cpu), 2), num(p.rss(), 0),
             num(p.med("merges_per_second"), 0), num(visited / merges if visited and merges else None, 1)]
 
 

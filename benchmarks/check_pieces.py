@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 import yaml
-import zstandard
+from bench_corpus import zst_head
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -78,22 +78,6 @@ class Corpus:
 
 
 # ------------------------------------------------------------ preparing the corpora
-
-
-def zst_head(path: Path, limit: int) -> bytes:
-    """The first ``limit`` decompressed bytes of a zstd file, cut after its last line end."""
-    parts, size = [], 0
-    with path.open("rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
-        while size < limit:
-            chunk = reader.read(min(4 * MB, limit - size))
-            if not chunk:
-                break
-            parts.append(chunk)
-            size += len(chunk)
-    data = b"".join(parts)
-    if size >= limit and b"\n" in data:
-        data = data[: data.rindex(b"\n") + 1]
-    return data
 
 
 def parquet_head(path: Path, limit: int) -> pa.Table:
@@ -127,7 +111,7 @@ def prepare(tmp: Path, mb: float) -> list[Corpus]:
             continue
         out = tmp / "corpora" / f"{name}.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(zst_head(src, limit))
+        out.write_bytes(zst_head(src, limit)[0])
         corpora.append(Corpus(name, [out], "txt", out.stat().st_size))
     src = SHARED / "corpora" / "mixed.parquet"
     if src.is_file():

@@ -8,7 +8,7 @@ the same chance whatever its file or position.
 **The sample.** ``working_set_mb`` buys text: a phase keeps at most
 ``TEXT_PER_BUDGET_BYTE`` (0.4) bytes of training text per byte of budget, so
 that counting and training it fit the budget (at 64 MiB, the tightest point
-measured by ``benchmarks/bench_memory.py``, 26 MiB of text peaks 15 MiB
+measured by ``benchmarks/bench_memory.py``, 26 MiB of text peaks 12 MiB
 below the budget plus the overhead; at 0.5 it was 9 MiB above).
 When a phase has more, each document is kept with
 probability ``capacity / total`` (``share``), so the kept text is
