@@ -58,8 +58,9 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -67,6 +68,7 @@ import regex
 import zstandard
 
 from toktoktok.config import Source
+from toktoktok.documents import doc_ends
 
 SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
 
@@ -78,29 +80,6 @@ _REPLACEMENT_UTF8 = _REPLACEMENT.encode()
 # A JSON escape that may decode to a lone surrogate, and such a surrogate.
 _ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
-# The line breaks before a document boundary; the boundary is at match end.
-_DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
-# regex's \s (25 code points, all below U+3001), for the fast path below
-_SPACES = frozenset(c for c in map(chr, range(0x3001)) if regex.match(r"\s", c))
-
-
-def _boundary_ends(buf: str):
-    """Where documents end in ``buf``: the ends of ``_DOC_BOUNDARY``'s matches.
-
-    Text without a CR (almost all of it) only has ``\n\n`` boundaries, found
-    with ``str.find`` at memchr speed instead of a regex step per character.
-    """
-    if "\r" in buf:
-        yield from (m.end() for m in _DOC_BOUNDARY.finditer(buf))
-        return
-    i = buf.find("\n\n")
-    while i >= 0:
-        end = i + 2
-        if end < len(buf) and buf[end] not in _SPACES:
-            yield end
-            i = buf.find("\n\n", end)
-        else:
-            i = buf.find("\n\n", i + 1)
 
 
 class SourceError(Exception):
@@ -330,30 +309,33 @@ def _decode_line(raw: bytes, stats: ReadStats) -> str:
     return text
 
 
-def _decoded(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[str]:
-    """Incrementally decoded text (BOM dropped), counting bytes and replacements."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    tail = b""  # the last 2 bytes, to find a valid U+FFFD across chunks
-    started = False
-    for raw in _with_end(chunks):
-        data = raw or b""
-        stats.bytes_read += len(data)
-        text = decoder.decode(data, raw is None)
+class Utf8Decoder:
+    """Incremental UTF-8 decoding with replacement, counting what was replaced.
+
+    Feed it a file's bytes in order, in slices cut anywhere; the texts
+    concatenate to the file decoded whole.
+
+        >>> d = Utf8Decoder(ReadStats())
+        >>> d.decode(b"caf\\xc3") + d.decode(b"\\xa9 \\xff") + d.decode(b"", final=True) == "café \\ufffd"
+        True
+    """
+
+    def __init__(self, stats: ReadStats) -> None:
+        self.stats = stats
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._tail = b""  # the last 2 bytes fed, to find a valid U+FFFD across slices
+
+    def decode(self, data: bytes | memoryview, final: bool = False) -> str:
+        text = self._decoder.decode(data, final)
         if _REPLACEMENT in text:
-            legit = data.count(_REPLACEMENT_UTF8) + (tail + data[:2]).count(_REPLACEMENT_UTF8)
-            stats.replaced_chars += text.count(_REPLACEMENT) - legit
-        tail = (tail + data)[-2:] if len(data) < 2 else data[-2:]
-        if text and not started:
-            started = True
-            text = text.removeprefix("\ufeff")
-        if text:
-            yield text
-
-
-def _with_end(chunks: Iterable[bytes]) -> Iterator[bytes | None]:
-    """The chunks, then None (the decoder's final flush)."""
-    yield from chunks
-    yield None
+            data = bytes(data)
+            legit = data.count(_REPLACEMENT_UTF8) + (self._tail + data[:2]).count(_REPLACEMENT_UTF8)
+            self.stats.replaced_chars += text.count(_REPLACEMENT) - legit
+        if len(data) >= 2:
+            self._tail = bytes(data[-2:])
+        elif data:
+            self._tail = (self._tail + bytes(data))[-2:]
+        return text
 
 
 def _iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -375,56 +357,89 @@ def _iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
 # ------------------------------------------------------------ documents
 
 
-class _DocSplitter:
-    """Splits a stream of text into .txt documents (see the module docstring).
+class TxtWindow(NamedTuple):
+    """A stretch of a ``.txt`` file's bytes and the offsets where documents end in it."""
 
-    Each position is judged once, when its character arrives, with the last
-    3 characters of the earlier text as context. The newest text of the open
-    document is held back until more arrives, so the last block of every
-    document holds text and carries ``end=True``.
-    """
+    data: memoryview  # the file's bytes (decompressed, BOM dropped), in order
+    ends: np.ndarray  # offsets e, 0 < e <= len(data): a document ends after data[:e]
 
-    def __init__(self, stats: ReadStats) -> None:
-        self.stats = stats
-        self.doc = 0
-        self.open = ""  # text of the open document not yet yielded
-        self.context = ""  # the last 3 characters seen
 
-    def feed(self, text: str) -> list[Block]:
-        buf = self.context + text
-        offset = len(self.context)
-        blocks: list[Block] = []
-        prev = 0
-        for end in _boundary_ends(buf):
-            if end < offset:
+_BOM = b"\xef\xbb\xbf"
+
+
+def _txt_windows(path: Path, block_bytes: int, stats: ReadStats) -> Iterator[TxtWindow]:
+    """The file as windows of about ``block_bytes``, with the document ends found
+    by ``documents.doc_ends`` (each offset judged once, with 3 bytes of context
+    on either side carried between windows)."""
+    ctx = b""  # the last 3 bytes already yielded: context before the next window
+    pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
+    started = False
+    for chunk in raw_chunks(path, block_bytes):
+        stats.bytes_read += len(chunk)
+        if not started:
+            pending += chunk
+            if len(pending) < len(_BOM) and _BOM.startswith(pending):
                 continue
-            cut = end - offset
-            blocks.append(self._close(self.open + text[prev:cut]))
-            prev = cut
-        rest = text[prev:]
-        if rest:
-            if self.open:
-                blocks.append(Block(self.doc, self.open, False))
-            self.open = rest
-        self.context = buf[-3:]
-        return blocks
+            pending, chunk, started = b"", pending.removeprefix(_BOM), True
+        buf = ctx + pending + chunk
+        lo, cut = len(ctx), len(buf) - 3
+        if cut <= lo:
+            ctx, pending = buf[:lo], buf[lo:]
+            continue
+        ends = doc_ends(np.frombuffer(buf, dtype=np.uint8), lo, cut, False)
+        yield TxtWindow(memoryview(buf)[lo:cut], ends - lo)
+        ctx, pending = buf[max(0, cut - 3) : cut], buf[cut:]
+    if not started:
+        pending = pending.removeprefix(_BOM)
+    buf = ctx + pending
+    lo = len(ctx)
+    if len(buf) > lo:
+        ends = doc_ends(np.frombuffer(buf, dtype=np.uint8), lo, len(buf), True)
+        yield TxtWindow(memoryview(buf)[lo:], ends - lo)
 
-    def finish(self) -> list[Block]:
-        return [self._close(self.open)] if self.open else []
 
-    def _close(self, text: str) -> Block:
-        block = Block(self.doc, text, True)
-        self.stats.documents += 1
-        self.doc += 1
-        self.open = ""
-        return block
+def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20,
+                     stats: ReadStats | None = None) -> Iterator[TxtWindow]:
+    """Stream a ``.txt`` file (plain or compressed) as ``TxtWindow``s, its bytes
+    undecoded: decode them in order with one ``Utf8Decoder``. The caller counts
+    documents (``stats.documents``); read failures raise SourceError naming the file.
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = f.write_bytes(b"one\\n\\ntwo\\n\\n three")
+        >>> [(bytes(w.data), w.ends.tolist()) for w in iter_txt_windows(f)]
+        [(b'one\\n\\ntwo\\n\\n th', [5]), (b'ree', [])]
+    """
+    path = Path(path)
+    stats = stats if stats is not None else ReadStats()
+    try:
+        yield from _txt_windows(path, max(1, block_bytes), stats)
+    except _READ_ERRORS as exc:
+        raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
+    stats.files += 1
 
 
 def _text_blocks(path: Path, block_chars: int, stats: ReadStats) -> Iterator[Block]:
-    splitter = _DocSplitter(stats)
-    for text in _decoded(raw_chunks(path, block_chars), stats):
-        yield from splitter.feed(text)
-    yield from splitter.finish()
+    """Documents as blocks; the newest text of the open document is held back
+    until more arrives, so the last block of every document holds text and
+    carries ``end=True``."""
+    decoder = Utf8Decoder(stats)
+    doc, open_text = 0, ""
+    for window in _txt_windows(path, block_chars, stats):
+        start = 0
+        for end in window.ends.tolist():
+            yield Block(doc, open_text + decoder.decode(window.data[start:end]), True)
+            stats.documents += 1
+            doc, open_text, start = doc + 1, "", end
+        text = decoder.decode(window.data[start:])
+        if text:
+            if open_text:
+                yield Block(doc, open_text, False)
+            open_text = text
+    text = open_text + decoder.decode(b"", final=True)
+    if text:
+        stats.documents += 1
+        yield Block(doc, text, True)
 
 
 def _document_blocks(doc: int, text: str, block_chars: int) -> Iterator[Block]:

@@ -1,0 +1,100 @@
+"""The byte kernel for .txt document ends against its regex reference.
+
+``documents.doc_ends`` works on raw bytes; ``documents.reference_ends`` is the
+rule as a regular expression on the decoded text. They must agree on every
+input, including invalid UTF-8 and every white-space code point, and the
+windowed reader (``sources.iter_txt_windows``) must find the same ends
+however the file is cut into reads.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import regex
+
+from toktoktok.documents import _space_at, doc_ends, reference_ends
+from toktoktok.sources import ReadStats, Utf8Decoder, iter_txt_windows
+
+# line breaks, \s characters of every length, look-alikes, invalid and cut sequences
+ALPHABET = [b"\n", b"\r", b"\n\n", b"\r\n", b" ", b"\t", b"\x0b", b"\x0c", b"\x1c", b"a", b"Z", b"#",
+            "\u0085".encode(), "\u00a0".encode(), "\u1680".encode(), "\u2000".encode(), "\u200a".encode(),
+            "\u200b".encode(), "\u2028".encode(), "\u202f".encode(), "\u205f".encode(), "\u3000".encode(),
+            "\u3001".encode(), "é".encode(), "中".encode(), "😀".encode(), b"\xc2", b"\xe2\x80", b"\xe3\x80",
+            b"\x85", b"\xff", "\ufeff".encode()]
+
+
+def _byte_ends(data: bytes) -> list[int]:
+    """The reference's character offsets, as offsets into the bytes.
+
+    Ends follow a line break (ASCII, never part of a multi-byte sequence), so
+    the bytes before an end decode on their own to the characters before it.
+    """
+    chars_to_byte = {len(data[:k].decode("utf-8", "replace")): k
+                     for k in range(1, len(data) + 1) if data[k - 1] in b"\r\n"}
+    return [chars_to_byte[end] for end in reference_ends(data.decode("utf-8", "replace"))]
+
+
+def _random_bytes(rng: random.Random, n: int) -> bytes:
+    return b"".join(rng.choice(ALPHABET) for _ in range(n))
+
+
+def test_every_code_point_is_white_space_exactly_as_regex_says():
+    """``_space_at`` against ``regex``'s ``\\s`` for every code point (surrogates excluded)."""
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        data = np.frombuffer(ch.encode(), dtype=np.uint8)
+        assert _space_at(data, 0) == bool(regex.match(r"\s", ch)), hex(cp)
+
+
+def test_kernel_equals_reference_on_random_bytes():
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(3000):
+        data = _random_bytes(rng, rng.randint(0, 40))
+        try:
+            expected = _byte_ends(data)
+        except UnicodeError:
+            continue
+        got = doc_ends(np.frombuffer(data, dtype=np.uint8), 0, len(data), True).tolist()
+        assert got == expected, data
+        checked += 1
+    assert checked > 2500
+
+
+@pytest.mark.parametrize("block_bytes", [1, 2, 3, 4, 5, 7, 64, 1 << 20])
+def test_windows_find_the_same_ends_and_bytes_for_any_read_size(tmp_path, block_bytes):
+    """However the file is cut into reads, the windows concatenate to the file
+    (BOM dropped) and their ends are the reference's."""
+    rng = random.Random(block_bytes)
+    for case in range(60):
+        data = _random_bytes(rng, rng.randint(0, 80))
+        if case % 5 == 0:
+            data = b"\xef\xbb\xbf" + data
+        path = tmp_path / f"{case}.txt"
+        path.write_bytes(data)
+        body = data.removeprefix(b"\xef\xbb\xbf")
+        seen, ends = b"", []
+        for window in iter_txt_windows(path, block_bytes=block_bytes):
+            ends += [len(seen) + e for e in window.ends.tolist()]
+            seen += bytes(window.data)
+        assert seen == body
+        assert ends == _byte_ends(body)
+
+
+def test_decoder_in_slices_equals_decoding_whole():
+    rng = random.Random(3)
+    for _ in range(300):
+        data = _random_bytes(rng, rng.randint(0, 30))
+        stats = ReadStats()
+        decoder = Utf8Decoder(stats)
+        cuts = sorted(rng.sample(range(len(data) + 1), min(3, len(data) + 1)))
+        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+        text = "".join(decoder.decode(p) for p in pieces) + decoder.decode(b"", final=True)
+        whole = data.decode("utf-8", "replace")
+        assert text == whole
+        assert stats.replaced_chars == whole.count("\ufffd") - data.count("\ufffd".encode())

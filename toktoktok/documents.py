@@ -1,0 +1,111 @@
+"""Where ``.txt`` documents end: a numba kernel on UTF-8 bytes and its regex reference.
+
+A ``.txt`` document ends after a blank line that is followed by a character
+that is not white space (``regex``'s ``\\s``); see ``toktoktok.sources``.
+The reference is that rule as a regular expression on decoded text:
+
+    >>> reference_ends("a\\n\\nb\\n\\n c\\r\\n\\r\\nd")
+    [3, 12]
+
+The kernel applies the same rule to the raw bytes, so that a file's
+documents are found without decoding it or touching a Python object per
+document (210,000 documents in 100 MB of code cost 0.3 s of per-document
+Python before). It can work on bytes as read because the rule only looks at
+line breaks (ASCII, never inside a multi-byte character) and at the one
+character after them: that character is white space exactly when its bytes
+spell one of the 25 code points of ``\\s``; any other bytes, invalid ones
+included (they decode to U+FFFD), are not white space.
+
+A document ends at byte ``e`` when the bytes just before ``e`` are
+``\\n\\n``, ``\\r\\r``, ``\\n\\r``, ``\\r\\r\\n`` or ``\\n\\r\\n`` and the character
+at ``e`` is not white space. Regex's left-to-right, non-overlapping search
+finds exactly these ends: an earlier match would have to end on a line
+break, which is white space.
+
+    >>> import numpy as np
+    >>> data = np.frombuffer("a\\n\\nb\\n\\n c\\r\\n\\r\\nd".encode(), dtype=np.uint8)
+    >>> doc_ends(data, 0, len(data), True).tolist()
+    [3, 12]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import regex
+from numba import njit
+
+_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
+
+
+def reference_ends(text: str) -> list[int]:
+    """Character offsets where the documents of ``text`` end (all but the last)."""
+    return [m.end() for m in _BOUNDARY.finditer(text)]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_break(byte):
+    return byte == 10 or byte == 13
+
+
+@njit(cache=True, nogil=True)
+def _space_at(buf, e):
+    """Whether the character starting at ``buf[e]`` is one of ``\\s``'s code points."""
+    n = len(buf)
+    c = buf[e]
+    if c < 0x80:
+        return (9 <= c <= 13) or c == 32
+    if c == 0xC2:  # U+0085, U+00A0
+        return e + 1 < n and (buf[e + 1] == 0x85 or buf[e + 1] == 0xA0)
+    if e + 2 >= n:
+        return False
+    c1 = buf[e + 1]
+    c2 = buf[e + 2]
+    if c == 0xE1:  # U+1680
+        return c1 == 0x9A and c2 == 0x80
+    if c == 0xE2:  # U+2000-U+200A, U+2028, U+2029, U+202F, U+205F
+        if c1 == 0x80:
+            return 0x80 <= c2 <= 0x8A or c2 == 0xA8 or c2 == 0xA9 or c2 == 0xAF
+        return c1 == 0x81 and c2 == 0x9F
+    if c == 0xE3:  # U+3000
+        return c1 == 0x80 and c2 == 0x80
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _ends_at(buf, e):
+    """Whether a document ends at byte ``e`` (0 < e < len(buf))."""
+    if not _is_break(buf[e - 1]) or e < 2:
+        return False
+    a = buf[e - 2]
+    b = buf[e - 1]
+    blank = (a == 10 and b == 10) or (a == 13 and b == 13) or (a == 10 and b == 13)
+    if not blank and e >= 3 and a == 13 and b == 10:
+        blank = _is_break(buf[e - 3])  # \r\r\n or \n\r\n
+    return blank and not _space_at(buf, e)
+
+
+@njit(cache=True, nogil=True)
+def doc_ends(buf, lo, hi, final):
+    """The offsets ``e`` with ``lo < e <= hi`` where a document of ``buf`` ends.
+
+    Judging ``e`` needs the 3 bytes before it and the (up to 3) bytes of the
+    character at ``e``: unless ``final`` (``buf`` ends the file), only
+    offsets ``e <= len(buf) - 3`` are judged. ``e == len(buf)`` never ends a
+    document (no character follows).
+    """
+    n = len(buf)
+    top = min(hi, n - 1 if final else n - 3)
+    out = np.empty(64, dtype=np.int64)
+    k = 0
+    e = max(lo + 1, 2)
+    while e <= top:
+        if buf[e - 1] == 10 or buf[e - 1] == 13:
+            if _ends_at(buf, e):
+                if k == len(out):
+                    bigger = np.empty(2 * k, dtype=np.int64)
+                    bigger[:k] = out
+                    out = bigger
+                out[k] = e
+                k += 1
+        e += 1
+    return out[:k]
