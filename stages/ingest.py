@@ -52,8 +52,11 @@ from toktoktok.sampling import is_heldout
 from toktoktok.sources import (
     ReadStats,
     SourceError,
+    TxtWindow,
+    Utf8Decoder,
     file_format,
     iter_blocks,
+    iter_txt_windows,
     list_source_files,
     text_bytes,
 )
@@ -61,6 +64,7 @@ from toktoktok.sources import (
 CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
+TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
 CHUNK_SCHEMA = pa.schema([("piece", pa.binary()), ("count", pa.uint64())])
 
 
@@ -343,17 +347,6 @@ class _Batcher:
             self._collect_one()
 
 
-def _documents(path: Path, src: Source, tally: _Tally) -> Iterator[tuple[int, str, bool]]:
-    stats = ReadStats()
-    try:
-        for block in iter_blocks(path, text_column=src.text_column, stats=stats):
-            yield block.doc, block.text, block.end
-    finally:
-        tally.documents += stats.documents
-        tally.bytes_read += stats.bytes_read
-        tally.replaced_chars += stats.replaced_chars
-
-
 def _hold(text: str, held: list[str], tally: _Tally) -> None:
     """Keep a held-out document's block, cutting it where the per-phase cap is reached."""
     data = text.encode("utf-8", "surrogatepass")
@@ -368,51 +361,167 @@ def _hold(text: str, held: list[str], tally: _Tally) -> None:
 
 def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: _Batcher,
                  heldout: list[str], tally: _Tally, progress: Progress, share: float) -> None:
-    """Send one file's training text to the batcher and keep its held-out documents.
-
-    Rows (jsonl, parquet) are matched one by one. The documents of a ``.txt``
-    file follow each other in one stream of parts: a ``.txt`` document ends
-    where the default and cl100k patterns may be cut anyway, and for other
-    patterns (and for a special token holding a blank line) this keeps the
-    pieces equal to the pattern over the whole file. A held-out document
-    breaks the stream, and so does a document left out of the sample.
-    """
-    rows = file_format(path)[0] != "txt"
+    """Send one file's training text to the batcher and keep its held-out documents."""
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
-    held: list[str] | None = None
-    skipping = False
-    starting = True
-    for doc, text, end in _documents(path, src, tally):
-        if starting:
-            if tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(
-                cfg.seed, phase.slug, index, doc, cfg.heldout_share
-            ):
-                held = []
-            else:
-                skipping = not sampling.chosen(cfg.seed, phase.slug, index, doc, share, salt="sample")
-                tally.sampled_out_documents += skipping
-                tally.kept_documents += not skipping
-            if held is not None or skipping:  # the stream of parts breaks here
-                batcher.add(cutter.finish(), src.weight, index)
-        if held is not None:
-            _hold(text, held, tally)
-        elif not skipping:
-            tally.kept_bytes += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-            batcher.add(cutter.feed(text), src.weight, index)
-        progress.update(len(text))
-        starting = end
-        if end and held is not None:
-            heldout.append("".join(held))
-            tally.heldout_documents += 1
-            held = None
-        elif end and rows and not skipping:
-            batcher.add(cutter.finish(), src.weight, index)
-        if end:
-            skipping = False
+    route = _Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally)
+    if file_format(path)[0] == "txt":
+        _ingest_txt(path, route, progress)
+    else:
+        _ingest_rows(path, src, route, progress)
     batcher.add(cutter.finish(), src.weight, index)
     tally.forced_cuts += cutter.forced_cuts
+
+
+TRAIN, HELD, SKIP = "train", "held", "skip"
+
+
+class _Router:
+    """Decides each document of a file (held out, left out of the sample, or
+    trained on) at its start, and sends its text where it belongs.
+
+    A held-out or left-out document breaks the stream of parts (the cutter
+    is finished); training text is fed to the cutter, whose parts go to the
+    batcher.
+    """
+
+    def __init__(self, cfg: Config, phase: Phase, index: int, weight: float, share: float, batcher: _Batcher,
+                 cutter: PartCutter, heldout: list[str], tally: _Tally) -> None:
+        self.cfg, self.slug, self.index, self.weight, self.share = cfg, phase.slug, index, weight, share
+        self.batcher, self.cutter, self.heldout, self.tally = batcher, cutter, heldout, tally
+        self.doc = 0  # the next document's number in the file
+        self.fate: str | None = None  # the open document's; None between documents
+        self.held: list[str] = []
+
+    def deciding(self) -> bool:
+        """Whether a document could be anything but trained on now."""
+        return self.share < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
+
+    def open(self) -> str:
+        """Decide the next document (the caller breaks the stream if it does not train)."""
+        doc, self.doc = self.doc, self.doc + 1
+        cfg, tally = self.cfg, self.tally
+        if tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(cfg.seed, self.slug, self.index, doc,
+                                                                  cfg.heldout_share):
+            self.fate, self.held = HELD, []
+        else:
+            skipping = not sampling.chosen(cfg.seed, self.slug, self.index, doc, self.share, salt="sample")
+            tally.sampled_out_documents += skipping
+            tally.kept_documents += not skipping
+            self.fate = SKIP if skipping else TRAIN
+        return self.fate
+
+    def break_stream(self) -> None:
+        """The parts so far end here (before a held-out or left-out document, after a row)."""
+        self.batcher.add(self.cutter.finish(), self.weight, self.index)
+
+    def train(self, text: str) -> None:
+        """Training text, in order."""
+        if text:
+            self.tally.kept_bytes += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            self.batcher.add(self.cutter.feed(text), self.weight, self.index)
+
+    def text(self, text: str) -> None:
+        """Text of the open document, wherever its fate sends it."""
+        if self.fate is TRAIN:
+            self.train(text)
+        elif self.fate is HELD:
+            _hold(text, self.held, self.tally)
+
+    def close(self) -> None:
+        """The open document ends."""
+        if self.fate is HELD:
+            self.heldout.append("".join(self.held))
+            self.tally.heldout_documents += 1
+            self.held = []
+        self.fate = None
+
+
+def _ingest_txt(path: Path, route: _Router, progress: Progress) -> None:
+    """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``).
+
+    Documents follow each other in one stream of parts: a ``.txt`` document
+    ends where the default and cl100k patterns may be cut anyway, and for
+    other patterns (and for a special token holding a blank line) this keeps
+    the pieces equal to the pattern over the whole file. When no document can
+    be held out or left out (``_Router.deciding``), a window is decoded and fed
+    whole, with no work per document; otherwise each document is decided at
+    its start and each run of training documents is still decoded at once.
+    """
+    stats = ReadStats()
+    decoder = Utf8Decoder(stats)
+    try:
+        for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats):
+            progress.update(len(window.data))
+            if route.fate in (None, TRAIN) and not route.deciding():
+                _whole_window(window, route, decoder, stats)
+            else:
+                _each_document(window, route, decoder, stats)
+        route.text(decoder.decode(b"", final=True))
+        route.close()
+    finally:
+        route.tally.documents += stats.documents
+        route.tally.bytes_read += stats.bytes_read
+        route.tally.replaced_chars += stats.replaced_chars
+
+
+def _whole_window(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
+    """Every document of the window trains: count them, feed the text at once."""
+    n, size = len(window.ends), len(window.data)
+    closes = n > 0 and int(window.ends[-1]) == size
+    started = (route.fate is None) + n - closes
+    route.doc += started
+    stats.documents += started
+    route.tally.kept_documents += started
+    route.fate = TRAIN
+    route.train(decoder.decode(window.data))
+    if closes:
+        route.close()
+
+
+def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
+    """Decide each document starting in the window; runs of training bytes are decoded at once."""
+    data, ends = window.data, window.ends.tolist()
+    stops = ends if ends and ends[-1] == len(data) else [*ends, len(data)]
+    run = -1  # where training bytes not decoded yet start (bytes reach the decoder in order)
+    start = 0
+    for i, stop in enumerate(stops):
+        if route.fate is None:
+            stats.documents += 1
+            if route.open() is not TRAIN:
+                if run >= 0:
+                    route.train(decoder.decode(data[run:start]))
+                    run = -1
+                route.break_stream()
+        if route.fate is TRAIN:
+            run = start if run < 0 else run
+        else:
+            route.text(decoder.decode(data[start:stop]))
+        if i < len(ends):
+            route.close()
+        start = stop
+    if run >= 0:
+        route.train(decoder.decode(data[run:]))
+
+
+def _ingest_rows(path: Path, src: Source, route: _Router, progress: Progress) -> None:
+    """A jsonl or parquet file, document by document (each row ends its stream of parts)."""
+    stats = ReadStats()
+    try:
+        for block in iter_blocks(path, text_column=src.text_column, stats=stats):
+            if route.fate is None and route.open() is not TRAIN:
+                route.break_stream()
+            route.text(block.text)
+            progress.update(len(block.text))
+            if block.end:
+                if route.fate is TRAIN:
+                    route.break_stream()
+                route.close()
+    finally:
+        route.tally.documents += stats.documents
+        route.tally.bytes_read += stats.bytes_read
+        route.tally.replaced_chars += stats.replaced_chars
 
 
 def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:

@@ -161,6 +161,7 @@ def tiny() -> Iterator[pytest.MonkeyPatch]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest, "PartCutter", _TinyPartCutter)
         mp.setattr(ingest, "iter_blocks", _tiny_iter_blocks)
+        mp.setattr(ingest, "TXT_READ_BYTES", SIZES["block_chars"])
         mp.setattr(ingest, "BATCH_TEXT_CHARS", 16)
         mp.setattr(ingest, "CHUNK_BYTES", 64)
         mp.setattr(atomic, "_fsync_file", lambda path: None, raising=False)

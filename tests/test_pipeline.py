@@ -499,6 +499,7 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     from toktoktok.sources import iter_blocks
 
     monkeypatch.setattr(ingest, "iter_blocks", functools.partial(iter_blocks, block_chars=97))
+    monkeypatch.setattr(ingest, "TXT_READ_BYTES", 97)
     monkeypatch.setattr(ingest, "PartCutter", functools.partial(PartCutter, part_chars=64))
     monkeypatch.setattr(ingest, "BATCH_TEXT_CHARS", 3_000)
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 10_000)
@@ -596,6 +597,7 @@ def test_txt_documents_and_newline_pieces(tmp_path, monkeypatch, block_chars):
         from toktoktok.sources import iter_blocks
 
         monkeypatch.setattr(ingest, "iter_blocks", functools.partial(iter_blocks, block_chars=block_chars))
+        monkeypatch.setattr(ingest, "TXT_READ_BYTES", block_chars)
     data = tmp_path / "docs"
     data.mkdir()
     text = "".join(DOCS)
