@@ -29,6 +29,13 @@ A merge reads its pair's list whole before rewriting pieces; when the lists'
 arrays fill up they are compacted (the consumed lists of merged pairs are
 dropped, each live list is made contiguous) rather than doubled. On 100 MB of
 English this made the loop 17% faster and the 64 MiB sample's peak 19 MB lower.
+
+The loops over pieces (``_count_pairs``, ``_rewrite``) live in functions that
+never replace an array: they stop before a piece that might not fit, and the
+caller grows the arrays and calls again. numba counts references on every
+pass of a loop that reassigns an array variable, even in a branch never
+taken; moving the growth out made the merge loop 30% faster (100 MB of
+English: 0.81-1.01 s -> 0.56-0.71 s, identical merges).
 """
 
 from __future__ import annotations
@@ -290,6 +297,100 @@ def _pop(h_count, h_key, h_pair, size):
         i = best
 
 
+@njit(cache=True)
+def _fits(P, slots, occ_word, n_pairs, n_occ, more):
+    """Whether ``_reserve(..., more)`` would change nothing."""
+    return n_pairs + more <= len(P) and 2 * (n_pairs + more) <= len(slots) and n_occ + more <= len(occ_word)
+
+
+@njit(cache=True, nogil=True)
+def _count_pairs(sym, woff, wlen, wcount, w0, P, slots, occ_word, occ_next, state):
+    """Phase 1 from piece ``w0`` on: count each adjacent pair and note its pieces.
+
+    Stops before a piece that might not fit the arrays; returns where it
+    stopped. It never replaces an array (the caller grows them): numba counts
+    references on every pass of a loop that reassigns an array variable,
+    which cost 20 times the work of a byte scan measured alone.
+    ``state`` holds ``n_pairs, n_occ``.
+    """
+    n_pairs, n_occ = state[0], state[1]
+    w = w0
+    while w < len(wlen):
+        if not _fits(P, slots, occ_word, n_pairs, n_occ, wlen[w]):
+            break
+        s0 = woff[w]
+        for i in range(wlen[w] - 1):
+            key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
+            q, n_pairs = _pair(P, n_pairs, slots, key)
+            P[q, COUNT] += wcount[w]
+            n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+        w += 1
+    state[0], state[1] = n_pairs, n_occ
+    return w
+
+
+@njit(cache=True, nogil=True)
+def _rewrite(sym, woff, wlen, wcount, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, touched,
+             state, progress):
+    """Replace pair ``p`` by ``r`` in the pieces ``ws[t0:n_ws]``, updating the pair
+    counts and lists; note in ``touched`` each pair whose count grew.
+
+    Stops before a piece that might not fit the arrays (returns where it
+    stopped); like ``_count_pairs`` it never replaces an array.
+    ``state`` holds ``n_pairs, n_occ, n_touched``.
+    """
+    n_pairs, n_occ, n_touched = state[0], state[1], state[2]
+    a = P[p, KEY] >> 32
+    b = P[p, KEY] & LOW
+    t = t0
+    while t < n_ws:
+        w = ws[t]
+        s0 = woff[w]
+        n = wlen[w]
+        if not _fits(P, slots, occ_word, n_pairs, n_occ, 2 * n) or n_touched + 2 * n > len(touched):
+            break
+        progress[1] += 1
+        progress[2] += n
+        cw = wcount[w]
+        i = 0
+        j = 0
+        while i < n:
+            if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
+                P[p, COUNT] -= cw
+                for side in range(4):
+                    # the pairs a merge site changes: (x,a)->(x,r) and (b,y)->(r,y)
+                    if side < 2:
+                        if j == 0:
+                            continue
+                        left = np.int64(sym[s0 + j - 1])
+                        right = np.int64(a) if side == 0 else np.int64(r)
+                    else:
+                        if i + 2 >= n:
+                            continue
+                        left = np.int64(b) if side == 2 else np.int64(r)
+                        right = np.int64(sym[s0 + i + 2])
+                    q, n_pairs = _pair(P, n_pairs, slots, (left << 32) | right)
+                    if side % 2 == 0:
+                        P[q, COUNT] -= cw
+                        continue
+                    P[q, COUNT] += cw
+                    n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+                    if (P[q, MARK] >> 32) != stamp:
+                        P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
+                        touched[n_touched] = q
+                        n_touched += 1
+                sym[s0 + j] = r
+                i += 2
+            else:
+                sym[s0 + j] = sym[s0 + i]
+                i += 1
+            j += 1
+        wlen[w] = j
+        t += 1
+    state[0], state[1], state[2] = n_pairs, n_occ, n_touched
+    return t
+
+
 @njit(cache=True, nogil=True)
 def _train_kernel(
     sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress
@@ -304,18 +405,16 @@ def _train_kernel(
     # -- 1. count every adjacent pair, and note the pieces it occurs in ------
     P = np.empty((1024, 4), dtype=np.int64)
     slots = np.full(4096, -1, dtype=np.int32)
-    n_pairs = 0
     occ_word = np.empty(1024, dtype=np.int32)
     occ_next = np.empty(1024, dtype=np.int32)
-    n_occ = 0
-    for w in range(n_words):
-        s0 = woff[w]
-        P, slots, occ_word, occ_next, n_occ = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, wlen[w])
-        for i in range(wlen[w] - 1):
-            key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
-            q, n_pairs = _pair(P, n_pairs, slots, key)
-            P[q, COUNT] += wcount[w]
-            n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+    state = np.zeros(3, dtype=np.int64)  # n_pairs, n_occ, n_touched
+    w = 0
+    while w < n_words:
+        w = _count_pairs(sym, woff, wlen, wcount, w, P, slots, occ_word, occ_next, state)
+        if w < n_words:
+            P, slots, occ_word, occ_next, state[1] = _reserve(P, slots, occ_word, occ_next, state[0], state[1],
+                                                              wlen[w])
+    n_pairs = state[0]
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_key = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
@@ -384,7 +483,6 @@ def _train_kernel(
         # The list is read first (each piece once), so growing or compacting
         # the lists below never pulls a node from under the loop.
         stamp += 1
-        n_touched = 0
         n_ws = 0
         o = P[p, HEAD]
         P[p, HEAD] = -1
@@ -395,52 +493,20 @@ def _train_kernel(
                 w_stamp[w] = stamp
                 ws[n_ws] = w
                 n_ws += 1
-        for t in range(n_ws):
-            w = ws[t]
-            s0 = woff[w]
-            n = wlen[w]
-            progress[1] += 1
-            progress[2] += n
-            cw = wcount[w]
-            P, slots, occ_word, occ_next, n_occ = _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, 2 * n)
-            if n_touched + 2 * n > len(touched):
-                touched = _grow(touched, n_touched + 2 * n)
-            i = 0
-            j = 0
-            while i < n:
-                if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
-                    P[p, COUNT] -= cw
-                    for side in range(4):
-                        # the pairs a merge site changes: (x,a)->(x,r) and (b,y)->(r,y)
-                        if side < 2:
-                            if j == 0:
-                                continue
-                            left = np.int64(sym[s0 + j - 1])
-                            right = np.int64(a) if side == 0 else np.int64(r)
-                        else:
-                            if i + 2 >= n:
-                                continue
-                            left = np.int64(b) if side == 2 else np.int64(r)
-                            right = np.int64(sym[s0 + i + 2])
-                        q, n_pairs = _pair(P, n_pairs, slots, (left << 32) | right)
-                        if side % 2 == 0:
-                            P[q, COUNT] -= cw
-                            continue
-                        P[q, COUNT] += cw
-                        n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
-                        if (P[q, MARK] >> 32) != stamp:
-                            P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
-                            touched[n_touched] = q
-                            n_touched += 1
-                    sym[s0 + j] = r
-                    i += 2
-                else:
-                    sym[s0 + j] = sym[s0 + i]
-                    i += 1
-                j += 1
-            wlen[w] = j
+        state[2] = 0
+        t = 0
+        while True:
+            t = _rewrite(sym, woff, wlen, wcount, ws, t, n_ws, p, r, stamp, P, slots, occ_word, occ_next,
+                         touched, state, progress)
+            if t == n_ws:
+                break
+            more = 2 * wlen[ws[t]]
+            P, slots, occ_word, occ_next, state[1] = _reserve(P, slots, occ_word, occ_next, state[0], state[1],
+                                                              more)
+            touched = _grow(touched, state[2] + more)
+        n_pairs = state[0]
         # -- 3c. fresh heap entries for every pair whose count grew -----------
-        for t in range(n_touched):
+        for t in range(state[2]):
             q = touched[t]
             if P[q, COUNT] >= min_freq:
                 if h_size == len(h_count):
