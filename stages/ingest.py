@@ -44,7 +44,7 @@ import pyarrow as pa
 from stages import artifacts
 from stages.ingest_worker import count_in_worker, ignore_sigint
 from stages.progress import Progress
-from toktoktok import counts, sampling, scanner
+from toktoktok import counts, documents, sampling, scanner
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import PartCutter, split_special
@@ -105,7 +105,8 @@ def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[s
     >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).to_pylist()
     [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
     """
-    segments = [seg.encode("utf-8") for text in texts for seg in split_special(text, special_tokens)]
+    segments = [seg if isinstance(seg, bytes) else seg.encode("utf-8")
+                for text in texts for seg in split_special(text, special_tokens)]
     seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
     np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
     buf = np.frombuffer(b"".join(segments), dtype=np.uint8)
@@ -370,7 +371,7 @@ def _ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path,
         _ingest_txt(path, route, progress)
     else:
         _ingest_rows(path, src, route, progress)
-    batcher.add(cutter.finish(), src.weight, index)
+    route.break_stream()
     tally.forced_cuts += cutter.forced_cuts
 
 
@@ -393,6 +394,12 @@ class _Router:
         self.doc = 0  # the next document's number in the file
         self.fate: str | None = None  # the open document's; None between documents
         self.held: list[str] = []
+        # Training bytes may go to the scanner as they were read (``train_bytes``):
+        # they need a safe place to cut them that a special token cannot straddle.
+        self.bytes_ok = (has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
+                         and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
+        self.carry = b""  # training bytes after the last safe place, not sent yet
+        self.decoder: Utf8Decoder | None = None  # the file's (.txt), set by _ingest_txt
 
     def deciding(self) -> bool:
         """Whether a document could be anything but trained on now."""
@@ -413,13 +420,53 @@ class _Router:
         return self.fate
 
     def break_stream(self) -> None:
-        """The parts so far end here (before a held-out or left-out document, after a row)."""
+        """The parts so far end here (before a held-out or left-out document, after
+        a row, at the end of a file)."""
+        self.to_text()
         self.batcher.add(self.cutter.finish(), self.weight, self.index)
 
-    def train(self, text: str) -> None:
-        """Training text, in order."""
+    def train_bytes(self, data: memoryview) -> None:
+        """Training bytes of a ``.txt`` file, as read: sent up to their last safe
+        place (``documents.last_break_cut``) if valid UTF-8, without decoding.
+
+        Call ``to_bytes`` first. Invalid bytes, and a stretch with no safe place
+        longer than the cutter's limit, go the way of text instead (``to_text``):
+        the decoder replaces, the cutter forces its cuts.
+        """
+        buf = self.carry + data
+        self.tally.kept_bytes += len(data)
+        array = np.frombuffer(buf, dtype=np.uint8)
+        cut = documents.last_break_cut(array, 0, len(buf) - 3)
+        if cut > 0 and documents.valid_utf8(array[:cut]):
+            self.batcher.add([buf[:cut]], self.weight, self.index)
+            self.carry = buf[cut:]
+        else:
+            self.carry = buf
+            if cut > 0 or len(buf) > self.cutter.part_chars + self.cutter.max_piece_chars:
+                self.to_text()
+
+    def to_bytes(self) -> None:
+        """Hand the stream to ``train_bytes``: the cutter's rest and the decoder's
+        incomplete character join the carried bytes (nothing, if it has them already)."""
+        rest = self.cutter.take_rest()
+        pending = self.decoder.take_pending()
+        self.tally.kept_bytes += len(pending)  # the rest was counted as text
+        self.carry = rest.encode("utf-8") + pending + self.carry
+
+    def to_text(self) -> None:
+        """Hand the stream back to the decoder and the cutter (carried bytes first)."""
+        if self.carry:
+            text, size = self.decoder.decode_sized(self.carry)
+            self.tally.kept_bytes += size - len(self.carry)  # replaced bytes grow
+            self.carry = b""
+            self.batcher.add(self.cutter.feed(text), self.weight, self.index)
+
+    def train(self, text: str, size: int | None = None) -> None:
+        """Training text, in order (``size``: its UTF-8 bytes, if known)."""
         if text:
-            self.tally.kept_bytes += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            if size is None:
+                size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            self.tally.kept_bytes += size
             self.batcher.add(self.cutter.feed(text), self.weight, self.index)
 
     def text(self, text: str) -> None:
@@ -450,14 +497,16 @@ def _ingest_txt(path: Path, route: _Router, progress: Progress) -> None:
     its start and each run of training documents is still decoded at once.
     """
     stats = ReadStats()
-    decoder = Utf8Decoder(stats)
+    decoder = route.decoder = Utf8Decoder(stats)
     try:
         for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats):
             progress.update(len(window.data))
             if route.fate in (None, TRAIN) and not route.deciding():
                 _whole_window(window, route, decoder, stats)
             else:
+                route.to_text()
                 _each_document(window, route, decoder, stats)
+        route.to_text()
         route.text(decoder.decode(b"", final=True))
         route.close()
     finally:
@@ -475,7 +524,11 @@ def _whole_window(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats
     stats.documents += started
     route.tally.kept_documents += started
     route.fate = TRAIN
-    route.train(decoder.decode(window.data))
+    if route.bytes_ok:
+        route.to_bytes()
+        route.train_bytes(window.data)
+    else:
+        route.train(*decoder.decode_sized(window.data))
     if closes:
         route.close()
 
@@ -491,7 +544,7 @@ def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stat
             stats.documents += 1
             if route.open() is not TRAIN:
                 if run >= 0:
-                    route.train(decoder.decode(data[run:start]))
+                    route.train(*decoder.decode_sized(data[run:start]))
                     run = -1
                 route.break_stream()
         if route.fate is TRAIN:
@@ -502,7 +555,7 @@ def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stat
             route.close()
         start = stop
     if run >= 0:
-        route.train(decoder.decode(data[run:]))
+        route.train(*decoder.decode_sized(data[run:]))
 
 
 def _ingest_rows(path: Path, src: Source, route: _Router, progress: Progress) -> None:

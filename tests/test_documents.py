@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import regex
 
-from toktoktok.documents import _space_at, doc_ends, reference_ends
+from toktoktok.documents import _space_at, doc_ends, last_break_cut, reference_ends, valid_utf8
 from toktoktok.sources import ReadStats, Utf8Decoder, iter_txt_windows
 
 # line breaks, \s characters of every length, look-alikes, invalid and cut sequences
@@ -94,7 +94,42 @@ def test_decoder_in_slices_equals_decoding_whole():
         decoder = Utf8Decoder(stats)
         cuts = sorted(rng.sample(range(len(data) + 1), min(3, len(data) + 1)))
         pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
-        text = "".join(decoder.decode(p) for p in pieces) + decoder.decode(b"", final=True)
+        sized = [decoder.decode_sized(p) for p in pieces] + [decoder.decode_sized(b"", final=True)]
+        text = "".join(t for t, _ in sized)
         whole = data.decode("utf-8", "replace")
         assert text == whole
+        assert [size for _, size in sized] == [len(t.encode()) for t, _ in sized]
         assert stats.replaced_chars == whole.count("\ufffd") - data.count("\ufffd".encode())
+
+
+def test_valid_utf8_agrees_with_pythons_strict_decoder():
+    rng = random.Random(11)
+    special = [b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xf4\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xe0\x9f\xbf",
+               b"\xe0\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf0\x90\x80\x80", b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80",
+               b"\xf5\x80\x80\x80", b"\xff"]
+    for _ in range(20000):
+        parts = [rng.choice(ALPHABET + special) for _ in range(rng.randint(0, 6))]
+        if rng.random() < 0.3:
+            parts.append(bytes([rng.randrange(256) for _ in range(rng.randint(1, 4))]))
+        data = b"".join(parts)
+        try:
+            data.decode("utf-8")
+            ok = True
+        except UnicodeDecodeError:
+            ok = False
+        assert valid_utf8(np.frombuffer(data, dtype=np.uint8)) == ok, data
+
+
+def test_last_break_cut_is_the_line_break_rule_of_safe_places():
+    """``last_break_cut`` finds the last place ``pretokenize``'s line-break rule
+    (``[\\r\\n](?=\\S)``) allows, on random bytes of valid text."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        data = _random_bytes(rng, rng.randint(0, 30))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        places = [len(text[: m.start() + 1].encode()) for m in regex.finditer(r"[\r\n](?=\S)", text)]
+        got = last_break_cut(np.frombuffer(data, dtype=np.uint8), 0, len(data))
+        assert got == (places[-1] if places else -1), data

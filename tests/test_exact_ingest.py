@@ -120,8 +120,8 @@ def show(a: Counter[bytes], b: Counter[bytes], limit: int = 12) -> str:
 
 # Sizes the patched reader and cutter use; a test may change them between runs.
 SIZES = {"block_chars": 7, "part_chars": 5}
-# What the patched cutter saw: documents, and documents cut in more than one part.
-CUTS = {"documents": 0, "cut_documents": 0, "parts": 0, "longest_part": 0}
+# What the batcher was given: parts (of text, or of .txt bytes sent as read), the longest.
+CUTS = {"parts": 0, "longest_part": 0}
 
 
 class _TinyPartCutter(PartCutter):
@@ -130,23 +130,17 @@ class _TinyPartCutter(PartCutter):
     def __init__(self, **kwargs: Any) -> None:
         kwargs["part_chars"] = SIZES["part_chars"]
         super().__init__(**kwargs)
-        self._parts = 0
 
-    def feed(self, block: str) -> list[str]:
-        parts = super().feed(block)
-        self._parts += len(parts)
-        CUTS["longest_part"] = max([CUTS["longest_part"], *map(len, parts)])
-        return parts
 
-    def finish(self) -> list[str]:
-        parts = super().finish()
-        CUTS["longest_part"] = max([CUTS["longest_part"], *map(len, parts)])
-        n = self._parts + len(parts)
-        CUTS["documents"] += 1
-        CUTS["cut_documents"] += n > 1
-        CUTS["parts"] += n
-        self._parts = 0
-        return parts
+_batcher_add = ingest._Batcher.add
+
+
+def _counting_add(self: Any, parts: Sequence[Any], weight: float, file_index: int) -> None:
+    """The batcher's ``add``, counting the parts it is given and their size."""
+    parts = list(parts)
+    CUTS["parts"] += len(parts)
+    CUTS["longest_part"] = max([CUTS["longest_part"], *map(len, parts)])
+    return _batcher_add(self, parts, weight, file_index)
 
 
 def _tiny_iter_blocks(path: Path, **kwargs: Any) -> Iterator[Any]:
@@ -160,6 +154,7 @@ def tiny() -> Iterator[pytest.MonkeyPatch]:
     """Tiny blocks, parts, batches and chunks for every ingest run of this module."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest, "PartCutter", _TinyPartCutter)
+        mp.setattr(ingest._Batcher, "add", _counting_add)
         mp.setattr(ingest, "iter_blocks", _tiny_iter_blocks)
         mp.setattr(ingest, "TXT_READ_BYTES", SIZES["block_chars"])
         mp.setattr(ingest, "BATCH_TEXT_CHARS", 16)
@@ -284,6 +279,7 @@ sizes = st.fixed_dictionaries({
 
 def _set_sizes(mp: pytest.MonkeyPatch, s: dict[str, int]) -> None:
     SIZES["block_chars"], SIZES["part_chars"] = s["block_chars"], s["part_chars"]
+    mp.setattr(ingest, "TXT_READ_BYTES", s["block_chars"])
     mp.setattr(ingest, "BATCH_TEXT_CHARS", s["batch"])
     mp.setattr(ingest, "CHUNK_BYTES", s["chunk"])
 
@@ -318,6 +314,36 @@ def test_txt_pieces_are_findall_over_the_whole_file(tiny: pytest.MonkeyPatch, na
     if name in TXT_SPLIT_EXACT and not has_line_break(specials):
         per_doc = findall_counts(docs, name, specials)
         assert per_doc == want, "findall over the whole file != the sum over its documents: " + show(per_doc, want)
+
+
+# Bytes that are not UTF-8 (each decodes to U+FFFD), and a U+FFFD spelled validly.
+BAD_BYTES = [b"\xff", b"\x80", b"\xc3", b"\xe2\x80", b"\xed\xa0\x80", b"\xf0\x9f", b"\xc0\xaf",
+             "\ufffd".encode()]
+byte_file = st.lists(st.one_of(st.sampled_from(FRAGMENTS).map(str.encode), small_text.map(str.encode),
+                               st.sampled_from(BAD_BYTES)), max_size=30).map(b"".join)
+
+
+@pytest.mark.parametrize("name", PATTERN_NAMES)
+@SETTINGS
+@given(data=byte_file, specials=st.sampled_from(SPECIAL_SETS), s=sizes)
+@example(data=b"a\n\xffb c\n\n\xe2\x80\nd\n e", specials=(), s={"block_chars": 4, "part_chars": 2, "batch": 1,
+                                                                   "chunk": 1})
+def test_txt_with_invalid_utf8_counts_the_replaced_text(tiny: pytest.MonkeyPatch, name: str, data: bytes,
+                                                        specials: tuple[str, ...], s: dict[str, int]) -> None:
+    """A .txt file with bytes that are not UTF-8: ingest counts findall over the text
+    decoded with replacement (the byte path hands such stretches to the decoder),
+    keeps its UTF-8 length and counts the replaced characters."""
+    _set_sizes(tiny, s)
+    text = whole_file(data.decode("utf-8", "replace"))
+    want = findall_counts([text], name, specials)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "bad.txt"
+        path.write_bytes(data)
+        counts, manifest, _ = run_ingest(folder, [path], name, specials)
+    check(counts, manifest, want, len(txt_documents(text)))
+    assert manifest["counts"]["kept_bytes"] == len(text.encode())
+    assert manifest["counts"]["replaced_chars"] == text.count("\ufffd") - data.count("\ufffd".encode())
 
 
 @pytest.mark.parametrize("name", PATTERN_NAMES)

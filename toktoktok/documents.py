@@ -101,7 +101,63 @@ def doc_ends(buf, lo, hi, final):
     out = np.empty(max(0, top - first) // 3 + 1, dtype=np.int64)
     k = 0
     for e in range(first, top + 1):
-        if _is_break(buf[e - 1]) and _ends_at(buf, e):
+        if _is_break(buf[e - 1]) and _is_break(buf[e - 2]) and _ends_at(buf, e):
             out[k] = e
             k += 1
     return out[:k]
+
+
+@njit(cache=True, nogil=True)
+def last_break_cut(buf, lo, hi):
+    """The last ``p`` with ``lo < p <= hi`` just after a line break (``\\r``, ``\\n``)
+    and before a character that is not white space, else -1.
+
+    This is ``pretokenize``'s line-break rule for safe places, on bytes: the
+    default and cl100k patterns end a piece there whatever follows, so text
+    cut there gives the pieces of the whole. The character at ``p`` must lie
+    in ``buf`` (``p < len(buf)``).
+
+        >>> import numpy as np
+        >>> last_break_cut(np.frombuffer(b"a\\nb\\n c\\nd", dtype=np.uint8), 0, 8)
+        7
+    """
+    p = min(hi, len(buf) - 1)
+    while p > lo:
+        if _is_break(buf[p - 1]) and not _space_at(buf, p):
+            return p
+        p -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def valid_utf8(buf):
+    """Whether ``buf`` is UTF-8 that Python's strict decoder accepts (no
+    overlong forms, surrogates or code points past U+10FFFF)."""
+    n = len(buf)
+    i = 0
+    while i < n:
+        c = buf[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            need, lo, hi = 1, 0x80, 0xBF
+        elif 0xE0 <= c <= 0xEF:
+            need = 2
+            lo = 0xA0 if c == 0xE0 else 0x80
+            hi = 0x9F if c == 0xED else 0xBF
+        elif 0xF0 <= c <= 0xF4:
+            need = 3
+            lo = 0x90 if c == 0xF0 else 0x80
+            hi = 0x8F if c == 0xF4 else 0xBF
+        else:
+            return False
+        if i + need >= n:
+            return False
+        if not (lo <= buf[i + 1] <= hi):
+            return False
+        for k in range(2, need + 1):
+            if not (0x80 <= buf[i + k] <= 0xBF):
+                return False
+        i += need + 1
+    return True

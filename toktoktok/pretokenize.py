@@ -66,9 +66,12 @@ _BREAK_BEFORE_WORD_REV = regex.compile(r"(?r)[\r\n](?=\S)")
 
 
 @lru_cache(maxsize=64)
-def _special_regex(tokens: tuple[str, ...]) -> regex.Pattern[str]:
-    """One alternation of the escaped tokens, longest first (leftmost-longest)."""
+def _special_regex(tokens: tuple[str, ...], as_bytes: bool = False) -> regex.Pattern:
+    """One alternation of the escaped tokens, longest first (leftmost-longest);
+    ``as_bytes``: of their UTF-8 bytes, to split UTF-8 text the same way."""
     ordered = sorted(set(tokens), key=lambda t: (-len(t), t))
+    if as_bytes:
+        return regex.compile(b"|".join(regex.escape(t.encode("utf-8")) for t in ordered))
     return regex.compile("|".join(regex.escape(t) for t in ordered))
 
 
@@ -77,19 +80,22 @@ def _compiled(pattern: str) -> regex.Pattern[str]:
     return regex.compile(pattern)
 
 
-def split_special(text: str, special_tokens: Sequence[str]) -> list[str]:
+def split_special(text: str | bytes, special_tokens: Sequence[str]) -> list:
     """The non-empty segments of ``text`` between special token occurrences.
 
     Tokens are matched left to right, the longest one at a position first
     (as tiktoken does when no token is inside another); they are dropped.
+    UTF-8 ``bytes`` are split at the same places as the text they spell.
 
         >>> split_special("<|a|><|a|>x<|a|", ["<|a|>"])
         ['x<|a|']
+        >>> split_special("é<|a|>ü".encode(), ["<|a|>"])
+        [b'\\xc3\\xa9', b'\\xc3\\xbc']
     """
     tokens = tuple(t for t in special_tokens if t)
     if not tokens:
         return [text] if text else []
-    return [seg for seg in _special_regex(tokens).split(text) if seg]
+    return [seg for seg in _special_regex(tokens, isinstance(text, bytes)).split(text) if seg]
 
 
 def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> list[str]:
@@ -248,6 +254,13 @@ class PartCutter:
             parts.append(rest)
         self._carry, self._size, self._clean, self._dry, self._tail = [], 0, 0, False, ""
         return parts
+
+    def take_rest(self) -> str:
+        """The text fed but not yet returned as parts (it starts at a safe place),
+        which the caller now owns; the document goes on, the cutter is empty."""
+        rest = "".join(self._carry)
+        self._carry, self._size, self._clean, self._dry, self._tail = [], 0, 0, False, ""
+        return rest
 
     def _may_cut(self, block: str) -> bool:
         """After a dry search: can this block make a cut possible?

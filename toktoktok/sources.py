@@ -326,16 +326,34 @@ class Utf8Decoder:
         self._tail = b""  # the last 2 bytes fed, to find a valid U+FFFD across slices
 
     def decode(self, data: bytes | memoryview, final: bool = False) -> str:
+        return self.decode_sized(data, final)[0]
+
+    def take_pending(self) -> bytes:
+        """The bytes of an incomplete character held back, which the caller now
+        owns; the decoder starts afresh (as at the start of a file)."""
+        pending = self._decoder.getstate()[0]
+        self._decoder.reset()
+        self._tail = b""
+        return pending
+
+    def decode_sized(self, data: bytes | memoryview, final: bool = False) -> tuple[str, int]:
+        """The text and its length in UTF-8 bytes (from the bytes consumed when
+        nothing was replaced, so the text need not be encoded again)."""
+        held = len(self._decoder.getstate()[0])
         text = self._decoder.decode(data, final)
+        replaced = 0
         if _REPLACEMENT in text:
             data = bytes(data)
             legit = data.count(_REPLACEMENT_UTF8) + (self._tail + data[:2]).count(_REPLACEMENT_UTF8)
-            self.stats.replaced_chars += text.count(_REPLACEMENT) - legit
+            replaced = text.count(_REPLACEMENT) - legit
+            self.stats.replaced_chars += replaced
         if len(data) >= 2:
             self._tail = bytes(data[-2:])
         elif data:
             self._tail = (self._tail + bytes(data))[-2:]
-        return text
+        if replaced:
+            return text, len(text.encode("utf-8"))
+        return text, held + len(data) - len(self._decoder.getstate()[0])
 
 
 def _iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
