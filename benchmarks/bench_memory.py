@@ -673,7 +673,7 @@ def sample_row(run: Run, corpus: str) -> list[str]:
             f"{counts.get('kept_documents', 0):,} / {counts.get('documents', 0):,}",
             num(counts["kept_bytes"] / MIB if "kept_bytes" in counts else None),
             f"{counts.get('sampled_out_documents', 0):,}", num(run.measured.wall),
-            num(run.manifests.get("ingest", {}).get("seconds")), num(train_s, 2),
+            num(run.manifests.get("ingest", {}).get("seconds", {}).get("total")), num(train_s, 2),
             f"yes ({run.compiled} files)" if run.compiled else "no"]
 
 
@@ -799,7 +799,7 @@ def stream_row(stream: Stream, overhead: float) -> list[str]:
             f"{counts.get('kept_documents', 0):,} / {counts.get('documents', 0):,}",
             num(manifest.get("sample", {}).get("share"), 3), num(kept / MIB if kept is not None else None),
             num(kept / stream.text_bytes if kept is not None and stream.text_bytes else None, 3),
-            f"{counts.get('forced_cuts', 0):,}", num(manifest.get("seconds")), mib(stage_peak_of(manifest)),
+            f"{counts.get('forced_cuts', 0):,}", num(manifest.get("seconds", {}).get("total")), mib(stage_peak_of(manifest)),
             " / ".join(f"{p:.0f}" for p in stream.peaks), mib(measured.rss_mb), mib(measured.tree_mb), mib(limit),
             within]
 

@@ -7,6 +7,7 @@ line on stderr; ``--verbose`` adds the Python traceback.
 
 from __future__ import annotations
 
+import gc
 import sys
 import traceback
 from collections.abc import Callable
@@ -333,6 +334,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
 
 def main() -> None:
     """Entry point of ``toktok``."""
+    gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
     toktok(prog_name="toktok")
 
 
@@ -347,4 +349,5 @@ def _legacy(config: Path, verbose: bool, force: bool) -> None:
 
 def legacy_main() -> None:
     """Entry point of ``toktoktok``."""
+    gc.freeze()
     _legacy(prog_name="toktoktok")

@@ -272,9 +272,10 @@ def build_report(cfg: Config, *, export_seconds: float | None = None) -> dict[st
         train = artifacts.read_manifest(train_dir(cfg, phase)) or {}
         phases.append(_phase_entry(cfg, phase, domain, growth, start, end, merges, ingest, train))
         train_seconds = train.get("seconds", {})
+        ingest_seconds = ingest.get("seconds")
         timings.append({
             "phase": phase.name,
-            "ingest_seconds": ingest.get("seconds"),
+            "ingest_seconds": ingest_seconds.get("total") if isinstance(ingest_seconds, dict) else ingest_seconds,
             "ingest_peak_rss_mb": ingest.get("peak_rss_mb"),
             "train_seconds": train_seconds.get("total") if isinstance(train_seconds, dict) else train_seconds,
             "train_peak_rss_mb": train.get("peak_rss_mb"),

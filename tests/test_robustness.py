@@ -979,7 +979,7 @@ def test_sigkill_in_every_stage_then_rerun(tmp_path, interrupt_corpus, seed):
     config = make(tmp_path / "p")
     rnd = random.Random(seed)
     done = work(reference_config)  # how long each stage took there
-    spans = {"ingest": manifest(done / "ingest" / "02-b")["seconds"],
+    spans = {"ingest": manifest(done / "ingest" / "02-b")["seconds"]["total"],
              "train": manifest(done / "train" / "01-a")["seconds"]["total"],
              "export": sum(manifest(done / "export")["seconds"].values())}
     kept: dict[str, bytes] = {}
