@@ -507,3 +507,78 @@ def test_txt_is_read_in_bounded_parts(tiny: pytest.MonkeyPatch, tmp_path: Path, 
     counts, manifest, _ = run_ingest(tmp_path, [write_txt(tmp_path, text)], name, ())
     check(counts, manifest, findall_counts([text], name, ()), 60)
     assert CUTS["longest_part"] <= 4 * SIZES["part_chars"], f"a part of {CUTS['longest_part']} characters"
+
+
+# ------------------------------------------------------------ held out and sampled .txt documents
+
+
+def _bumpy_txt(n_docs: int, seed: int) -> bytes:
+    """Documents of a few lines (some indented, some with CRs or bytes that are not UTF-8)."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "Gamma", "δέλτα", "中文", "it's", "42", "x=1;", "  y", "\u2028z", "\xff", "\xe2\x80"]
+    docs = []
+    for _ in range(n_docs):
+        lines = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(1, 6))]
+        docs.append("\n".join(lines) + rng.choice(["\n\n", "\r\n\r\n", "\n\n\n"]))
+    return "".join(docs).encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff").replace(
+        b"\xc3\xa2\xc2\x80", b"\xe2\x80")
+
+
+@pytest.mark.parametrize("name", ["default", "o200k"])
+@pytest.mark.parametrize(("read_bytes", "budget_mb", "n_docs"), [(7, 4096, 300), (1000, 4096, 3000),
+                                                                 (1 << 20, 1, 12000), (4096, 1, 12000)])
+def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.MonkeyPatch, tmp_path: Path,
+                                                                    name: str, read_bytes: int, budget_mb: int,
+                                                                    n_docs: int) -> None:
+    """A .txt file with held-out documents (until a small cap is reached, half way
+    through the file) and, with a 1 MB budget, a sample: the documents counted are
+    exactly those the seeded rules leave, the held-out texts exactly those they
+    hold (cut at the cap). Windows go back and forth between the bytes path and
+    the text path; some bytes are not UTF-8."""
+    from toktoktok.sampling import chosen, is_heldout
+
+    _set_sizes(tiny, {"block_chars": read_bytes, "part_chars": 1 << 20, "batch": 1 << 18, "chunk": 1 << 22})
+    cap = 4000
+    tiny.setattr(ingest, "HELDOUT_CAP_BYTES", cap)
+    data = _bumpy_txt(n_docs, seed=read_bytes)
+    (tmp_path / "d.txt").write_bytes(data)
+    doc = {"output": str(tmp_path / "out" / "tok.tiktoken"), "threads": 2, "heldout_share": 0.1,
+           "working_set_mb": budget_mb, "pattern": name,
+           "phases": [{"name": "Exact", "merges": 10, "sources": [{"file": str(tmp_path / "d.txt")}]}]}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    cfg = load_config(config)
+    phase = cfg.phases[0]
+    manifest = ingest.run_ingest(cfg, phase, force=True, progress=Progress(stream=io.StringIO()))
+    share = manifest["sample"]["share"]
+    assert (share < 1) == (budget_mb == 1)
+    # the reference: the seeded rules applied to our own split of the decoded file
+    held, kept, held_bytes = [], [], 0
+    fates = []  # per document: kept or not
+    for d, text in enumerate(txt_documents(data.decode("utf-8", "replace"))):
+        if held_bytes < cap and is_heldout(cfg.seed, phase.slug, 0, d, cfg.heldout_share):
+            raw = text.encode()[: cap - held_bytes]
+            held.append(raw.decode("utf-8", "ignore"))
+            held_bytes += len(raw)
+            fates.append((text, False))
+        else:
+            fates.append((text, chosen(cfg.seed, phase.slug, 0, d, share, salt="sample")))
+    kept = [text for text, keep in fates if keep]
+    assert held_bytes >= cap and len(held) < n_docs // 4, "the cap is reached early in the file"
+    stored = pl.read_ipc(ingest.stage_dir(cfg, phase) / "heldout.arrow")["text"].to_list()
+    assert stored == held
+    counts: Counter[bytes] = Counter()
+    for chunk in sorted(ingest.stage_dir(cfg, phase).glob("chunk-*.arrow")):
+        df = pl.read_ipc(chunk)
+        counts.update(dict(zip(df["piece"].to_list(), df["count"].to_list())))
+    # documents follow each other in one stream, broken where one is held out or left out
+    # (for default and cl100k a document boundary is a safe cut anyway)
+    streams = ["".join(text for text, _ in run) for keep, run in itertools.groupby(fates, key=lambda f: f[1]) if keep]
+    want = findall_counts(streams, name, ())
+    assert counts == want, show(counts, want)
+    assert manifest["counts"]["kept_documents"] == len(kept)
+    assert manifest["counts"]["kept_bytes"] == sum(len(t.encode()) for t in kept)
+    assert manifest["counts"]["heldout_documents"] == len(held)
+
