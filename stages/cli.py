@@ -19,6 +19,7 @@ import click
 import toktoktok
 from stages import pipeline
 from stages.progress import Progress
+from toktoktok import memory
 
 CONFIG_HELP = "the YAML configuration (SPEC §2)"
 
@@ -335,6 +336,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
 def main() -> None:
     """Entry point of ``toktok``."""
     gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
+    memory.limit_malloc_arenas()
     toktok(prog_name="toktok")
 
 
@@ -350,4 +352,5 @@ def _legacy(config: Path, verbose: bool, force: bool) -> None:
 def legacy_main() -> None:
     """Entry point of ``toktoktok``."""
     gc.freeze()
+    memory.limit_malloc_arenas()
     _legacy(prog_name="toktoktok")
