@@ -478,6 +478,15 @@ class _Router:
             if cut > 0 or len(buf) > self.cutter.part_chars + self.cutter.max_piece_chars:
                 self.to_text()
 
+    def train_raw(self, data: memoryview) -> None:
+        """Training bytes of a ``.txt`` as read: to the scanner as bytes where the
+        pattern allows (``train_bytes``), else decoded and fed as text."""
+        if self.bytes_ok:
+            self.to_bytes()
+            self.train_bytes(data)
+        else:
+            self.train(*self.decoder.decode_sized(data))
+
     def to_bytes(self) -> None:
         """Hand the stream to ``train_bytes``: the cutter's rest and the decoder's
         incomplete character join the carried bytes (nothing, if it has them already)."""
@@ -525,9 +534,10 @@ def _ingest_txt(path: Path, route: _Router, progress: Progress) -> None:
     ends where the default and cl100k patterns may be cut anyway, and for
     other patterns (and for a special token holding a blank line) this keeps
     the pieces equal to the pattern over the whole file. When no document can
-    be held out or left out (``_Router.deciding``), a window is decoded and fed
+    be held out or left out (``_Router.deciding``), a window's bytes are sent
     whole, with no work per document; otherwise each document is decided at
-    its start and each run of training documents is still decoded at once.
+    its start and each run of training documents is still sent at once
+    (``_Router.train_raw``: as bytes for the default and cl100k patterns).
     """
     stats = ReadStats()
     decoder = route.decoder = Utf8Decoder(stats)
@@ -535,9 +545,8 @@ def _ingest_txt(path: Path, route: _Router, progress: Progress) -> None:
         for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats):
             progress.update(len(window.data))
             if route.fate in (None, TRAIN) and not route.deciding():
-                _whole_window(window, route, decoder, stats)
+                _whole_window(window, route, stats)
             else:
-                route.to_text()
                 _each_document(window, route, decoder, stats)
         route.to_text()
         route.text(decoder.decode(b"", final=True))
@@ -548,8 +557,8 @@ def _ingest_txt(path: Path, route: _Router, progress: Progress) -> None:
         route.tally.replaced_chars += stats.replaced_chars
 
 
-def _whole_window(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
-    """Every document of the window trains: count them, feed the text at once."""
+def _whole_window(window: TxtWindow, route: _Router, stats: ReadStats) -> None:
+    """Every document of the window trains: count them, send the bytes at once."""
     n, size = len(window.ends), len(window.data)
     closes = n > 0 and int(window.ends[-1]) == size
     started = (route.fate is None) + n - closes
@@ -557,38 +566,35 @@ def _whole_window(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats
     stats.documents += started
     route.tally.kept_documents += started
     route.fate = TRAIN
-    if route.bytes_ok:
-        route.to_bytes()
-        route.train_bytes(window.data)
-    else:
-        route.train(*decoder.decode_sized(window.data))
+    route.train_raw(window.data)
     if closes:
         route.close()
 
 
 def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
-    """Decide each document starting in the window; runs of training bytes are decoded at once."""
+    """Decide each document starting in the window; each run of training documents is sent at once."""
     data, ends = window.data, window.ends.tolist()
     stops = ends if ends and ends[-1] == len(data) else [*ends, len(data)]
-    run = -1  # where training bytes not decoded yet start (bytes reach the decoder in order)
+    run = -1  # where training bytes not sent yet start (the stream keeps the file's order)
     start = 0
     for i, stop in enumerate(stops):
         if route.fate is None:
             stats.documents += 1
             if route.open() is not TRAIN:
                 if run >= 0:
-                    route.train(*decoder.decode_sized(data[run:start]))
+                    route.train_raw(data[run:start])
                     run = -1
                 route.break_stream()
         if route.fate is TRAIN:
             run = start if run < 0 else run
         else:
+            route.to_text()
             route.text(decoder.decode(data[start:stop]))
         if i < len(ends):
             route.close()
         start = stop
     if run >= 0:
-        route.train(*decoder.decode_sized(data[run:]))
+        route.train_raw(data[run:])
 
 
 def _ingest_rows(path: Path, src: Source, route: _Router, progress: Progress) -> None:
