@@ -22,7 +22,19 @@ numba scanner (``toktoktok.scanner``, proven piece for piece against
 running ``regex.findall`` (``stages.ingest_worker``, which imports nothing
 heavier): ``regex`` holds the GIL while it builds match objects, so threads
 would not scale. Counts come back in submission order and are summed in
-numba (``toktoktok.counts``), so chunk files are the same for any ``threads``.
+numba (``toktoktok.counts``), every ``SUM_GROUP`` batches by a worker, so
+chunk files are the same for any ``threads``.
+
+A ``.txt`` file is read as windows of raw bytes whose document ends a numba
+kernel finds (``toktoktok.documents``). For the default and cl100k patterns
+the training bytes skip the text path altogether: the main thread cuts them
+at their last line break before non-white-space and checks they are UTF-8,
+and the workers scan them as they are (``_Router.train_bytes``). The text
+path (decode, ``PartCutter``, encode in the worker) is kept for other
+patterns, rows, held-out text, and bytes that are not UTF-8. On 100 MB with
+two threads this took ingest from 0.62 s (0.88 s on code) to 0.41 s (0.47 s):
+the main thread had been the bottleneck, decoding, splitting and cutting
+while holding the GIL.
 """
 
 from __future__ import annotations
