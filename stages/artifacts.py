@@ -122,7 +122,10 @@ def release_memory() -> None:
 
     What survives the collection is frozen (``gc.freeze``): the modules and
     objects of a long run are not scanned again by the next stage's
-    collection (10-30 ms each) nor by Python's own while a stage works.
+    collection (10-30 ms each) nor by Python's own while a stage works
+    (numba's typing makes them many): a whole run on 100 MB of English took
+    1.84-1.88 s so, 1.96-2.11 s without. Stages run in the CLI's process; the
+    library (``toktoktok``) never freezes anything in its caller's.
     """
     import ctypes
     import gc
