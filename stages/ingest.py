@@ -160,6 +160,7 @@ def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0) -> dict[str, 
     """The settings this phase's ingest depends on (recorded in its manifest)."""
     return {
         "sample_share": share,
+        "sample_rule": sampling.RULE,
         "stage": "ingest",
         "phase": phase.slug,
         "pattern": cfg.pattern.python,
@@ -438,6 +439,7 @@ class _Router:
         self.batcher, self.cutter, self.heldout, self.tally = batcher, cutter, heldout, tally
         self.doc = 0  # the next document's number in the file
         self.fate: str | None = None  # the open document's; None between documents
+        self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, "sample")
         self.held: list[str] = []
         # Training bytes may go to the scanner as they were read (``train_bytes``):
         # they need a safe place to cut them that a special token cannot straddle.
@@ -458,11 +460,33 @@ class _Router:
                                                                   cfg.heldout_share):
             self.fate, self.held = HELD, []
         else:
-            skipping = not sampling.chosen(cfg.seed, self.slug, self.index, doc, self.share, salt="sample")
+            skipping = not sampling.chosen_many(self.sample_key, doc, 1, self.share)[0]
             tally.sampled_out_documents += skipping
             tally.kept_documents += not skipping
             self.fate = SKIP if skipping else TRAIN
         return self.fate
+
+    def plan(self, count: int) -> list[str | None]:
+        """The fates of the next ``count`` documents as far as they are known now:
+        TRAIN or SKIP from the sample (decided all at once), None for a held-out
+        candidate, which ``open`` decides when it comes (the cap may be reached)."""
+        cfg, first = self.cfg, self.doc
+        fates: list[str | None] = [TRAIN if keep else SKIP
+                                   for keep in sampling.chosen_many(self.sample_key, first, count, self.share).tolist()]
+        if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
+            for k in range(count):
+                if is_heldout(cfg.seed, self.slug, self.index, first + k, cfg.heldout_share):
+                    fates[k] = None
+        return fates
+
+    def open_many(self, fate: str, count: int) -> None:
+        """Open ``count`` documents in a row whose fate ``plan`` knew (TRAIN or SKIP)."""
+        self.doc += count
+        if fate is TRAIN:
+            self.tally.kept_documents += count
+        else:
+            self.tally.sampled_out_documents += count
+        self.fate = fate
 
     def break_stream(self) -> None:
         """The parts so far end here (before a held-out or left-out document, after
@@ -584,27 +608,39 @@ def _whole_window(window: TxtWindow, route: _Router, stats: ReadStats) -> None:
 
 
 def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
-    """Decide each document starting in the window; each run of training documents is sent at once."""
+    """Decide the documents starting in the window and send each run of documents of
+    one fate at once: held-out candidates one by one, the sample for all at once."""
     data, ends = window.data, window.ends.tolist()
     stops = ends if ends and ends[-1] == len(data) else [*ends, len(data)]
+    first = 0 if route.fate is None else 1  # segment 0 may go on with the open document
+    fates = route.plan(len(stops) - first)
+    stats.documents += len(stops) - first
     run = -1  # where training bytes not sent yet start (the stream keeps the file's order)
-    start = 0
-    for i, stop in enumerate(stops):
-        if route.fate is None:
-            stats.documents += 1
-            if route.open() is not TRAIN:
+    start = i = 0
+    while i < len(stops):
+        last = i  # the last segment of this step: one document, or a run of one fate
+        if i >= first:
+            fate = fates[i - first]
+            if fate is None:
+                fate = route.open()
+            else:
+                while last + 1 < len(stops) and fates[last + 1 - first] is fate:
+                    last += 1
+                route.open_many(fate, last - i + 1)
+            if fate is not TRAIN:
                 if run >= 0:
                     route.train_raw(data[run:start])
                     run = -1
                 route.break_stream()
+        stop = stops[last]
         if route.fate is TRAIN:
             run = start if run < 0 else run
         else:
             route.to_text()
             route.text(decoder.decode(data[start:stop]))
-        if i < len(ends):
+        if last < len(ends):
             route.close()
-        start = stop
+        start, i = stop, last + 1
     if run >= 0:
         route.train_raw(data[run:])
 
