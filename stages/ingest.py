@@ -60,7 +60,6 @@ from toktoktok import counts, documents, sampling, scanner
 from toktoktok.config import Config, Phase, Source
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import PartCutter, split_special
-from toktoktok.sampling import is_heldout
 from toktoktok.sources import (
     ReadStats,
     SourceError,
@@ -160,7 +159,7 @@ def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0) -> dict[str, 
     """The settings this phase's ingest depends on (recorded in its manifest)."""
     return {
         "sample_share": share,
-        "sample_rule": sampling.RULE,
+        "choice_rule": sampling.RULE,  # of the sample and of the held-out documents
         "stage": "ingest",
         "phase": phase.slug,
         "pattern": cfg.pattern.python,
@@ -440,6 +439,7 @@ class _Router:
         self.doc = 0  # the next document's number in the file
         self.fate: str | None = None  # the open document's; None between documents
         self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, "sample")
+        self.heldout_key = sampling.file_key(cfg.seed, phase.slug, index, "heldout")
         self.held: list[str] = []
         # Training bytes may go to the scanner as they were read (``train_bytes``):
         # they need a safe place to cut them that a special token cannot straddle.
@@ -456,8 +456,8 @@ class _Router:
         """Decide the next document (the caller breaks the stream if it does not train)."""
         doc, self.doc = self.doc, self.doc + 1
         cfg, tally = self.cfg, self.tally
-        if tally.heldout_bytes < HELDOUT_CAP_BYTES and is_heldout(cfg.seed, self.slug, self.index, doc,
-                                                                  cfg.heldout_share):
+        if tally.heldout_bytes < HELDOUT_CAP_BYTES and sampling.chosen_many(self.heldout_key, doc, 1,
+                                                                            cfg.heldout_share)[0]:
             self.fate, self.held = HELD, []
         else:
             skipping = not sampling.chosen_many(self.sample_key, doc, 1, self.share)[0]
@@ -474,9 +474,8 @@ class _Router:
         fates: list[str | None] = [TRAIN if keep else SKIP
                                    for keep in sampling.chosen_many(self.sample_key, first, count, self.share).tolist()]
         if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
-            for k in range(count):
-                if is_heldout(cfg.seed, self.slug, self.index, first + k, cfg.heldout_share):
-                    fates[k] = None
+            for k in np.flatnonzero(sampling.chosen_many(self.heldout_key, first, count, cfg.heldout_share)).tolist():
+                fates[k] = None
         return fates
 
     def open_many(self, fate: str, count: int) -> None:

@@ -52,7 +52,7 @@ def share(*, total: int, capacity: int) -> float:
     return capacity / total
 
 
-RULE = "file-key+splitmix64"  # how ``chosen`` hashes: part of ingest's key, so a change redoes the sample
+RULE = "file-key+splitmix64"  # how ``chosen`` hashes: part of ingest's key, so a change redoes the choice
 
 
 def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, salt: str) -> bool:
@@ -95,8 +95,7 @@ def chosen_many(key: int, first: int, count: int, share: float) -> np.ndarray:
 
 
 def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
-    """The held-out choice (kept as it was: the salt-free key of earlier versions)."""
-    if share <= 0:
-        return False
-    digest = hashlib.blake2b(f"{seed}/{slug}/{file_index}/{doc}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") < share * 2.0**64
+    """The held-out choice: ``chosen`` with its own salt, so that it is independent
+    of the sample. (Until this version it was a blake2b of each document's place;
+    ``RULE`` is in ingest's key, so a work folder made before is ingested again.)"""
+    return chosen(seed, slug, file_index, doc, share, salt="heldout")
