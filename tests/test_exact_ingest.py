@@ -581,4 +581,7 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
     assert manifest["counts"]["kept_documents"] == len(kept)
     assert manifest["counts"]["kept_bytes"] == sum(len(t.encode()) for t in kept)
     assert manifest["counts"]["heldout_documents"] == len(held)
+    whole = data.decode("utf-8", "replace")  # replacements are counted in every document read
+    assert manifest["counts"]["replaced_chars"] == whole.count("\ufffd") - data.count("\ufffd".encode())
+    assert manifest["counts"]["replaced_chars"] > 0
 
