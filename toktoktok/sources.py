@@ -328,6 +328,14 @@ class Utf8Decoder:
     def decode(self, data: bytes | memoryview, final: bool = False) -> str:
         return self.decode_sized(data, final)[0]
 
+    def skip(self, data: bytes | memoryview) -> None:
+        """Pass over bytes that are valid UTF-8, whole characters, not needed as
+        text (nothing in them is replaced); the decoder must hold nothing."""
+        if len(data) >= 2:
+            self._tail = bytes(data[-2:])
+        elif data:
+            self._tail = (self._tail + bytes(data))[-2:]
+
     def take_pending(self) -> bytes:
         """The bytes of an incomplete character held back, which the caller now
         owns; the decoder starts afresh (as at the start of a file)."""
@@ -646,8 +654,8 @@ def _reason(exc: BaseException) -> str:
         return f"corrupt compressed data ({exc})"
     if isinstance(exc, EOFError):
         return f"truncated ({exc})"
-    if isinstance(exc, pa.ArrowException) or isinstance(exc, zstandard.ZstdError):
+    if isinstance(exc, (pa.ArrowException, zstandard.ZstdError)):
         return f"{type(exc).__name__}: {exc}"
-    if type(exc) is OSError:  # noqa: E721 - e.g. pyarrow's "Couldn't deserialize thrift"
+    if type(exc) is OSError:  # e.g. pyarrow's "Couldn't deserialize thrift"
         return exc.strerror or str(exc)
     return f"{type(exc).__name__}: {exc}"
