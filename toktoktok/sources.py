@@ -331,6 +331,10 @@ class Utf8Decoder:
     def skip(self, data: bytes | memoryview) -> None:
         """Pass over bytes that are valid UTF-8, whole characters, not needed as
         text (nothing in them is replaced); the decoder must hold nothing."""
+        self._remember(data)
+
+    def _remember(self, data: bytes | memoryview) -> None:
+        """Keep the last 2 bytes fed (a valid U+FFFD may begin in them)."""
         if len(data) >= 2:
             self._tail = bytes(data[-2:])
         elif data:
@@ -355,10 +359,7 @@ class Utf8Decoder:
             legit = data.count(_REPLACEMENT_UTF8) + (self._tail + data[:2]).count(_REPLACEMENT_UTF8)
             replaced = text.count(_REPLACEMENT) - legit
             self.stats.replaced_chars += replaced
-        if len(data) >= 2:
-            self._tail = bytes(data[-2:])
-        elif data:
-            self._tail = (self._tail + bytes(data))[-2:]
+        self._remember(data)
         if replaced:
             return text, len(text.encode("utf-8"))
         return text, held + len(data) - len(self._decoder.getstate()[0])
