@@ -117,11 +117,14 @@ def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[s
     >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).to_pylist()
     [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
     """
-    segments = [seg if isinstance(seg, bytes) else seg.encode("utf-8")
+    if special_tokens:  # a view of a .txt window is split as bytes
+        texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
+    segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
                 for text in texts for seg in split_special(text, special_tokens)]
     seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
     np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
-    buf = np.frombuffer(b"".join(segments), dtype=np.uint8)
+    joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
+    buf = np.frombuffer(joined, dtype=np.uint8)
     return counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
 
 
@@ -514,7 +517,7 @@ class _Router:
         array = np.frombuffer(buf, dtype=np.uint8)
         cut = documents.last_break_cut(array, 0, len(buf) - 3)
         if cut > 0 and documents.valid_utf8(array[:cut]):
-            self.batcher.add([buf[:cut]], self.weight, self.index)
+            self.batcher.add([memoryview(buf)[:cut]], self.weight, self.index)  # a view: no copy
             self.carry = buf[cut:]
         else:
             self.carry = buf
