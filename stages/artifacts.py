@@ -26,7 +26,9 @@ import pyarrow as pa
 if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
     # pyarrow's default pool (mimalloc) keeps what it freed: ingest of the 47 MB
     # parquet of the shared corpora peaked 27 MB higher (English .zst: 21 MB)
-    # than with the system allocator, whose freed memory malloc_trim hands back
+    # than with the system allocator, whose freed memory malloc_trim hands back.
+    # The CLI sets the variable before pyarrow is imported, which is better
+    # still (toktoktok.memory.configure_allocators); this is for other callers.
     pa.set_memory_pool(pa.system_memory_pool())
 
 from toktoktok.atomic import atomic_path, atomic_write_bytes

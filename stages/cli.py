@@ -336,7 +336,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
 def main() -> None:
     """Entry point of ``toktok``."""
     gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
-    memory.limit_malloc_arenas()
+    memory.configure_allocators()
     toktok(prog_name="toktok")
 
 
@@ -352,5 +352,5 @@ def _legacy(config: Path, verbose: bool, force: bool) -> None:
 def legacy_main() -> None:
     """Entry point of ``toktoktok``."""
     gc.freeze()
-    memory.limit_malloc_arenas()
+    memory.configure_allocators()
     _legacy(prog_name="toktoktok")
