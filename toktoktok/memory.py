@@ -6,8 +6,8 @@ bounds. The figures here were measured on Linux x86-64, Python 3.11, with
 
 - ``FIXED_OVERHEAD_MB``: the interpreter, numpy, pyarrow, numba with its JIT
   (initialising LLVM costs about 45 MB at the first compiled call), the
-  loaded kernels, the Unicode tables (223 MB: a tiny corpus peaks there) and
-  the streaming buffers every real run fills (16 MB more): the peak of a run
+  loaded kernels, the Unicode tables (215 MB: a tiny corpus peaks there) and
+  the streaming buffers every real run fills (6 MB more): the peak of a run
   at ``working_set_mb: 1`` on the shared corpora.
 - What the budget bounds, per phase (phases run one after another):
   ingest's count tables (a chunk is a 16th of the budget) and the text in
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE
 
-FIXED_OVERHEAD_MB = 239  # measured: the shared corpora at working_set_mb 1 (benchmarks/MEMORY.md)
+FIXED_OVERHEAD_MB = 221  # measured: the shared corpora at working_set_mb 1 (benchmarks/MEMORY.md)
 WORK_PER_TEXT_BYTE = 1 / TEXT_PER_BUDGET_BYTE  # the budget a byte of kept text may use
 
 
