@@ -471,7 +471,7 @@ def keeping_seed(cfg_path: Path, budget: int) -> int:
     phase = cfg.phases[0]
     path = phase.sources[0].path
     share = sampling.share(total=text_bytes(path), capacity=capacity(budget))
-    return next(s for s in range(100_000) if sampling.chosen(s, phase.slug, 0, 0, share, salt="sample"))
+    return next(s for s in range(100_000) if sampling.chosen(s, phase.slug, 0, 0, share, salt=sampling.SAMPLE))
 
 
 def ingest_runs(stream: Stream, path: Path, folder: Path, env: dict[str, str], reps: int) -> Stream:

@@ -263,8 +263,8 @@ def _count_unequal(sym: np.ndarray, off: np.ndarray, lens: np.ndarray, theirs: n
     within = np.arange(int(n.sum())) - starts
     their_start = np.cumsum(their_lens) - their_lens
     ours = sym[np.repeat(off[:-1][same_len], n) + within]
-    mine = theirs[np.repeat(their_start[same_len], n) + within]
-    wrong = np.bincount(np.repeat(np.arange(len(same_len)), n), weights=ours != mine, minlength=len(same_len))
+    their = theirs[np.repeat(their_start[same_len], n) + within]
+    wrong = np.bincount(np.repeat(np.arange(len(same_len)), n), weights=ours != their, minlength=len(same_len))
     return int(len(lens) - len(same_len) + np.count_nonzero(wrong))
 
 

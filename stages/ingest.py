@@ -449,8 +449,8 @@ class _Router:
         self.batcher, self.cutter, self.heldout, self.tally = batcher, cutter, heldout, tally
         self.doc = 0  # the next document's number in the file
         self.fate: str | None = None  # the open document's; None between documents
-        self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, "sample")
-        self.heldout_key = sampling.file_key(cfg.seed, phase.slug, index, "heldout")
+        self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.SAMPLE)
+        self.heldout_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.HELDOUT)
         self.held: list[str] = []
         # Training bytes may go to the scanner as they were read (``train_bytes``):
         # they need a safe place to cut them that a special token cannot straddle.

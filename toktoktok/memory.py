@@ -57,7 +57,7 @@ def configure_allocators() -> None:
     - all threads allocate from ``MALLOC_ARENAS`` glibc heaps (Linux). Each
       worker thread otherwise gets a heap of its own whose freed pages stay
       counted: on 100 MB of English the train stage peaked 25 MB lower so,
-      ingest 10 MB, at the same speed;
+      ingest 10-15 MB, at the same speed;
     - pyarrow allocates from the system heap from its import on
       (``ARROW_DEFAULT_MEMORY_POOL``, unless set): switching its pool after
       the import (``stages.artifacts`` does, for other callers) still left

@@ -249,10 +249,9 @@ class PartCutter:
     def finish(self) -> list[str]:
         """Return the rest of the document as parts; reset for the next one."""
         parts = self._cut(final=True) if self.cut and self._size > self.part_chars else []
-        rest = "".join(self._carry)
+        rest = self.take_rest()
         if rest:
             parts.append(rest)
-        self._carry, self._size, self._clean, self._dry, self._tail = [], 0, 0, False, ""
         return parts
 
     def take_rest(self) -> str:

@@ -8,7 +8,7 @@ the same chance whatever its file or position.
 **The sample.** ``working_set_mb`` buys text: a phase keeps at most
 ``TEXT_PER_BUDGET_BYTE`` (0.4) bytes of training text per byte of budget, so
 that counting and training it fit the budget (at 64 MiB, the tightest point
-measured by ``benchmarks/bench_memory.py``, 26 MiB of text peaks 12 MiB
+measured by ``benchmarks/bench_memory.py``, 26.6 MiB of text peaks 5 MiB
 below the budget plus the overhead; at 0.5 it was 9 MiB above).
 When a phase has more, each document is kept with
 probability ``capacity / total`` (``share``), so the kept text is
@@ -53,6 +53,7 @@ def share(*, total: int, capacity: int) -> float:
 
 
 RULE = "file-key+splitmix64"  # how ``chosen`` hashes: part of ingest's key, so a change redoes the choice
+SAMPLE, HELDOUT = "sample", "heldout"  # the two choices' salts: independent of each other
 
 
 def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, salt: str) -> bool:
@@ -98,4 +99,4 @@ def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) ->
     """The held-out choice: ``chosen`` with its own salt, so that it is independent
     of the sample. (Until this version it was a blake2b of each document's place;
     ``RULE`` is in ingest's key, so a work folder made before is ingested again.)"""
-    return chosen(seed, slug, file_index, doc, share, salt="heldout")
+    return chosen(seed, slug, file_index, doc, share, salt=HELDOUT)
