@@ -493,7 +493,8 @@ def test_threads_and_entry_points_give_identical_files(tmp_path, corpus):
 def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     """Tiny read blocks, parts, batches and chunks (as a large corpus would get):
     the counted pieces stay exactly regex.findall over whole documents, the
-    chunk files are many, and threads 1 and 2 give the same .tiktoken."""
+    chunk files are many, and threads 1 and 2 give the same chunk files (rows in
+    the same order: the running sums wait at fixed batches) and .tiktoken."""
     import stages.ingest as ingest
     from toktoktok.pretokenize import PartCutter
     from toktoktok.sources import iter_blocks
@@ -503,7 +504,7 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     monkeypatch.setattr(ingest, "PartCutter", functools.partial(PartCutter, part_chars=64))
     monkeypatch.setattr(ingest, "BATCH_TEXT_CHARS", 3_000)
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 10_000)
-    outputs = []
+    outputs, chunks = [], []
     for threads in (1, 2):
         config = _small_project(tmp_path, corpus, folder=f"t{threads}")
         config.write_text(config.read_text().replace("threads: 1", f"threads: {threads}"))
@@ -515,7 +516,11 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
             assert len(list(folder.glob("chunk-*.arrow"))) > 1
             assert chunk_counts(folder) == corpus.counts[source]
             assert manifest(folder)["counts"]["documents"] == len(corpus.docs[source])
+            chunks.append([pa.ipc.open_file(p).read_all() for p in sorted(folder.glob("chunk-*.arrow"))])
         outputs.append((tmp_path / f"t{threads}" / "out" / "tok.tiktoken").read_bytes())
+    half = len(chunks) // 2
+    assert all(len(a) == len(b) and all(x.equals(y) for x, y in zip(a, b))
+               for a, b in zip(chunks[:half], chunks[half:])), "threads 1 and 2 wrote different chunk files"
     assert outputs[0] == outputs[1]
 
 
