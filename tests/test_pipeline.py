@@ -524,6 +524,47 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.parametrize("limit", [1 << 30, 60_000, 6_000])
+def test_chunker_sums_alike_with_and_without_workers(tmp_path, limit):
+    """The chunker's sums, by worker threads or by the caller, write the same chunk
+    files: counts equal to a Counter over the batches, rows in order of first
+    occurrence; with a small limit the file is also written in the middle."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    import stages.ingest as ingest
+    from toktoktok import counts
+
+    rng = random.Random(limit)
+    words = [bytes(rng.choices(b"abcdefgh", k=rng.randint(1, 6))) for _ in range(400)]
+    batches = [Counter(rng.choices(words, k=60)) for _ in range(3 * ingest.SUM_GROUP + 5)]
+    written = []
+    for pool in (None, ThreadPoolExecutor(2)):
+        folder = tmp_path / ("pool" if pool else "caller")
+        folder.mkdir()
+        chunker = ingest._Chunker(folder, limit)
+        chunker.pool = pool
+        for batch in batches:
+            chunker.add(counts.from_lists(list(batch), list(batch.values())), 0)
+        chunker.file_done()
+        chunker.flush()
+        if pool:
+            pool.shutdown()
+        written.append([pa.ipc.open_file(folder / o["name"]).read_all() for o in chunker.outputs])
+    caller, pooled = written
+    assert len(caller) == len(pooled) and all(a.equals(b) for a, b in zip(caller, pooled))
+    total: Counter[bytes] = Counter()
+    for table in caller:
+        for piece, count in zip(table["piece"].to_pylist(), table["count"].to_pylist()):
+            total[piece] += count
+    assert total == sum(batches, Counter())
+    if limit == 6_000:
+        assert len(caller) > 1
+    else:
+        assert len(caller) == 1
+        assert caller[0]["piece"].to_pylist() == list(dict.fromkeys(p for batch in batches for p in batch))
+
+
 # ---------------------------------------------------------------- budgets larger than the data
 
 
