@@ -58,17 +58,19 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import regex
 import zstandard
 
 from toktoktok.config import Source
 from toktoktok.documents import doc_ends
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
 
@@ -553,7 +555,12 @@ def _as_strings(array: pa.Array) -> pa.Array:
 def _open_parquet(path: Path) -> pq.ParquetFile:
     """A parquet file read page by page (``buffer_size``, and one thread:
     ``use_threads=False`` at each read), so a row group is never held whole.
-    Reading 1 GiB of text held 240 MB at peak with pyarrow's defaults, 160 MB so."""
+    Reading 1 GiB of text held 240 MB at peak with pyarrow's defaults, 160 MB so.
+
+    ``pyarrow.parquet`` is imported here, when a parquet file is read: it holds
+    9 MB of every process that imports it."""
+    import pyarrow.parquet as pq
+
     return pq.ParquetFile(path, buffer_size=1 << 16, pre_buffer=False)
 
 
