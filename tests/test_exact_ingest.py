@@ -413,9 +413,10 @@ def test_multilingual_samples_have_no_differing_piece(tiny: pytest.MonkeyPatch, 
 
 
 @pytest.mark.parametrize("name", PATTERN_NAMES)
-def test_two_worker_processes(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
-    """``threads: 2`` (a spawn process pool counts the batches): same exact counts, and the
-    same chunk files as ``threads: 1``."""
+def test_two_workers(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
+    """``threads: 2`` (worker threads running the scanner, or for gpt2 a spawn process
+    pool running ``regex``, count the batches): same exact counts, and the same chunk
+    files as ``threads: 1``."""
     _set_sizes(tiny, {"block_chars": 13, "part_chars": 11, "batch": 200, "chunk": 1000})
     text = _adversarial_text()
     rows = [d for d in text.split("\n\n")]

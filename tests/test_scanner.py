@@ -23,6 +23,7 @@ from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.scanner import (
     CL100K,
     DEFAULT,
+    O200K,
     count_pieces,
     count_pieces_threads,
     merge_counts,
@@ -33,9 +34,9 @@ from toktoktok.scanner import (
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-WHICH = {"default": DEFAULT, "cl100k": CL100K}
+WHICH = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K}
 ORACLE = {WHICH[name]: regex.compile(NAMED_PATTERNS[name].python) for name in WHICH}
-BOTH = pytest.mark.parametrize("which", [DEFAULT, CL100K], ids=["default", "cl100k"])
+EACH = pytest.mark.parametrize("which", list(WHICH.values()), ids=list(WHICH))
 
 # -------------------------------------------------------------- helpers
 
@@ -72,7 +73,7 @@ def assert_same_pieces(text: str, which: int) -> None:
 # -------------------------------------------------------------- examples
 
 
-@BOTH
+@EACH
 @pytest.mark.parametrize(
     "text",
     [
@@ -105,10 +106,10 @@ def test_named_entry_points():
     with pytest.raises(ValueError):
         scan_default(buf, 0, len(buf), np.empty(1, dtype=np.int64))
     with pytest.raises(ValueError):
-        scan(buf, 0, len(buf), ends, 2)
+        scan(buf, 0, len(buf), ends, 3)
 
 
-@BOTH
+@EACH
 def test_scan_of_a_slice_and_resuming(which):
     """A sub-range is scanned as its own text; a full out_ends array resumes."""
     text = "xx It's 12345 \n\n  ok  \t"
@@ -131,11 +132,14 @@ def test_scan_of_a_slice_and_resuming(which):
 
 # Every string of up to 4 characters over one representative of each kind the
 # patterns tell apart: the alternation is decided within a few characters, so
-# this covers every way two neighbouring kinds can meet.
-KINDS = [" ", "\t", "\n", "\r", "\xa0", "\u3000", "a", "é", "1", "٣", ".", "'", "s", "R", "e", "l", "ſ", "\u0301"]
+# this covers every way two neighbouring kinds can meet. (o200k's letter
+# classes: Lu "R", Ll "a", Lt "ǅ", Lm "ʰ", Lo "中", M U+0301; its "/" after
+# line breaks.)
+KINDS = [" ", "\t", "\n", "\r", "\xa0", "\u3000", "a", "é", "1", "٣", ".", "'", "s", "R", "e", "l", "ſ", "\u0301",
+         "ǅ", "ʰ", "中", "/"]
 
 
-@BOTH
+@EACH
 def test_every_short_string(which):
     import itertools
 
@@ -177,21 +181,21 @@ trailing_space = st.tuples(biased_text, st.lists(st.sampled_from(SPACES), min_si
 FAST = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@BOTH
+@EACH
 @FAST
 @given(st.text())
 def test_arbitrary_unicode(which, text):
     assert split_text(text, which) == ORACLE[which].findall(text)
 
 
-@BOTH
+@EACH
 @FAST
 @given(biased_text)
 def test_biased_fragments(which, text):
     assert split_text(text, which) == ORACLE[which].findall(text)
 
 
-@BOTH
+@EACH
 @FAST
 @given(st.one_of(space_heavy, trailing_space))
 def test_whitespace_runs(which, text):
@@ -200,7 +204,7 @@ def test_whitespace_runs(which, text):
 
 # -------------------------------------------------------------- every code point
 
-CONTEXTS = ["a{c}b", " {c}{c} ", "'{c}", "1{c}2", "\n{c}\n", "'{c}e", "'{c}l", "'r{c}", "'l{c}"]
+CONTEXTS = ["a{c}b", " {c}{c} ", "'{c}", "1{c}2", "\n{c}\n", "'{c}e", "'{c}l", "'r{c}", "'l{c}", "A{c}B.", "!{c}a"]
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +212,7 @@ def every_char() -> list[str]:
     return [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
 
 
-@BOTH
+@EACH
 @pytest.mark.parametrize("context", CONTEXTS)
 def test_every_code_point_in_context(every_char, context, which):
     """Each code point c in the context, all contexts of one kind concatenated."""
@@ -216,7 +220,7 @@ def test_every_code_point_in_context(every_char, context, which):
     assert_same_pieces(text, which)
 
 
-@BOTH
+@EACH
 def test_every_space_at_end_of_text(which):
     for c in [chr(x) for x in range(0x3001) if regex.match(r"\s", chr(x))] + ["\x1c", "a", "."]:
         for text in (c, "x" + c, "x " + c, "x" + c + c, "x\n" + c, "x" + c + "\n", c + "\n\n "):
@@ -251,7 +255,7 @@ def real_texts() -> list[tuple[str, str]]:
     return texts
 
 
-@BOTH
+@EACH
 def test_shared_data(real_texts, which):
     for name, text in real_texts:
         assert_same_pieces(text, which)
@@ -281,7 +285,7 @@ def oracle_counts(texts: list[str], which: int) -> Counter:
     return Counter(p.encode() for t in texts for p in ORACLE[which].findall(t))
 
 
-@BOTH
+@EACH
 @settings(max_examples=300, deadline=None)
 @given(st.lists(biased_text, max_size=6))
 def test_count_pieces_equals_counter(which, texts):
@@ -289,7 +293,7 @@ def test_count_pieces_equals_counter(which, texts):
     assert as_counter(count_pieces(buf, off, which)) == oracle_counts(texts, which)
 
 
-@BOTH
+@EACH
 def test_count_pieces_grows_and_threads(which, real_texts):
     """Many distinct pieces (the table grows), split over threads and merged."""
     texts = [text[:300_000] for _, text in real_texts]

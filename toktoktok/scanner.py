@@ -37,6 +37,19 @@ Possessive quantifiers in cl100k change nothing above: none of them is
 followed by anything that could make it give back. So the two patterns differ
 only in ``\\s++$`` (``$`` is end of text, ``\\Z`` in ``regex`` spelling).
 
+o200k (``_piece_end_o200k``) splits words by case: its first two
+alternatives are ``P?U*L+S?`` and ``P?U+L*S?``, where U is
+``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``, L is ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``,
+P one character that is not CR, LF, letter or number, and S an optional
+contraction (no contraction stands alone). ``regex`` tries the first with P,
+then without, then the second likewise. Within one, ``U*`` backtracks: if
+the upper run does not stop at a lowercase letter, ``L+`` can only begin
+at the run's last character that is in both classes (Lm, Lo or a mark), and
+the piece ends just after it (``_cased``). A mark is P, U and L at once, so
+a mark that cannot begin P-then-word is a word of its own. Its punctuation
+alternative also takes ``/`` with the line breaks after the run. Numbers and
+white space are as in the default pattern.
+
 How the classes are derived. Never by hand: at first use ``unicode_tables``
 runs the installed ``regex`` module over one string holding every code point
 (surrogates excepted: they cannot occur in UTF-8) and records, per code
@@ -63,7 +76,7 @@ thread, english / code: ``regex.findall`` 21 / 13 MB/s, ``scan_default``
 ``benchmarks/bench_scanner.py``). The kernels release the GIL and share
 nothing writable, so threads on different batches do not slow each other.
 
-API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets),
+API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets; ``scan`` with ``O200K`` for o200k),
 ``count_pieces`` (distinct pieces and counts), ``merge_counts``,
 ``count_pieces_threads``, ``split_text`` (strings, for tests), and the raw
 kernels ``scan_kernel`` / ``count_kernel`` for numba callers, which pass the
@@ -81,6 +94,8 @@ multilingual samples and 5 MB of each shared corpus.
     ['it', "'s", ' ', '202', '4', '!\\n\\n', ' ', ' x']
     >>> split_text("end \\n\\n ", CL100K), split_text("end \\n\\n ", DEFAULT)
     (['end', ' \\n\\n '], ['end', ' \\n\\n', ' '])
+    >>> split_text("HTTPServer's x/\\n\\n//y", O200K)
+    ["HTTPServer's", ' x', '/\\n\\n//', 'y']
 """
 
 from __future__ import annotations
@@ -97,7 +112,8 @@ from numba import njit
 # Which pattern a kernel runs (the ``which`` argument).
 DEFAULT = 0
 CL100K = 1
-PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K}
+O200K = 2
+PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K}
 
 # Bit flags of the class row.
 LETTER = 1  # \p{L}
@@ -392,6 +408,97 @@ def _piece_end(buf, i, end, cls, contr, cl100k):
     return _punct_tail(buf, j, end, cls)
 
 
+# o200k's classes: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] ("upper") and [\p{Ll}\p{Lm}\p{Lo}\p{M}] ("lower").
+_UPPERISH = UPPER | TITLE | MODIFIER_OR_OTHER | MARK
+_LOWERISH = LOWER | MODIFIER_OR_OTHER | MARK
+
+
+@njit(cache=True, inline="always")
+def _cased(buf, j, end, cls):
+    """Ends of o200k's two word alternatives without their first character,
+    ``U*L+`` and ``U+L*`` (U, L: the upper and lower classes), at ``j``: -1 where
+    one does not match.
+
+    ``U*`` takes the run of upper characters ``[j, k)``. If the character at
+    ``k`` is lower (then it is ``Ll``), ``L+`` runs on from it, and both
+    alternatives end where the lower run ends. Otherwise ``U*`` gives back
+    characters until one is lower as well (``Lm``, ``Lo``, ``M`` are in both
+    classes): ``U*L+`` ends just after the last such character of the run;
+    ``U+L*`` ends at ``k``. For "ABc" both end at 3; for "AB!" ``U*L+``
+    fails and ``U+L*`` ends at 2.
+    """
+    k = j
+    last_both = -1
+    c, w = _cw(buf, k, end, cls)
+    while c & _UPPERISH:
+        k += w
+        if c & _LOWERISH:
+            last_both = k
+        c, w = _cw(buf, k, end, cls)
+    if c & LOWER:
+        while c & _LOWERISH:
+            k += w
+            c, w = _cw(buf, k, end, cls)
+        return k, k
+    return last_both, (k if k > j else -1)
+
+
+@njit(cache=True, inline="always")
+def _with_suffix(buf, e, end, contr):
+    """``e`` extended by o200k's optional ``(?i:'s|'t|'re|'ve|'m|'ll|'d)``."""
+    if e < end and buf[e] == 39:
+        k = _contraction(buf, e + 1, end, contr)
+        if k >= 0:
+            return k
+    return e
+
+
+@njit(cache=True, inline="always")
+def _punct_tail_slash(buf, j, end, cls):
+    """End of ``[^\\s\\p{L}\\p{N}]*[\\r\\n/]*`` at ``j`` (o200k's punctuation run)."""
+    c, w = _cw(buf, j, end, cls)
+    while not c & (LETTER | NUMBER | SPACE | END):
+        j += w
+        c, w = _cw(buf, j, end, cls)
+    while j < end and (buf[j] == 10 or buf[j] == 13 or buf[j] == 47):
+        j += 1
+    return j
+
+
+@njit(cache=True, inline="always")
+def _piece_end_o200k(buf, i, end, cls, contr):
+    """End of the o200k piece starting at ``i``: the first alternative that matches.
+
+    Alternatives in order: ``P?U*L+S?``, ``P?U+L*S?`` (P: one character
+    that is not CR, LF, letter or number; S: a contraction), ``\\p{N}{1,3}``,
+    `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*``, then white space as in the default
+    pattern. Each word alternative is tried with P before without it. For
+    "!Ab'S x": "!Ab'S" (P, U, L, S), then " x".
+    """
+    c, w = _cw(buf, i, end, cls)
+    if c & LETTER:  # no P: the word alternatives at i, the first that matches
+        first, second = _cased(buf, i, end, cls)
+        return _with_suffix(buf, first if first >= 0 else second, end, contr)
+    if c & NUMBER:
+        return _numbers(buf, i + w, end, cls)
+    b = buf[i]
+    if b != 10 and b != 13:  # the character at i can be P
+        first, second = _cased(buf, i + w, end, cls)
+        if first >= 0:
+            return _with_suffix(buf, first, end, contr)
+        if c & MARK:  # a mark is upper and lower too: U*L+ matches without P
+            first, second = _cased(buf, i, end, cls)
+            return _with_suffix(buf, first, end, contr)
+        if second >= 0:
+            return _with_suffix(buf, second, end, contr)
+    c2, w2 = _cw(buf, i + w, end, cls)
+    if b == 32 and not c2 & (LETTER | NUMBER | SPACE | END):  # " " before punctuation
+        return _punct_tail_slash(buf, i + w + w2, end, cls)
+    if c & SPACE:
+        return _space_run(buf, i, c, w, end, cls, False)
+    return _punct_tail_slash(buf, i + w, end, cls)
+
+
 @njit(cache=True, nogil=True, **_NO_NRT)
 def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     """Write the end offsets of the pieces of ``buf[start:end]``; return their count.
@@ -406,6 +513,12 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     i = start
     cap = len(out_ends)
     cl100k = which == CL100K
+    if which == O200K:
+        while i < end and n < cap:
+            i = _piece_end_o200k(buf, i, end, cls, contr)
+            out_ends[n] = i
+            n += 1
+        return n
     while i < end and n < cap:
         i = _piece_end(buf, i, end, cls, contr, cl100k)
         out_ends[n] = i
@@ -414,8 +527,8 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
 
 
 def _check_which(which: int) -> None:
-    if which not in (DEFAULT, CL100K):
-        raise ValueError(f"which must be DEFAULT (0) or CL100K (1), not {which!r}")
+    if which not in (DEFAULT, CL100K, O200K):
+        raise ValueError(f"which must be DEFAULT (0), CL100K (1) or O200K (2), not {which!r}")
 
 
 def scan(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray, which: int) -> int:
