@@ -16,9 +16,9 @@ document whether it is held out or left out of the sample (seeded hashes of
 its position, so the choice does not depend on timing or threads), cuts
 documents into parts at the pattern's safe places and sends batches of parts
 to workers, which cut out special tokens, find the pieces and count them.
-For the default, cl100k and o200k patterns the workers are threads running
-the numba scanner (``toktoktok.scanner``, proven piece for piece against
-``regex``), which releases the GIL. For gpt2 and custom patterns they are processes
+For the named patterns (default, cl100k, o200k, gpt2) the workers are threads
+running the numba scanner (``toktoktok.scanner``, proven piece for piece
+against ``regex``), which releases the GIL. For a custom pattern they are processes
 running ``regex.findall`` (``stages.ingest_worker``, which imports nothing
 heavier): ``regex`` holds the GIL while it builds match objects, so threads
 would not scale. Counts come back in submission order and are summed in

@@ -165,13 +165,15 @@ def tiny() -> Iterator[pytest.MonkeyPatch]:
 
 
 def run_ingest(folder: Path, files: Sequence[Path], name: str, specials: Sequence[str],
-               threads: int = 1) -> tuple[Counter[bytes], dict[str, Any], list[Path]]:
-    """Write a config in ``folder``, run the real ingest stage; (summed chunk counts, manifest, chunks)."""
+               threads: int = 1, custom: str | None = None) -> tuple[Counter[bytes], dict[str, Any], list[Path]]:
+    """Write a config in ``folder``, run the real ingest stage; (summed chunk counts, manifest, chunks).
+
+    ``custom``: a regex given as ``pattern:`` instead of the name (``name`` is then "custom")."""
     doc = {
         "output": str(folder / "out" / "tok.tiktoken"),
         "threads": threads,
         "heldout_share": 0,
-        "pattern": name,
+        "pattern": custom if custom is not None else name,
         "special_tokens": list(specials) or None,
         "phases": [{"name": "Exact", "merges": 10, "sources": [{"file": str(f)} for f in files]}],
     }
@@ -414,9 +416,8 @@ def test_multilingual_samples_have_no_differing_piece(tiny: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize("name", PATTERN_NAMES)
 def test_two_workers(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
-    """``threads: 2`` (worker threads running the scanner, or for gpt2 a spawn process
-    pool running ``regex``, count the batches): same exact counts, and the same chunk
-    files as ``threads: 1``."""
+    """``threads: 2`` (worker threads running the scanner count the batches): same exact
+    counts, and the same chunk files as ``threads: 1``."""
     _set_sizes(tiny, {"block_chars": 13, "part_chars": 11, "batch": 200, "chunk": 1000})
     text = _adversarial_text()
     rows = [d for d in text.split("\n\n")]
@@ -432,6 +433,30 @@ def test_two_workers(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> Non
         counts, manifest, chunks = run_ingest(folder, files, name, ODD_SPECIALS, threads=threads)
         check(counts, manifest, want, len(docs))
         assert len(chunks) > 1
+        got[threads] = [c.read_bytes() for c in chunks]
+    assert got[2] == got[1], "chunk files differ between threads: 1 and threads: 2"
+
+
+def test_custom_pattern_in_worker_processes(tiny: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A custom pattern (o200k's, written out) is matched over whole documents by
+    ``regex.findall`` in spawned worker processes: exact counts, and the same chunk
+    files with ``threads: 2`` as with ``threads: 1``."""
+    _set_sizes(tiny, {"block_chars": 13, "part_chars": 11, "batch": 200, "chunk": 1000})
+    text = _adversarial_text()
+    rows = [d for d in text.split("\n\n")]
+    src = tmp_path / "src"
+    src.mkdir()
+    files = [write_txt(src, text), write_jsonl(src, rows, ensure_ascii=False)]
+    docs = txt_documents(text) + rows
+    want = findall_counts([text] + rows, "o200k", ODD_SPECIALS)
+    got = {}
+    for threads in (2, 1):
+        folder = tmp_path / f"t{threads}"
+        folder.mkdir()
+        counts, manifest, chunks = run_ingest(folder, files, "custom", ODD_SPECIALS, threads=threads,
+                                              custom=NAMED_PATTERNS["o200k"].python)
+        check(counts, manifest, want, len(docs))
+        assert (manifest["workers_peak_rss_mb"] > 0) == (threads == 2), "threads 2 ran no worker process"
         got[threads] = [c.read_bytes() for c in chunks]
     assert got[2] == got[1], "chunk files differ between threads: 1 and threads: 2"
 

@@ -23,6 +23,7 @@ from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.scanner import (
     CL100K,
     DEFAULT,
+    GPT2,
     O200K,
     count_pieces,
     count_pieces_threads,
@@ -34,7 +35,7 @@ from toktoktok.scanner import (
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-WHICH = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K}
+WHICH = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
 ORACLE = {WHICH[name]: regex.compile(NAMED_PATTERNS[name].python) for name in WHICH}
 EACH = pytest.mark.parametrize("which", list(WHICH.values()), ids=list(WHICH))
 
@@ -106,7 +107,7 @@ def test_named_entry_points():
     with pytest.raises(ValueError):
         scan_default(buf, 0, len(buf), np.empty(1, dtype=np.int64))
     with pytest.raises(ValueError):
-        scan(buf, 0, len(buf), ends, 3)
+        scan(buf, 0, len(buf), ends, 4)
 
 
 @EACH

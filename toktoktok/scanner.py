@@ -2,14 +2,14 @@
 
 Why a hand-written scanner. ``regex.findall`` with the SPEC §4 pattern runs at
 10-20 MB/s on one core, creates a Python string per piece and holds the GIL;
-counting its pieces in a ``Counter`` halves that again. The default and the
-cl100k pattern are simple enough to be decided by looking at one or two
-characters and one run of a class, so a small state machine over the UTF-8
-bytes does the same work at hundreds of MB/s, without the GIL, and feeds a
-hash table of distinct pieces directly (``count_pieces``): no Python object per
-piece.
+counting its pieces in a ``Counter`` halves that again. The named patterns
+(default, cl100k, o200k, gpt2) are simple enough to be decided by looking at
+one or two characters and a run or two of a class, so a small state machine
+over the UTF-8 bytes does the same work at hundreds of MB/s, without the GIL,
+and feeds a hash table of distinct pieces directly (``count_pieces``): no
+Python object per piece.
 
-How the alternation resolves (both patterns; ``i`` is the position, ``c`` the
+How the alternation resolves (default and cl100k; ``i`` is the position, ``c`` the
 character there, ``d`` the one after it). The pattern covers every character
 (letters, numbers, white space, everything else), so the matches tile the
 text and each piece is "the first alternative that matches at ``i``":
@@ -50,6 +50,11 @@ a mark that cannot begin P-then-word is a word of its own. Its punctuation
 alternative also takes ``/`` with the line breaks after the run. Numbers and
 white space are as in the default pattern.
 
+gpt2 (``_piece_end_gpt2``) is simpler still: its contractions are ASCII and
+lower case only; an optional space joins the letter, number (any count) or
+other run after it; and white space has no line-break rule: the run to the
+end of the text, else all but its last character, else the one character.
+
 How the classes are derived. Never by hand: at first use ``unicode_tables``
 runs the installed ``regex`` module over one string holding every code point
 (surrogates excepted: they cannot occur in UTF-8) and records, per code
@@ -76,7 +81,7 @@ thread, english / code: ``regex.findall`` 21 / 13 MB/s, ``scan_default``
 ``benchmarks/bench_scanner.py``). The kernels release the GIL and share
 nothing writable, so threads on different batches do not slow each other.
 
-API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets; ``scan`` with ``O200K`` for o200k),
+API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets; ``scan`` with ``O200K`` or ``GPT2`` for those),
 ``count_pieces`` (distinct pieces and counts), ``merge_counts``,
 ``count_pieces_threads``, ``split_text`` (strings, for tests), and the raw
 kernels ``scan_kernel`` / ``count_kernel`` for numba callers, which pass the
@@ -96,6 +101,8 @@ multilingual samples and 5 MB of each shared corpus.
     (['end', ' \\n\\n '], ['end', ' \\n\\n', ' '])
     >>> split_text("HTTPServer's x/\\n\\n//y", O200K)
     ["HTTPServer's", ' x', '/\\n\\n//', 'y']
+    >>> split_text("it's 12345!! \\n x", GPT2)
+    ['it', "'s", ' 12345', '!!', ' \\n', ' x']
 """
 
 from __future__ import annotations
@@ -113,7 +120,8 @@ from numba import njit
 DEFAULT = 0
 CL100K = 1
 O200K = 2
-PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K}
+GPT2 = 3
+PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
 
 # Bit flags of the class row.
 LETTER = 1  # \p{L}
@@ -499,6 +507,59 @@ def _piece_end_o200k(buf, i, end, cls, contr):
     return _punct_tail_slash(buf, i + w, end, cls)
 
 
+@njit(cache=True, inline="always")
+def _run_of(buf, j, end, cls, bits, within):
+    """End of the run at ``j`` of characters whose class has (``within``) or has
+    none (not ``within``) of ``bits``; the end of the text stops either."""
+    c, w = _cw(buf, j, end, cls)
+    while c != END and ((c & bits) != 0) == within:
+        j += w
+        c, w = _cw(buf, j, end, cls)
+    return j
+
+
+@njit(cache=True, inline="always")
+def _piece_end_gpt2(buf, i, end, cls):
+    """End of the gpt2 piece starting at ``i``: the first alternative that matches.
+
+    Alternatives in order: ``'(?:[sdmt]|ll|ve|re)`` (lower case, ASCII only),
+    `` ?\\p{L}++``, `` ?\\p{N}++`` (no limit on digits), `` ?[^\\s\\p{L}\\p{N}]++``
+    (no line breaks after it), ``\\s++$``, ``\\s+(?!\\S)``, ``\\s``. For
+    "it's 12345!! \\n x": "it", "'s", " 12345", "!!", " \\n", " x".
+    """
+    b = buf[i]
+    if b == 39 and i + 1 < end:  # the contractions: bytes, since they are ASCII
+        d = buf[i + 1]
+        if d == 115 or d == 100 or d == 109 or d == 116:  # s d m t
+            return i + 2
+        if i + 2 < end and ((d == 108 and buf[i + 2] == 108) or (d == 118 and buf[i + 2] == 101)
+                            or (d == 114 and buf[i + 2] == 101)):  # ll ve re
+            return i + 3
+    c, w = _cw(buf, i, end, cls)
+    j = i
+    if b == 32:  # the optional space: it joins a letter, number or other run after it
+        c2, w2 = _cw(buf, i + 1, end, cls)
+        if c2 != END and not c2 & SPACE:
+            c, w, j = c2, w2, i + 1
+    if c & LETTER:
+        return _run_of(buf, j + w, end, cls, LETTER, True)
+    if c & NUMBER:
+        return _run_of(buf, j + w, end, cls, NUMBER, True)
+    if not c & SPACE:
+        return _run_of(buf, j + w, end, cls, LETTER | NUMBER | SPACE, False)
+    k = i
+    last_start = i
+    while c & SPACE:  # the white space run [i, k); last_start: its last character
+        last_start = k
+        k += w
+        c, w = _cw(buf, k, end, cls)
+    if k == end:
+        return end
+    if last_start > i:
+        return last_start
+    return i + _width(buf[i])
+
+
 @njit(cache=True, nogil=True, **_NO_NRT)
 def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     """Write the end offsets of the pieces of ``buf[start:end]``; return their count.
@@ -519,6 +580,12 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
             out_ends[n] = i
             n += 1
         return n
+    if which == GPT2:
+        while i < end and n < cap:
+            i = _piece_end_gpt2(buf, i, end, cls)
+            out_ends[n] = i
+            n += 1
+        return n
     while i < end and n < cap:
         i = _piece_end(buf, i, end, cls, contr, cl100k)
         out_ends[n] = i
@@ -527,8 +594,8 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
 
 
 def _check_which(which: int) -> None:
-    if which not in (DEFAULT, CL100K, O200K):
-        raise ValueError(f"which must be DEFAULT (0), CL100K (1) or O200K (2), not {which!r}")
+    if which not in (DEFAULT, CL100K, O200K, GPT2):
+        raise ValueError(f"which must be DEFAULT (0), CL100K (1), O200K (2) or GPT2 (3), not {which!r}")
 
 
 def scan(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray, which: int) -> int:
