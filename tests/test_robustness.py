@@ -91,6 +91,7 @@ from tests.conftest_robust import (  # noqa: F401 - mount_tmpfs is a fixture
     work,
     write_config,
 )
+from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.tiktoken_file import write_tiktoken
 
 
@@ -376,9 +377,9 @@ def test_memory_does_not_follow_line_length(tmp_path, pattern):
     """One line of 48 MB (letters and spaces, no line break) costs no more memory than
     the same text in many lines: the reader cuts it at SPEC §4's safe places (before a
     space) instead of holding the line. Holding it would cost twice its size (bytes and
-    text). The figure is the manifest's peak RSS: the largest of the main process and
-    of its workers (threads: 2; the default pattern counts in threads with the numba
-    scanner, gpt2 in worker processes with ``regex``)."""
+    text). The figure is the manifest's peak RSS (threads: 2). The default pattern's
+    bytes go to the scanner as read, cut before a space; gpt2's are decoded and cut
+    by ``PartCutter`` (its rule: before a space only)."""
     peaks = {}
     for kind, separator in (("one-line", " "), ("many-lines", "\n")):
         folder = tmp_path / kind
@@ -1039,7 +1040,8 @@ def test_ctrl_c_while_workers_start_prints_no_traceback(tmp_path, interrupt_corp
     """Ctrl-C while the worker processes are still starting (importing): exit 130
     with one line, and none of the workers prints a traceback of its own."""
     make, _, _ = interrupt_corpus
-    config = make(tmp_path / "p", pattern="gpt2")  # the regex path: worker processes (the scanner uses threads)
+    # a custom pattern takes the regex path, in worker processes (the named patterns' scanner uses threads)
+    config = make(tmp_path / "p", pattern=NAMED_PATTERNS["o200k"].tiktoken)
     proc = start("ingest", "-c", config)
 
     def worker_starting() -> bool:
