@@ -414,10 +414,11 @@ def test_multilingual_samples_have_no_differing_piece(tiny: pytest.MonkeyPatch, 
         assert difference(per_doc, want) == 0, show(per_doc, want)
 
 
-@pytest.mark.parametrize("name", PATTERN_NAMES)
-def test_two_workers(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
-    """``threads: 2`` (worker threads running the scanner count the batches): same exact
-    counts, and the same chunk files as ``threads: 1``."""
+def _threads_2_then_1(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str,
+                      custom: str | None = None) -> dict[int, dict[str, Any]]:
+    """The adversarial text as a .txt and a .jsonl, ingested with ``threads: 2`` then 1:
+    each run's counts are exactly findall's (pattern ``name``), and both runs write the
+    same chunk files. Returns the manifests by ``threads``."""
     _set_sizes(tiny, {"block_chars": 13, "part_chars": 11, "batch": 200, "chunk": 1000})
     text = _adversarial_text()
     rows = [d for d in text.split("\n\n")]
@@ -426,39 +427,34 @@ def test_two_workers(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> Non
     files = [write_txt(src, text), write_jsonl(src, rows, ensure_ascii=False)]
     docs = txt_documents(text) + rows
     want = findall_counts([text] + rows, name, ODD_SPECIALS)
-    got = {}
+    got, manifests = {}, {}
     for threads in (2, 1):
         folder = tmp_path / f"t{threads}"
         folder.mkdir()
-        counts, manifest, chunks = run_ingest(folder, files, name, ODD_SPECIALS, threads=threads)
-        check(counts, manifest, want, len(docs))
+        counts, manifests[threads], chunks = run_ingest(folder, files, "custom" if custom else name, ODD_SPECIALS,
+                                                        threads=threads, custom=custom)
+        check(counts, manifests[threads], want, len(docs))
         assert len(chunks) > 1
         got[threads] = [c.read_bytes() for c in chunks]
     assert got[2] == got[1], "chunk files differ between threads: 1 and threads: 2"
+    return manifests
+
+
+@pytest.mark.parametrize("name", PATTERN_NAMES)
+def test_two_workers(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
+    """``threads: 2`` (worker threads running the scanner count the batches): same exact
+    counts, and the same chunk files as ``threads: 1``."""
+    manifests = _threads_2_then_1(tiny, tmp_path, name)
+    assert manifests[2]["workers_peak_rss_mb"] == 0, "a named pattern ran worker processes"
 
 
 def test_custom_pattern_in_worker_processes(tiny: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A custom pattern (o200k's, written out) is matched over whole documents by
     ``regex.findall`` in spawned worker processes: exact counts, and the same chunk
     files with ``threads: 2`` as with ``threads: 1``."""
-    _set_sizes(tiny, {"block_chars": 13, "part_chars": 11, "batch": 200, "chunk": 1000})
-    text = _adversarial_text()
-    rows = [d for d in text.split("\n\n")]
-    src = tmp_path / "src"
-    src.mkdir()
-    files = [write_txt(src, text), write_jsonl(src, rows, ensure_ascii=False)]
-    docs = txt_documents(text) + rows
-    want = findall_counts([text] + rows, "o200k", ODD_SPECIALS)
-    got = {}
-    for threads in (2, 1):
-        folder = tmp_path / f"t{threads}"
-        folder.mkdir()
-        counts, manifest, chunks = run_ingest(folder, files, "custom", ODD_SPECIALS, threads=threads,
-                                              custom=NAMED_PATTERNS["o200k"].python)
-        check(counts, manifest, want, len(docs))
-        assert (manifest["workers_peak_rss_mb"] > 0) == (threads == 2), "threads 2 ran no worker process"
-        got[threads] = [c.read_bytes() for c in chunks]
-    assert got[2] == got[1], "chunk files differ between threads: 1 and threads: 2"
+    manifests = _threads_2_then_1(tiny, tmp_path, "o200k", custom=NAMED_PATTERNS["o200k"].python)
+    assert manifests[2]["workers_peak_rss_mb"] > 0, "threads 2 ran no worker process"
+    assert manifests[1]["workers_peak_rss_mb"] == 0
 
 
 def test_reference_splitter_and_cutter() -> None:

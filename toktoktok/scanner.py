@@ -325,13 +325,14 @@ def _numbers(buf, j, end, cls):
 
 
 @njit(cache=True, inline="always")
-def _punct_tail(buf, j, end, cls):
-    """End of ``[^\\s\\p{L}\\p{N}]*[\\r\\n]*`` at ``j``."""
+def _punct_tail(buf, j, end, cls, slash):
+    """End of ``[^\\s\\p{L}\\p{N}]*[\\r\\n]*`` at ``j`` (with ``slash``: o200k's
+    ``[\\r\\n/]*``, which takes slashes along with the line breaks)."""
     c, w = _cw(buf, j, end, cls)
     while not c & (LETTER | NUMBER | SPACE | END):
         j += w
         c, w = _cw(buf, j, end, cls)
-    while j < end and (buf[j] == 10 or buf[j] == 13):
+    while j < end and (buf[j] == 10 or buf[j] == 13 or (slash and buf[j] == 47)):
         j += 1
     return j
 
@@ -410,10 +411,10 @@ def _piece_end(buf, i, end, cls, contr, cl100k):
     if c2 & LETTER and b != 10 and b != 13:  # [^\r\n\p{L}\p{N}]?\p{L}+
         return _letters(buf, j + w2, end, cls)
     if b == 32 and not c2 & (LETTER | NUMBER | SPACE | END):  # " " before punctuation
-        return _punct_tail(buf, j + w2, end, cls)
+        return _punct_tail(buf, j + w2, end, cls, False)
     if c & SPACE:
         return _space_run(buf, i, c, w, end, cls, cl100k)
-    return _punct_tail(buf, j, end, cls)
+    return _punct_tail(buf, j, end, cls, False)
 
 
 # o200k's classes: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] ("upper") and [\p{Ll}\p{Lm}\p{Lo}\p{M}] ("lower").
@@ -462,18 +463,6 @@ def _with_suffix(buf, e, end, contr):
 
 
 @njit(cache=True, inline="always")
-def _punct_tail_slash(buf, j, end, cls):
-    """End of ``[^\\s\\p{L}\\p{N}]*[\\r\\n/]*`` at ``j`` (o200k's punctuation run)."""
-    c, w = _cw(buf, j, end, cls)
-    while not c & (LETTER | NUMBER | SPACE | END):
-        j += w
-        c, w = _cw(buf, j, end, cls)
-    while j < end and (buf[j] == 10 or buf[j] == 13 or buf[j] == 47):
-        j += 1
-    return j
-
-
-@njit(cache=True, inline="always")
 def _piece_end_o200k(buf, i, end, cls, contr):
     """End of the o200k piece starting at ``i``: the first alternative that matches.
 
@@ -501,10 +490,10 @@ def _piece_end_o200k(buf, i, end, cls, contr):
             return _with_suffix(buf, second, end, contr)
     c2, w2 = _cw(buf, i + w, end, cls)
     if b == 32 and not c2 & (LETTER | NUMBER | SPACE | END):  # " " before punctuation
-        return _punct_tail_slash(buf, i + w + w2, end, cls)
+        return _punct_tail(buf, i + w + w2, end, cls, True)
     if c & SPACE:
         return _space_run(buf, i, c, w, end, cls, False)
-    return _punct_tail_slash(buf, i + w, end, cls)
+    return _punct_tail(buf, i + w, end, cls, True)
 
 
 @njit(cache=True, inline="always")
