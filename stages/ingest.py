@@ -271,7 +271,7 @@ class _Chunker:
     English: 0.065 s of summing at the end, most of it moved to the workers),
     and fewer batch tables are held. The sums are the same, rows in the same
     order. When a group is sent, the earlier groups' sums are waited for
-    (they are done by then) and their own sizes replace their batches' in
+    (normally done by then) and their own sizes replace their batches' in
     ``current_bytes``: counted by their batches, the groups had passed the
     quarter after a third of 100 MB of English, and the main thread had
     summed everything while the workers waited (0.026 s). The waits come at

@@ -81,8 +81,9 @@ thread, english / code: ``regex.findall`` 21 / 13 MB/s, ``scan_default``
 ``benchmarks/bench_scanner.py``). The kernels release the GIL and share
 nothing writable, so threads on different batches do not slow each other.
 
-API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets; ``scan`` with ``O200K`` or ``GPT2`` for those),
-``count_pieces`` (distinct pieces and counts), ``merge_counts``,
+API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets; ``scan``
+with ``O200K`` or ``GPT2`` for those patterns), ``count_pieces`` (distinct
+pieces and counts), ``merge_counts``,
 ``count_pieces_threads``, ``split_text`` (strings, for tests), and the raw
 kernels ``scan_kernel`` / ``count_kernel`` for numba callers, which pass the
 two rows of ``unicode_tables()`` themselves.
