@@ -273,7 +273,7 @@ class _Chunker:
     order. When a group is sent, the earlier groups' sums are waited for
     (normally done by then) and their own sizes replace their batches' in
     ``current_bytes``: counted by their batches, the groups had passed the
-    quarter after a third of 100 MB of English, and the main thread had
+    quarter about half way through 100 MB of English, and the main thread had
     summed everything while the workers waited (0.026 s). The waits come at
     fixed batches, so the chunks are the same for any ``threads``.
     """
