@@ -474,31 +474,38 @@ class _Router:
         """Whether a document could be anything but trained on now."""
         return self.share < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
 
-    def open(self) -> str:
-        """Decide the next document (the caller breaks the stream if it does not train)."""
+    def open(self, sample: str | None = None) -> str:
+        """Decide the next document (the caller breaks the stream if it does not train).
+
+        ``sample``: its fate in the sample (TRAIN or SKIP) when ``plan`` has found
+        it a held-out candidate: only the cap is left to check, nothing is hashed again.
+        """
         doc, self.doc = self.doc, self.doc + 1
         cfg, tally = self.cfg, self.tally
-        if tally.heldout_bytes < HELDOUT_CAP_BYTES and sampling.chosen_many(self.heldout_key, doc, 1,
-                                                                            cfg.heldout_share)[0]:
+        room = tally.heldout_bytes < HELDOUT_CAP_BYTES
+        if room and (sample is not None or sampling.chosen_many(self.heldout_key, doc, 1, cfg.heldout_share)[0]):
             self.fate, self.held = HELD, []
         else:
-            skipping = not sampling.chosen_many(self.sample_key, doc, 1, self.share)[0]
-            tally.sampled_out_documents += skipping
-            tally.kept_documents += not skipping
-            self.fate = SKIP if skipping else TRAIN
+            if sample is None:
+                sample = TRAIN if sampling.chosen_many(self.sample_key, doc, 1, self.share)[0] else SKIP
+            tally.sampled_out_documents += sample is SKIP
+            tally.kept_documents += sample is TRAIN
+            self.fate = sample
         return self.fate
 
-    def plan(self, count: int) -> list[str | None]:
+    def plan(self, count: int) -> tuple[list[str | None], list[str]]:
         """The fates of the next ``count`` documents as far as they are known now:
         TRAIN or SKIP from the sample (decided all at once), None for a held-out
-        candidate, which ``open`` decides when it comes (the cap may be reached)."""
+        candidate, which ``open`` decides when it comes (the cap may be reached);
+        and every document's fate in the sample, for ``open``."""
         cfg, first = self.cfg, self.doc
-        fates: list[str | None] = [TRAIN if keep else SKIP
-                                   for keep in sampling.chosen_many(self.sample_key, first, count, self.share).tolist()]
+        samples = [TRAIN if keep else SKIP
+                   for keep in sampling.chosen_many(self.sample_key, first, count, self.share).tolist()]
+        fates: list[str | None] = list(samples)
         if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
             for k in np.flatnonzero(sampling.chosen_many(self.heldout_key, first, count, cfg.heldout_share)).tolist():
                 fates[k] = None
-        return fates
+        return fates, samples
 
     def open_many(self, fate: str, count: int) -> None:
         """Open ``count`` documents in a row whose fate ``plan`` knew (TRAIN or SKIP)."""
@@ -632,7 +639,7 @@ def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stat
     data, ends = window.data, window.ends.tolist()
     stops = ends if ends and ends[-1] == len(data) else [*ends, len(data)]
     first = 0 if route.fate is None else 1  # segment 0 may go on with the open document
-    fates = route.plan(len(stops) - first)
+    fates, samples = route.plan(len(stops) - first)
     stats.documents += len(stops) - first
     run = -1  # where training bytes not sent yet start (the stream keeps the file's order)
     start = i = 0
@@ -641,7 +648,7 @@ def _each_document(window: TxtWindow, route: _Router, decoder: Utf8Decoder, stat
         if i >= first:
             fate = fates[i - first]
             if fate is None:
-                fate = route.open()
+                fate = route.open(samples[i - first])
             else:
                 while last + 1 < len(stops) and fates[last + 1 - first] is fate:
                     last += 1
