@@ -345,3 +345,67 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
     lines.append(f"  checked with tiktoken: {export['pieces_checked_with_tiktoken']} pieces, "
                  f"{export['pieces_differing_from_tiktoken']} differ; round trip ok")
     return "\n".join(lines)
+
+
+# --- the whole pipeline from Python (what ``toktoktok.train(config=..., output=...)`` did) ---------
+
+def train_config(config: str | os.PathLike[str], *, verbose: bool = False) -> Any:
+    """Run a YAML config as ``toktok run -c CONFIG`` does and return its tokenizer
+    (a ``tiktoken.Encoding``). A configuration problem is a ``ValueError``.
+
+    This replaces ``toktoktok.train(config=PATH)``: the library trains in
+    memory and never runs the pipeline.
+    """
+    from toktoktok.config import load_config
+    from toktoktok.loading import load
+
+    try:
+        cfg = load_config(Path(config))
+        if verbose:
+            cfg = dataclasses.replace(cfg, verbose=True)
+        run(cfg, progress=Progress(verbose=cfg.verbose))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from exc
+    return load(cfg.output)
+
+
+def train_texts(texts: Any, *, output: str | os.PathLike[str], merges: int, special_tokens: Any = (),
+                **options: Any) -> Any:
+    """Train on in-memory documents through the whole pipeline, keeping every
+    output at ``output`` (the ``.tiktoken``, its ``.meta.json``, the reports and
+    the work folder beside it), and return the tokenizer.
+
+    This replaces ``toktoktok.train(texts, output=PATH, ...)``. The documents
+    are written, streamed, to ``NAME.input/texts.jsonl`` beside the output (one
+    ``{"text": ...}`` a line, ASCII-escaped so lone surrogates survive as
+    U+FFFD), with the config beside them (``NAME.input/config.yaml``); ``options`` are top-level config
+    options (``hardcoded_merges``, ``heldout_share``, ``pattern``, ...).
+    """
+    import json
+
+    import yaml
+
+    from toktoktok.config import TOP_KEYS
+
+    out = Path(output).expanduser().absolute()
+    folder = out.with_name(out.name.removesuffix(".tiktoken") + ".input")
+    folder.mkdir(parents=True, exist_ok=True)
+    data, config_file = folder / "texts.jsonl", folder / "config.yaml"
+    for key in options:
+        if key not in TOP_KEYS or key in ("phases", "output", "special_tokens"):
+            raise ValueError(f"train_texts(): {key!r} is not an option here")
+    doc: dict[str, Any] = {"output": str(out), **options}
+    if isinstance(doc.get("warm_start"), (str, os.PathLike)):
+        doc["warm_start"] = {"file": doc["warm_start"]}
+    if isinstance(doc.get("warm_start"), dict) and isinstance(doc["warm_start"].get("file"), (str, os.PathLike)):
+        doc["warm_start"] = {**doc["warm_start"], "file": str(Path(doc["warm_start"]["file"]).expanduser().absolute())}
+    if special_tokens:
+        doc["special_tokens"] = list(special_tokens)
+    doc["phases"] = [{"name": "train", "merges": merges, "sources": [{"file": str(data)}]}]
+    with open(data, "w", encoding="ascii") as fh:
+        for count, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"train_texts(): texts[{count}] is {type(text).__name__}, expected a string")
+            fh.write(json.dumps({"text": text}, ensure_ascii=True) + "\n")
+    config_file.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return train_config(config_file)
