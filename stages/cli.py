@@ -68,7 +68,7 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         _fail(os_message(exc), 1, verbose)
     except Exception as exc:  # noqa: BLE001 - the stages' own errors, then a last resort
         # looked up, not imported: importing the stages costs most of a second
-        expected = (*raised_by("stages.train", "MissingInput"), *raised_by("toktoktok.sources", "SourceError"),
+        expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("toktoktok.sources", "SourceError"),
                     *raised_by("stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
         if isinstance(exc, expected):
             _fail(one_line(exc), 1, verbose)
@@ -312,7 +312,8 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     after asking (unless --yes). The outputs (.tiktoken, .meta.json, reports)
     are kept. Prints what was removed.
     """
-    from stages.inspect import refuse, remove_work_dir, work_dir_contents
+    from stages.clean import remove_work_dir, work_dir_contents
+    from stages.inspect import refuse
 
     cfg, _ = _load(config, verbose)
     work = cfg.work_dir

@@ -27,7 +27,8 @@ from typing import Any
 
 import polars as pl
 
-from stages.encode import (
+from stages.progress import Progress
+from stages.texts import (
     Reading,
     batch_chars,
     can_cut,
@@ -36,10 +37,9 @@ from stages.encode import (
     iter_parts,
     load_tokenizer,
     pattern_name,
+    table,
 )
-from stages.ingest import resolve_threads
-from stages.inspect import table
-from stages.progress import Progress
+from stages.workdir import resolve_threads
 from toktoktok.config import ConfigError
 from toktoktok.loading import split_name
 

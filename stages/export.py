@@ -5,6 +5,10 @@ Reads: ``WORK/train/*/merges.arrow`` (the vocabulary), ``WORK/ingest/*/``
 Writes: the ``.tiktoken`` file and its companion (SPEC §7), atomically, then
 ``WORK/export/manifest.json`` (last).
 
+Two steps, which the orchestrator calls with the report between them:
+``build`` writes everything into ``WORK/export/staged`` and validates it
+there; ``publish`` copies the staged files into place beside ``output:``.
+
 Export proves what it wrote before it calls the run done:
 
 1. it loads the file back with our own parser into a real
@@ -25,6 +29,7 @@ import platform
 import shutil
 import time
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,27 +40,18 @@ import regex
 import tiktoken
 
 import toktoktok
-from stages import artifacts
-from stages.ingest import stage_dir as ingest_dir
-from stages.ingest import sum_chunks
+from stages import artifacts, workdir
 from stages.progress import Progress
-from stages.train import (
-    MissingInput,
-    base_description,
-    inventory,
-    require_current,
-    vocab_after,
-)
-from stages.train import stage_dir as train_dir
+from stages.workdir import MissingInput
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, config_fingerprint
+from toktoktok.counts import inventory
 from toktoktok.hf import write_hf
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
-from toktoktok.warm_start import load_base
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
 HELDOUT_SAMPLE_CHARS = 200_000  # held-out text of each phase round-tripped
@@ -67,15 +63,6 @@ SAMPLES = [
     "def f(x):\n    return x ** 2  # comment\n\n\nif __name__ == '__main__':\n\tprint(f(3))\n",
     "   leading spaces, trailing spaces   \n\n\n\n  ",
 ]
-
-
-def output_paths(cfg: Config) -> tuple[Path, Path]:
-    return cfg.output, meta_path(cfg.output)
-
-
-def hf_dir(cfg: Config) -> Path:
-    """``DIR/NAME.hf`` for ``output: DIR/NAME.tiktoken``."""
-    return cfg.output.with_name(cfg.output.name.removesuffix(".tiktoken") + ".hf")
 
 
 def hf_disagreements(folder: Path, enc: tiktoken.Encoding, texts: list[str], specials: dict[str, int]) -> int | None:
@@ -96,9 +83,7 @@ def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
     >>> special_ids_for(["<|a|>"], 1001, pad_to=4)
     {'<|a|>': 1001, '<|reserved_special_token_0|>': 1002, '<|reserved_special_token_1|>': 1003}
     """
-    base = {}
-    if cfg.warm_start is not None:
-        base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens).special_tokens
+    base = workdir.base_special_tokens(cfg)
     new = [tok for tok in cfg.special_tokens if tok not in base]
     return base | special_ids_for(new, vocab_size, pad_to=cfg.pad_to_multiple_of, taken=set(base))
 
@@ -126,7 +111,7 @@ def export_settings(cfg: Config) -> dict[str, Any]:
         "stage": "export",
         "report": "toktoktok-report/1",
         "export_hf": cfg.export_hf,
-        "base": base_description(cfg),
+        "base": workdir.base_description(cfg),
         "special_tokens": list(cfg.special_tokens),
         "pad_to_multiple_of": cfg.pad_to_multiple_of,
         "pattern": cfg.pattern.tiktoken,
@@ -138,9 +123,9 @@ def export_settings(cfg: Config) -> dict[str, Any]:
 def export_key(cfg: Config) -> str:
     """Export depends on every phase's merges, each current with its own inputs."""
     for phase in cfg.phases:
-        if artifacts.read_manifest(train_dir(cfg, phase)) is None:
+        if artifacts.read_manifest(workdir.train_dir(cfg, phase)) is None:
             raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-    trained = [artifacts.outputs_key(require_current(cfg, phase)) for phase in cfg.phases]
+    trained = [artifacts.outputs_key(workdir.current_train_manifest(cfg, phase)) for phase in cfg.phases]
     return artifacts.key_of({**export_settings(cfg), "trained": trained})
 
 
@@ -195,9 +180,7 @@ def round_trip_failures(enc: tiktoken.Encoding, texts: list[str], specials: dict
 def _phase_pieces(cfg: Config, phase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The most frequent pieces of a phase (up to CHECKED_PIECES; ties at the
     threshold go to the smallest pieces), as flat arrays."""
-    manifest = artifacts.read_manifest(ingest_dir(cfg, phase)) or {"outputs": []}
-    chunks = [ingest_dir(cfg, phase) / o["name"] for o in manifest["outputs"] if o["name"].startswith("chunk-")]
-    table = sum_chunks([p for p in chunks if p.is_file()])
+    table = workdir.phase_inventory(cfg, phase)
     return inventory(_most_frequent(table, CHECKED_PIECES))
 
 
@@ -269,12 +252,7 @@ def _count_unequal(sym: np.ndarray, off: np.ndarray, lens: np.ndarray, theirs: n
 
 
 def _heldout_samples(cfg: Config) -> list[str]:
-    texts = []
-    for phase in cfg.phases:
-        path = ingest_dir(cfg, phase) / "heldout.arrow"
-        if path.is_file():
-            column = artifacts.read_ipc(path)["text"].to_pylist()
-            texts.append("".join(column)[:HELDOUT_SAMPLE_CHARS])
+    texts = ["".join(workdir.heldout_texts(cfg, phase))[:HELDOUT_SAMPLE_CHARS] for phase in cfg.phases]
     return [t for t in texts if t]
 
 
@@ -282,29 +260,46 @@ class ExportError(Exception):
     """The written tokenizer failed its own validation."""
 
 
-def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, Any]:
-    """Export unless the outputs are current; returns the export manifest."""
-    folder = cfg.work_dir / "export"
-    key = export_key(cfg)
-    if not force and artifacts.is_current(folder, key):
+@dataclass
+class Built:
+    """An export written and validated in ``WORK/export/staged``, not yet published."""
+
+    key: str
+    folder: Path  # WORK/export/staged: NAME.tiktoken, NAME.meta.json, NAME.hf/ ...
+    meta: dict[str, Any]
+    manifest: dict[str, Any]  # the export manifest but its outputs (``publish`` adds them)
+    started: float
+
+
+def up_to_date(cfg: Config, key: str) -> dict[str, Any] | None:
+    """The export's manifest when its outputs are current with ``key`` (else None)."""
+    folder = workdir.export_dir(cfg)
+    if artifacts.is_current(folder, key):
         return {**artifacts.read_manifest(folder), "skipped": True}
+    return None
+
+
+def build(cfg: Config, *, key: str, progress: Progress) -> Built:
+    """Write the tokenizer into ``WORK/export/staged`` and prove it there.
+
+    Nothing beside ``output:`` changes: ``publish`` moves the staged files into
+    place once the orchestrator has added the report.
+    """
     started = time.perf_counter()
+    folder = workdir.export_dir(cfg)
     artifacts.begin(folder)
-    train_manifests = [artifacts.read_manifest(train_dir(cfg, p)) for p in cfg.phases]
-    vocab = vocab_after(cfg, len(cfg.phases))
+    train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]
+    vocab = workdir.vocab_after(cfg, len(cfg.phases))
     specials = special_ids(cfg, len(vocab))
-    tiktoken_path, meta_file = output_paths(cfg)
-    tiktoken_path.parent.mkdir(parents=True, exist_ok=True)
     meta = meta_document(cfg, vocab, specials, train_manifests)
-    # 1. write into the work folder, 2. validate there, 3. publish: an output
-    #    that exists beside the config's `output:` has always been validated
-    staged = folder / "staged" / tiktoken_path.name
-    staged.parent.mkdir()
-    write_tiktoken(staged, vocab.ranks())
-    atomic_write_bytes(meta_path(staged), (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
+    staged = folder / "staged"
+    staged.mkdir()
+    tiktoken_file = staged / cfg.output.name
+    write_tiktoken(tiktoken_file, vocab.ranks())
+    atomic_write_bytes(meta_path(tiktoken_file), (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
     written = time.perf_counter()
     progress.start("export: pieces checked with tiktoken", unit="pieces")
-    enc = toktoktok.load(staged)
+    enc = toktoktok.load(tiktoken_file)
     texts = SAMPLES + _heldout_samples(cfg)
     failures = round_trip_failures(enc, texts, specials)
     checked, differing = tiktoken_disagreements(enc, vocab, cfg, progress)
@@ -312,33 +307,22 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
     progress.done()
     if failures:
         raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
-    atomic_write_bytes(meta_file, meta_path(staged).read_bytes())
-    atomic_write_bytes(tiktoken_path, staged.read_bytes())
-    shutil.rmtree(staged.parent)
-    outputs = [_output_entry(tiktoken_path), _output_entry(meta_file)]
     hf_differing = None
     if cfg.export_hf:
-        write_hf(hf_dir(cfg), vocab.ranks(), specials, cfg.pattern.tiktoken)
-        outputs += [_output_entry(p) for p in sorted(hf_dir(cfg).iterdir())]
-        hf_differing = hf_disagreements(hf_dir(cfg), enc, texts, specials)
+        hf_folder = staged / workdir.hf_dir(cfg).name
+        write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken)
+        hf_differing = hf_disagreements(hf_folder, enc, texts, specials)
         if hf_differing:
             raise ExportError(f"the Hugging Face export gives other ids than tiktoken on {hf_differing} texts")
     trainer_differing = sum(m["counts"]["differing_pieces"] for m in train_manifests)
     if differing or trainer_differing:
         progress.note(f"warning: {differing} of {checked} pieces encode differently in tiktoken; "
                       f"{trainer_differing} pieces end training segmented unlike tiktoken's rule")
-    # --- training report (stages/report.py): NAME.report.md/.json(/.png) beside the output
-    from stages.report import write_report
-
-    report_files = write_report(cfg, export_seconds=round(time.perf_counter() - started, 3))
-    outputs += [_output_entry(p) for p in report_files]
-    # --- end of training report
-    return artifacts.finish(folder, {
+    manifest = {
         "stage": "export",
         "key": key,
         "settings": export_settings(cfg),
         "inputs": {"trained": [m["outputs"] for m in train_manifests]},
-        "outputs": outputs,
         "counts": {
             "mergeable_ranks": vocab.count(),
             "special_tokens": len(specials),
@@ -350,7 +334,33 @@ def run_export(cfg: Config, *, force: bool = False, progress: Progress) -> dict[
             "hf_texts_differing": hf_differing,
         },
         "seconds": {"write": round(written - started, 3), "validate": round(time.perf_counter() - written, 3)},
-    })
+    }
+    return Built(key=key, folder=staged, meta=meta, manifest=manifest, started=started)
+
+
+def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
+    """Copy every staged file into place beside ``output:`` (each atomically), the
+    ``.tiktoken`` last; remove members of the output set this export did not
+    make (a picture not drawn now, a Hugging Face folder not exported now);
+    then write the export manifest."""
+    wanted = {}
+    for path in sorted(built.folder.rglob("*")):
+        if path.is_file():
+            wanted[cfg.output.parent / path.relative_to(built.folder)] = path
+    order = sorted(wanted, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, then .tiktoken last
+    for target in order:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, wanted[target].read_bytes())
+    for stale in workdir.output_set(cfg):
+        if stale not in wanted and stale.is_file():
+            stale.unlink()
+            progress.note(f"removed {stale}: left by an earlier export, it does not describe this one")
+    hf = workdir.hf_dir(cfg)
+    if hf.is_dir() and not any(hf.iterdir()):
+        hf.rmdir()
+    shutil.rmtree(built.folder)
+    outputs = [_output_entry(p) for p in order]
+    return artifacts.finish(workdir.export_dir(cfg), {**built.manifest, "outputs": outputs})
 
 
 def _output_entry(path: Path) -> dict[str, Any]:

@@ -18,10 +18,6 @@ What PATH may be (recognised by name, then by the Arrow schema):
 - a training report ``NAME.report.json``: each of its tables (the held-out
   compression table and the growth curve first).
 
-``toktok clean`` lives here too (``work_dir_contents``, ``remove_work_dir``):
-it removes a work directory only when it holds nothing but ``ingest/``,
-``train/``, ``export/`` and ``.lock``, and only while no run holds its lock.
-
 Options: ``--top N`` rows in each table (default 20); ``--search TEXT``
 lists the tokens (pieces, merges) whose bytes contain TEXT, where TEXT may
 spell bytes as ``\\xNN`` escapes (and ``\\n``, ``\\r``, ``\\t``, ``\\\\``,
@@ -47,7 +43,6 @@ Decisions:
 from __future__ import annotations
 
 import json
-import os
 import re
 import unicodedata
 from pathlib import Path
@@ -57,6 +52,7 @@ import polars as pl
 import pyarrow as pa
 
 from stages import artifacts
+from stages.texts import table
 from toktoktok.config import ConfigError
 from toktoktok.loading import meta_path, read_meta, split_name
 from toktoktok.tiktoken_file import read_tiktoken
@@ -118,20 +114,6 @@ def parse_search(text: str) -> bytes:
     return bytes(out)
 
 
-def table(df: pl.DataFrame) -> str:
-    """A DataFrame as printed text: no shape, no dtypes, all given rows, long strings."""
-    with pl.Config(
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_column_data_types=True,
-        tbl_rows=-1,
-        tbl_cols=-1,
-        fmt_str_lengths=120,
-        tbl_width_chars=240,
-        tbl_cell_numeric_alignment="RIGHT",
-    ):
-        return str(df)
-
-
 def _check_top(top: int) -> int:
     if top < 1:
         raise ConfigError(f"--top must be at least 1, got {top}")
@@ -148,7 +130,7 @@ def refuse(message: str) -> NoReturn:
 
 def config_output(config: Path) -> Path:
     """The ``.tiktoken`` a config writes (its ``output:``); it must exist."""
-    from stages.train import MissingInput
+    from stages.workdir import MissingInput
     from toktoktok.config import load_config
 
     cfg = load_config(config)
@@ -619,56 +601,3 @@ def inspect_report(path: Path) -> str:
         report = {k: v for k, v in report.items() if k not in ("compression", "curve")}
     _report_tables("", report, out)
     return "\n".join(out)
-
-
-# ---------------------------------------------------------------- toktok clean
-
-WORK_ENTRIES = {"ingest": "dir", "train": "dir", "export": "dir", ".lock": "file"}
-
-
-def work_dir_contents(work: Path) -> tuple[int, int]:
-    """(files, bytes) under a work directory that looks like toktoktok's, else ConfigError.
-
-    It looks like ours when it holds nothing but ``ingest/``, ``train/``,
-    ``export/`` (folders) and ``.lock`` (a file): anything else may be the
-    user's, and ``toktok clean`` then removes nothing.
-    """
-    if work.is_symlink() or not work.is_dir():
-        raise ConfigError(f"work_dir {work} is not a folder; nothing removed")
-    foreign = []
-    for entry in sorted(work.iterdir(), key=lambda e: e.name):
-        kind = WORK_ENTRIES.get(entry.name)
-        ok = kind == "dir" and entry.is_dir() and not entry.is_symlink() or kind == "file" and entry.is_file()
-        if not ok:
-            foreign.append(entry.name + ("/" if entry.is_dir() else ""))
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise ConfigError(f"work_dir {work} does not look like a toktoktok work directory (it holds {shown}; expected "
-                          f"only ingest/, train/, export/ and .lock); nothing removed")
-    files = size = 0
-    for root, _, names in os.walk(work):
-        for name in names:
-            files += 1
-            size += os.lstat(os.path.join(root, name)).st_size
-    return files, size
-
-
-def remove_work_dir(work: Path) -> tuple[int, int]:
-    """Delete ``work`` (checked with ``work_dir_contents``) while holding its lock."""
-    import fcntl
-    import shutil
-
-    files, size = work_dir_contents(work)
-    lock = work / ".lock"
-    fd = os.open(lock, os.O_RDWR) if lock.is_file() else None
-    try:
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise RuntimeError(f"another toktoktok run is using {work}; nothing removed") from None
-        shutil.rmtree(work)
-    finally:
-        if fd is not None:
-            os.close(fd)
-    return files, size

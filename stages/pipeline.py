@@ -6,9 +6,13 @@ sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
 file in the work directory keeps two runs from writing there at once.
 
-Robustness (issue 5):
+The orchestrator, not the export stage, writes the report: ``export.build``
+writes and validates the tokenizer in the work folder, ``report.write_report``
+adds the report beside it, and ``export.publish`` moves the set into place.
 
-- ``check_ready`` finds before any work starts what can be found then: a
+Robustness:
+
+- ``workdir.check_ready`` finds before any work starts what can be found then: a
   warm start that is not a valid vocabulary, a source with no readable file
   (with ``on_bad_file: fail``, also a broken symbolic link or a file that
   cannot be opened), an output or work folder that cannot be written. Each
@@ -36,95 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from stages.progress import Progress
-from toktoktok.config import Config, ConfigError, Phase, config_error, default_work_dir
+from toktoktok.config import Config, ConfigError
 
 # The stages (numba, polars, pyarrow) are imported inside the functions that run
 # them, not with this module (which the CLI imports): a bad config or `--help`
 # is then answered in a tenth of a second instead of most of a second.
 
-
-
-def check_ready(cfg: Config) -> list[str]:
-    """Everything that can be checked before work starts; returns warnings.
-
-    Raises ConfigError naming the key (and its YAML line) for a warm start
-    that is not a usable vocabulary, a source with no readable file (with
-    ``on_bad_file: fail``: any listed file that cannot be opened, or a broken
-    symbolic link), and an output or work folder that cannot be written.
-    """
-    from toktoktok.sources import SourceError, list_source_files
-
-    if cfg.warm_start is not None:
-        _check_warm_start(cfg)
-    warnings = list(cfg.warnings)
-    strict = cfg.on_bad_file == "fail"
-    for phase in cfg.phases:
-        for j, src in enumerate(phase.sources):
-            where = ("phases", phase.index - 1, "sources", j, "path" if src.is_dir else "file")
-            try:
-                list_source_files(src, strict=strict)
-            except (SourceError, OSError) as exc:
-                raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
-    _check_writable(cfg)
-    return warnings
-
-
-def _check_warm_start(cfg: Config) -> None:
-    """The base vocabulary must be valid (SPEC §8) and leave room for the new special tokens."""
-    from toktoktok.tiktoken_file import validate_special_tokens
-    from toktoktok.warm_start import load_base
-
-    assert cfg.warm_start is not None
-    key = ("warm_start", "file")
-    try:
-        base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens)
-    except ValueError as exc:
-        if any(repr(t) in str(exc) for t in cfg.warm_start.special_tokens or {}):
-            raise config_error(cfg.path, ("warm_start", "special_tokens"),
-                               f"do not fit the base vocabulary: {exc}") from exc
-        raise config_error(cfg.path, key, f"is not a usable base vocabulary: {exc}") from exc
-    except OSError as exc:
-        raise config_error(cfg.path, key, f"cannot be read: {exc.strerror or exc}") from exc
-    new = [t for t in cfg.special_tokens if t not in base.special_tokens]
-    top = len(base.vocab)
-    try:
-        validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
-    except ValueError as exc:
-        raise config_error(cfg.path, ("special_tokens",), f"do not fit the warm start's: {exc}") from exc
-
-
-def _check_writable(cfg: Config) -> None:
-    """The output's folder and the work directory must be writable (or creatable)."""
-    work_key = "output" if cfg.work_dir == default_work_dir(cfg.output) else "work_dir"
-    for key, folder in (("output", cfg.output.parent), (work_key, cfg.work_dir)):
-        problem = _unwritable(folder)
-        if problem:
-            raise config_error(cfg.path, (key,), problem)
-
-
-def _unwritable(folder: Path) -> str | None:
-    """Why files cannot be written in ``folder`` (created if need be), or None.
-
-    Checked on the nearest folder that exists, with ``os.access`` (which
-    knows read-only file systems) so nothing is created here.
-    """
-    existing = folder
-    try:
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-        is_dir = existing.is_dir()
-    except OSError as exc:  # a parent that cannot be searched
-        return f"cannot be written: {exc.filename}: {exc.strerror}"
-    if not is_dir:
-        return f"needs the folder {folder}, but {existing} is a file"
-    if os.access(existing, os.W_OK | os.X_OK):
-        return None
-    try:
-        read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
-    except OSError:
-        read_only = False
-    why = "a read-only file system" if read_only else "permission denied"
-    return f"cannot be written: the folder {existing} is not writable ({why})"
 
 
 @contextlib.contextmanager
@@ -142,25 +63,14 @@ def locked(cfg: Config) -> Iterator[None]:
         os.close(fd)
 
 
-def select_phases(cfg: Config, name: str | None) -> list[Phase]:
-    """All phases, or the one called ``name`` (case-insensitive)."""
-    if name is None:
-        return list(cfg.phases)
-    for phase in cfg.phases:
-        if phase.name.lower() == name.lower() or phase.slug == name:
-            return [phase]
-    known = ", ".join(repr(p.name) for p in cfg.phases)
-    raise ConfigError(f"{cfg.path}: no phase named {name!r} (phases: {known})")
-
-
 def _prepare(cfg: Config, progress: Progress) -> None:
-    from stages.ingest import resolve_threads
-
-    for warning in check_ready(cfg):
-        progress.note(f"warning: {warning}")
     import numba
 
-    numba.set_num_threads(min(resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
+    from stages import workdir
+
+    for warning in workdir.check_ready(cfg):
+        progress.note(f"warning: {warning}")
+    numba.set_num_threads(min(workdir.resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
 
 
 def _report(progress: Progress, what: str, manifest: dict[str, Any]) -> None:
@@ -172,23 +82,11 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with a message saying what the run keeps and what it cut short."""
 
 
-def finished_stages(cfg: Config) -> list[str]:
-    """The stages with a manifest in the work directory (their artifacts are complete)."""
-    from stages import artifacts
-    from stages.ingest import stage_dir as ingest_dir
-    from stages.train import stage_dir as train_dir
-
-    done = []
-    for stage, folder_of in (("ingest", ingest_dir), ("train", train_dir)):
-        done += [f"{stage} {p.name!r}" for p in cfg.phases if artifacts.read_manifest(folder_of(cfg, p)) is not None]
-    if artifacts.read_manifest(cfg.work_dir / "export") is not None:
-        done.append("export")
-    return done
-
-
 def interrupted_message(cfg: Config, doing: str | None) -> str:
     """What Ctrl-C leaves: e.g. ``kept ingest 'A' (finished, in WORK); train 'A' was cut short ...``."""
-    kept = finished_stages(cfg)
+    from stages import workdir
+
+    kept = workdir.finished_stages(cfg)
     text = (f"kept {', '.join(kept)} (finished, in {cfg.work_dir})" if kept
             else "no stage had finished, nothing is kept")
     if doing:
@@ -221,16 +119,6 @@ def _interruptible(cfg: Config) -> Iterator[_Steps]:
         raise Interrupted(interrupted_message(cfg, steps.doing)) from None
 
 
-def _export_outputs(cfg: Config) -> list[Path]:
-    """Every file an export writes outside the work directory."""
-    from stages.export import hf_dir, output_paths
-
-    name = cfg.output.name.removesuffix(".tiktoken")
-    reports = [cfg.output.with_name(f"{name}.report.{ext}") for ext in ("md", "json", "png")]
-    hf = [hf_dir(cfg) / f for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")]
-    return [*output_paths(cfg), *reports, *hf]
-
-
 def _sweep_temporary_files(paths: list[Path]) -> None:
     """Remove what a killed export left beside its outputs: ``.NAME.XXXXXXXXXXXX.tmp``
     files (``toktoktok.atomic``'s temporary names). The work directory needs no
@@ -251,24 +139,39 @@ def _identity(path: Path) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
+    """Export unless current: build and validate (``export.build``), write the
+    report beside the staged files (``report.write_report``), publish."""
+    import time
+
+    from stages import export, report
+
+    key = export.export_key(cfg)
+    if not force and (manifest := export.up_to_date(cfg, key)) is not None:
+        return manifest
+    built = export.build(cfg, key=key, progress=progress)
+    report.write_report(cfg, built.folder, meta=built.meta,
+                        export_seconds=round(time.perf_counter() - built.started, 3))
+    return export.publish(cfg, built, progress=progress)
+
+
 def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
-    """``run_export``; if it does not finish after replacing an output, every output goes.
+    """``_export_and_report``; if it does not finish after replacing an output, every output goes.
 
     Outputs are written atomically (a new file each time), so one whose
     identity changed was written by this attempt; the others then describe
     the export it replaced, and go too. An export that fails before writing
     anything (a missing input) leaves an earlier export's outputs alone.
     """
-    from stages import artifacts
-    from stages.export import run_export
+    from stages import artifacts, workdir
 
-    _sweep_temporary_files(_export_outputs(cfg))
-    before = {path: _identity(path) for path in _export_outputs(cfg)}
+    _sweep_temporary_files(workdir.output_set(cfg))
+    before = {path: _identity(path) for path in workdir.output_set(cfg)}
     try:
-        return run_export(cfg, force=force, progress=progress)
+        return _export_and_report(cfg, force=force, progress=progress)
     except BaseException:
         replaced = [path for path, identity in before.items() if _identity(path) not in (None, identity)]
-        if replaced and artifacts.read_manifest(cfg.work_dir / "export") is None:
+        if replaced and artifacts.read_manifest(workdir.export_dir(cfg)) is None:
             for path in before:  # the others describe the export it replaced: gone too
                 with contextlib.suppress(OSError):
                     path.unlink()
@@ -278,11 +181,13 @@ def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
 def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, force: bool,
                progress: Progress) -> list[dict]:
     """Run one stage for every selected phase, under the lock, interruptibly."""
+    from stages import workdir
+
     with _interruptible(cfg) as step:
         _prepare(cfg, progress)
         with locked(cfg):
             done = []
-            for p in select_phases(cfg, phase):
+            for p in workdir.select_phases(cfg, phase):
                 done.append(step(f"{stage} {p.name!r}", run_one, cfg, p, force=force, progress=progress))
                 _report(progress, f"{stage} {p.name}", done[-1])
             return done

@@ -13,12 +13,12 @@ The plan has three parts, printed in this order:
    after another), a fixed overhead plus what ``working_set_mb`` bounds.
 
 Design: the plan computes nothing of its own. The files come from
-``ingest.phase_files``, the text bytes from ``ingest.measure_text`` (which
+``workdir.phase_files``, the text bytes from ``workdir.measure_text`` (which
 streams compressed files and reuses the sizes an earlier ingest recorded),
-the share from ``ingest.phase_share``, the memory from
+the share from ``workdir.phase_share``, the memory from
 ``toktoktok.memory``: the very functions ``toktok ingest`` calls, so the
 share planned is the share ingest keeps. Sources are checked as ``run``
-checks them (``pipeline.check_ready``: a problem is a ``ConfigError``, exit
+checks them (``workdir.check_ready``: a problem is a ``ConfigError``, exit
 2). Nothing is written: no output or work folder is created and the run
 lock is not taken, so a plan may be made while a run is going on.
 
@@ -51,7 +51,7 @@ def human(size: float) -> str:
 
 def effective_configuration(cfg: Config) -> dict[str, Any]:
     """``effective_settings`` with ``threads`` (resolved to a number) after ``working_set_mb``."""
-    from stages.ingest import resolve_threads
+    from stages.workdir import resolve_threads
 
     out: dict[str, Any] = {}
     for key, value in effective_settings(cfg).items():
@@ -63,11 +63,11 @@ def effective_configuration(cfg: Config) -> dict[str, Any]:
 
 def _files(cfg: Config, phase: Phase) -> list[dict[str, Any]]:
     """Each file of a phase: its source, format, size on disk and text bytes (None: unreadable)."""
-    from stages.ingest import _fingerprint, measure_text, phase_files
+    from stages.workdir import fingerprint, measure_text, phase_files
     from toktoktok.sources import file_format
 
     files = phase_files(phase)
-    fingerprints = [_fingerprint(src, path) for src, path in files]
+    fingerprints = [fingerprint(src, path) for src, path in files]
     sizes = measure_text(cfg, phase, files, fingerprints)
     return [{"path": str(path), "source": str(src.path), "format": ".".join(filter(None, file_format(path))),
              "size_bytes": fp["size"], "text_bytes": size}
@@ -76,7 +76,7 @@ def _files(cfg: Config, phase: Phase) -> list[dict[str, Any]]:
 
 def phase_plan(cfg: Config, phase: Phase) -> dict[str, Any]:
     """One phase: its files, totals, capacity, sample share and expected peak memory."""
-    from stages.ingest import phase_share
+    from stages.workdir import phase_share
     from toktoktok import memory, sampling
 
     files = _files(cfg, phase)
@@ -97,7 +97,7 @@ def make_plan(cfg: Config) -> dict[str, Any]:
 
     Raises ``ConfigError`` for what ``run`` would refuse before starting.
     """
-    from stages.pipeline import check_ready
+    from stages.workdir import check_ready
     from toktoktok import memory
 
     warnings = check_ready(cfg)

@@ -42,14 +42,10 @@ from typing import Any
 
 import tiktoken
 
-from stages import artifacts
-from stages.ingest import resolve_threads
-from stages.ingest import stage_dir as ingest_dir
-from stages.train import base_vocab
-from stages.train import stage_dir as train_dir
+from stages import artifacts, workdir
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.config import Config
-from toktoktok.loading import meta_path, split_name
+from toktoktok.loading import split_name
 from toktoktok.vocab import BYTE_ORDER
 
 REPORT_FORMAT = "toktoktok-report/1"
@@ -58,12 +54,6 @@ CURVE_STEPS = 10  # checkpoints per phase
 TOP = 20  # longest tokens and first merges shown per phase
 GROUP_BYTES = 256_000  # documents handed to one encoding task
 NO_HELDOUT = "no held-out text"
-
-
-def report_paths(cfg: Config) -> dict[str, Path]:
-    """``DIR/NAME.report.{md,json,png}`` for ``output: DIR/NAME.tiktoken``."""
-    folder, name = split_name(cfg.output)
-    return {ext: folder / f"{name}.report.{ext}" for ext in ("md", "json", "png")}
 
 
 # ---------------------------------------------------------------- text helpers
@@ -171,9 +161,7 @@ class _Domain:
     """One phase's held-out text: all of it (the table) and a capped sample (the curve)."""
 
     def __init__(self, cfg: Config, phase) -> None:
-        path = ingest_dir(cfg, phase) / "heldout.arrow"
-        docs = artifacts.read_ipc(path)["text"].to_pylist() if path.is_file() else []
-        docs = [_clean(d) for d in docs if d]
+        docs = [_clean(d) for d in workdir.heldout_texts(cfg, phase) if d]
         self.name = phase.name
         self.documents = len(docs)
         self.bytes = sum(len(d.encode("utf-8")) for d in docs)
@@ -219,14 +207,14 @@ class _Growth:
     """The vocabulary as it grows: base tokens, then every phase's new tokens in order."""
 
     def __init__(self, cfg: Config) -> None:
-        base = base_vocab(cfg)
+        base = workdir.base_vocab(cfg)
         self.base_ranks = base.ranks()
         self.next_rank = len(base)
         self.new: list[tuple[bytes, int]] = []  # (token, rank) of every phase, in order
         self.phase_new: list[tuple[int, int]] = []  # (start, end) in self.new, per phase
         self.merges: list[dict[str, list]] = []  # each phase's merges.arrow, as columns
         for phase in cfg.phases:
-            table = artifacts.read_ipc(train_dir(cfg, phase) / "merges.arrow").to_pydict()
+            table = workdir.phase_merges(cfg, phase).to_pydict()
             self.merges.append(table)
             start = len(self.new)
             for rank, token in zip(table["rank"], table["bytes"]):
@@ -254,22 +242,21 @@ def _base_label(cfg: Config) -> str | None:
 # ---------------------------------------------------------------- the document
 
 
-def build_report(cfg: Config, *, export_seconds: float | None = None) -> dict[str, Any]:
-    """The report as a JSON-ready dict (``write_report`` renders and writes it)."""
+def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | None = None) -> dict[str, Any]:
+    """The report as a JSON-ready dict (``write_report`` renders and writes it);
+    ``meta``: the companion document of the tokenizer it describes."""
     growth = _Growth(cfg)
     domains = [_Domain(cfg, phase) for phase in cfg.phases]
-    meter = _Meter(resolve_threads(cfg.threads))
+    meter = _Meter(workdir.resolve_threads(cfg.threads))
     try:
         compression = _compression(cfg, growth, domains, meter)
         curve = _curve(cfg, growth, domains, meter)
     finally:
         meter.close()
-    meta_file = meta_path(cfg.output)
-    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
     phases, timings = [], []
     for phase, domain, (start, end), merges in zip(cfg.phases, domains, growth.phase_new, growth.merges):
-        ingest = artifacts.read_manifest(ingest_dir(cfg, phase)) or {}
-        train = artifacts.read_manifest(train_dir(cfg, phase)) or {}
+        ingest = artifacts.read_manifest(workdir.ingest_dir(cfg, phase)) or {}
+        train = artifacts.read_manifest(workdir.train_dir(cfg, phase)) or {}
         phases.append(_phase_entry(cfg, phase, domain, growth, start, end, merges, ingest, train))
         train_seconds = train.get("seconds", {})
         ingest_seconds = ingest.get("seconds")
@@ -603,18 +590,17 @@ def render_png(doc: dict[str, Any], path: Path) -> bool:
 # ---------------------------------------------------------------- writing
 
 
-def write_report(cfg: Config, *, export_seconds: float | None = None) -> list[Path]:
-    """Write the report beside the output (atomically); returns the files written.
+def write_report(cfg: Config, folder: Path, *, meta: dict[str, Any], export_seconds: float | None = None) -> list[Path]:
+    """Write ``NAME.report.md``, ``.json`` and (when matplotlib is there) ``.png``
+    into ``folder`` (the export's staging folder); returns the files written.
 
-    A picture left from an earlier export is removed when none is drawn now,
-    so the files always describe the same run.
+    ``meta``: the companion document of the tokenizer the report describes.
     """
-    paths = report_paths(cfg)
-    paths["md"].parent.mkdir(parents=True, exist_ok=True)
-    doc = build_report(cfg, export_seconds=export_seconds)
+    name = split_name(cfg.output)[1]
+    paths = {ext: folder / f"{name}.report.{ext}" for ext in ("md", "json", "png")}
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = build_report(cfg, meta=meta, export_seconds=export_seconds)
     drawn = render_png(doc, paths["png"])
-    if not drawn:
-        paths["png"].unlink(missing_ok=True)
     atomic_write_bytes(paths["json"], (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
     atomic_write_bytes(paths["md"], render_markdown(doc, png=paths["png"].name if drawn else None).encode())
     return [paths["md"], paths["json"]] + ([paths["png"]] if drawn else [])

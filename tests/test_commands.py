@@ -278,7 +278,7 @@ def test_encode_allow_special_and_long_documents(trained, tmp_path):
     expected = [t for row in rows[:2] for t in enc.encode(row["text"], allowed_special="all")]
     assert np.concatenate(shards).tolist() == expected
     assert index["documents"] == 2 and index["special_tokens_in_text"] == "ids" and index["forced_cuts"] == 0
-    from stages.encode import Reading, iter_parts
+    from stages.texts import Reading, iter_parts
 
     parts = list(iter_parts([src], text_column="text", cut=True, special_tokens=SPECIALS, reading=Reading()))
     assert len(parts) > 2 and [end for _, end, _ in parts].count(True) == 2, "the long document came in parts"

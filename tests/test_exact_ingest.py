@@ -23,7 +23,7 @@ hold a few parts and chunk files a few batches:
 - ``iter_blocks`` is given a tiny ``block_chars`` and ``PartCutter`` a tiny
   ``part_chars`` (ingest does not expose either, so the names it imported are
   replaced by a wrapper and a subclass that force them);
-- ``stages.ingest.BATCH_TEXT_CHARS`` and ``CHUNK_BYTES`` are made tiny;
+- ``stages.ingest.batching.BATCH_TEXT_CHARS`` and ``chunking.CHUNK_BYTES`` are made tiny;
 - and, for speed only (a run writes dozens of chunk files), the ``fsync``
   calls of ``toktoktok.atomic`` are skipped: they make writes durable, they do
   not change a byte.
@@ -54,6 +54,10 @@ from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import stages.ingest as ingest  # noqa: E402
+import stages.ingest.batching as batching  # noqa: E402
+import stages.ingest.chunking as chunking  # noqa: E402
+import stages.ingest.routing as routing  # noqa: E402
+from stages import workdir  # noqa: E402
 import toktoktok.atomic as atomic  # noqa: E402
 from stages.progress import Progress  # noqa: E402
 from tests.conftest import split_txt_documents
@@ -132,7 +136,7 @@ class _TinyPartCutter(PartCutter):
         super().__init__(**kwargs)
 
 
-_batcher_add = ingest._Batcher.add
+_batcher_add = batching.Batcher.add
 
 
 def _counting_add(self: Any, parts: Sequence[Any], weight: float, file_index: int) -> None:
@@ -153,12 +157,12 @@ def _tiny_iter_blocks(path: Path, **kwargs: Any) -> Iterator[Any]:
 def tiny() -> Iterator[pytest.MonkeyPatch]:
     """Tiny blocks, parts, batches and chunks for every ingest run of this module."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ingest, "PartCutter", _TinyPartCutter)
-        mp.setattr(ingest._Batcher, "add", _counting_add)
-        mp.setattr(ingest, "iter_blocks", _tiny_iter_blocks)
-        mp.setattr(ingest, "TXT_READ_BYTES", SIZES["block_chars"])
-        mp.setattr(ingest, "BATCH_TEXT_CHARS", 16)
-        mp.setattr(ingest, "CHUNK_BYTES", 64)
+        mp.setattr(routing, "PartCutter", _TinyPartCutter)
+        mp.setattr(batching.Batcher, "add", _counting_add)
+        mp.setattr(routing, "iter_blocks", _tiny_iter_blocks)
+        mp.setattr(routing, "TXT_READ_BYTES", SIZES["block_chars"])
+        mp.setattr(batching, "BATCH_TEXT_CHARS", 16)
+        mp.setattr(chunking, "CHUNK_BYTES", 64)
         mp.setattr(atomic, "_fsync_file", lambda path: None, raising=False)
         mp.setattr(atomic, "_fsync_dir", lambda folder: None, raising=False)
         yield mp
@@ -183,7 +187,7 @@ def run_ingest(folder: Path, files: Sequence[Path], name: str, specials: Sequenc
     assert cfg.pattern.name == name and cfg.heldout_share == 0
     phase = cfg.phases[0]
     manifest = ingest.run_ingest(cfg, phase, force=True, progress=Progress(stream=io.StringIO()))
-    chunks = sorted(ingest.stage_dir(cfg, phase).glob("chunk-*.arrow"))
+    chunks = sorted(workdir.ingest_dir(cfg, phase).glob("chunk-*.arrow"))
     counts: Counter[bytes] = Counter()
     for chunk in chunks:
         df = pl.read_ipc(chunk)
@@ -192,7 +196,7 @@ def run_ingest(folder: Path, files: Sequence[Path], name: str, specials: Sequenc
         for piece, count in zip(df["piece"].to_list(), df["count"].to_list()):
             assert count > 0
             counts[piece] += count
-    held = pl.read_ipc(ingest.stage_dir(cfg, phase) / "heldout.arrow")
+    held = pl.read_ipc(workdir.ingest_dir(cfg, phase) / "heldout.arrow")
     assert held.height == 0, "heldout_share 0 holds nothing out"
     return counts, manifest, chunks
 
@@ -281,9 +285,9 @@ sizes = st.fixed_dictionaries({
 
 def _set_sizes(mp: pytest.MonkeyPatch, s: dict[str, int]) -> None:
     SIZES["block_chars"], SIZES["part_chars"] = s["block_chars"], s["part_chars"]
-    mp.setattr(ingest, "TXT_READ_BYTES", s["block_chars"])
-    mp.setattr(ingest, "BATCH_TEXT_CHARS", s["batch"])
-    mp.setattr(ingest, "CHUNK_BYTES", s["chunk"])
+    mp.setattr(routing, "TXT_READ_BYTES", s["block_chars"])
+    mp.setattr(batching, "BATCH_TEXT_CHARS", s["batch"])
+    mp.setattr(chunking, "CHUNK_BYTES", s["chunk"])
 
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -564,7 +568,7 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
 
     _set_sizes(tiny, {"block_chars": read_bytes, "part_chars": 1 << 20, "batch": 1 << 18, "chunk": 1 << 22})
     cap = 4000
-    tiny.setattr(ingest, "HELDOUT_CAP_BYTES", cap)
+    tiny.setattr(routing, "HELDOUT_CAP_BYTES", cap)
     data = _bumpy_txt(n_docs, seed=read_bytes)
     (tmp_path / "d.txt").write_bytes(data)
     doc = {"output": str(tmp_path / "out" / "tok.tiktoken"), "threads": 2, "heldout_share": 0.1,
@@ -590,10 +594,10 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
             fates.append((text, chosen(cfg.seed, phase.slug, 0, d, share, salt="sample")))
     kept = [text for text, keep in fates if keep]
     assert held_bytes >= cap and len(held) < n_docs // 4, "the cap is reached early in the file"
-    stored = pl.read_ipc(ingest.stage_dir(cfg, phase) / "heldout.arrow")["text"].to_list()
+    stored = pl.read_ipc(workdir.ingest_dir(cfg, phase) / "heldout.arrow")["text"].to_list()
     assert stored == held
     counts: Counter[bytes] = Counter()
-    for chunk in sorted(ingest.stage_dir(cfg, phase).glob("chunk-*.arrow")):
+    for chunk in sorted(workdir.ingest_dir(cfg, phase).glob("chunk-*.arrow")):
         df = pl.read_ipc(chunk)
         counts.update(dict(zip(df["piece"].to_list(), df["count"].to_list())))
     # documents follow each other in one stream, broken where one is held out or left out

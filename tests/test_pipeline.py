@@ -495,15 +495,15 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     the counted pieces stay exactly regex.findall over whole documents, the
     chunk files are many, and threads 1 and 2 give the same chunk files (rows in
     the same order: the running sums wait at fixed batches) and .tiktoken."""
-    import stages.ingest as ingest
+    from stages.ingest import batching, chunking, routing
     from toktoktok.pretokenize import PartCutter
     from toktoktok.sources import iter_blocks
 
-    monkeypatch.setattr(ingest, "iter_blocks", functools.partial(iter_blocks, block_chars=97))
-    monkeypatch.setattr(ingest, "TXT_READ_BYTES", 97)
-    monkeypatch.setattr(ingest, "PartCutter", functools.partial(PartCutter, part_chars=64))
-    monkeypatch.setattr(ingest, "BATCH_TEXT_CHARS", 3_000)
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 10_000)
+    monkeypatch.setattr(routing, "iter_blocks", functools.partial(iter_blocks, block_chars=97))
+    monkeypatch.setattr(routing, "TXT_READ_BYTES", 97)
+    monkeypatch.setattr(routing, "PartCutter", functools.partial(PartCutter, part_chars=64))
+    monkeypatch.setattr(batching, "BATCH_TEXT_CHARS", 3_000)
+    monkeypatch.setattr(chunking, "CHUNK_BYTES", 10_000)
     outputs, chunks = [], []
     for threads in (1, 2):
         config = _small_project(tmp_path, corpus, folder=f"t{threads}")
@@ -532,17 +532,17 @@ def test_chunker_sums_alike_with_and_without_workers(tmp_path, limit):
     import random
     from concurrent.futures import ThreadPoolExecutor
 
-    import stages.ingest as ingest
+    from stages.ingest import chunking
     from toktoktok import counts
 
     rng = random.Random(limit)
     words = [bytes(rng.choices(b"abcdefgh", k=rng.randint(1, 6))) for _ in range(400)]
-    batches = [Counter(rng.choices(words, k=60)) for _ in range(3 * ingest.SUM_GROUP + 5)]
+    batches = [Counter(rng.choices(words, k=60)) for _ in range(3 * chunking.SUM_GROUP + 5)]
     written = []
     for pool in (None, ThreadPoolExecutor(2)):
         folder = tmp_path / ("pool" if pool else "caller")
         folder.mkdir()
-        chunker = ingest._Chunker(folder, limit)
+        chunker = chunking.Chunker(folder, limit)
         chunker.pool = pool
         for batch in batches:
             chunker.add(counts.from_lists(list(batch), list(batch.values())), 0)
@@ -639,11 +639,11 @@ def test_txt_documents_and_newline_pieces(tmp_path, monkeypatch, block_chars):
     """Documents and newline pieces; also when the file is read a few characters at a
     time (a line break pair, a special token, a blank line split between reads)."""
     if block_chars:
-        import stages.ingest as ingest
+        from stages.ingest import routing
         from toktoktok.sources import iter_blocks
 
-        monkeypatch.setattr(ingest, "iter_blocks", functools.partial(iter_blocks, block_chars=block_chars))
-        monkeypatch.setattr(ingest, "TXT_READ_BYTES", block_chars)
+        monkeypatch.setattr(routing, "iter_blocks", functools.partial(iter_blocks, block_chars=block_chars))
+        monkeypatch.setattr(routing, "TXT_READ_BYTES", block_chars)
     data = tmp_path / "docs"
     data.mkdir()
     text = "".join(DOCS)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import stages.ingest as ingest
+from stages import workdir
 from tests.conftest import (
     chunk_counts,
     english_text,
@@ -137,13 +137,13 @@ def test_partitions_ingested_apart_sum_to_one_ingest_of_the_whole(tmp_path):
     first = _run_ingest(tmp_path / "first", files[:1], budget_mb=64, heldout_share=0.0)
     rest = _run_ingest(tmp_path / "rest", files[1:], budget_mb=64, heldout_share=0.0)
     chunks = sorted(first.glob("chunk-*.arrow")) + sorted(rest.glob("chunk-*.arrow"))
-    summed = ingest.sum_chunks(chunks)
+    summed = workdir.sum_chunks(chunks)
     as_counter = Counter(dict(zip(summed["piece"].to_pylist(), summed["count"].to_pylist())))
     assert len(as_counter) == summed.num_rows  # every piece once
     assert as_counter == chunk_counts(whole)
     # and summing is a plain sum by piece, whatever the order of the tables
-    backwards = count_tables.sum_tables([ingest.sum_chunks(sorted(rest.glob("chunk-*.arrow"))),
-                                         ingest.sum_chunks(sorted(first.glob("chunk-*.arrow")))])
+    backwards = count_tables.sum_tables([workdir.sum_chunks(sorted(rest.glob("chunk-*.arrow"))),
+                                         workdir.sum_chunks(sorted(first.glob("chunk-*.arrow")))])
     assert Counter(dict(zip(backwards["piece"].to_pylist(), backwards["count"].to_pylist()))) == as_counter
 
 

@@ -52,6 +52,27 @@ def to_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return buf, (off - off[0]) if len(off) else np.zeros(1, np.int64), counts
 
 
+def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A count table as the trainer's flat arrays: bytes, int64 offsets, int64 counts.
+
+    A pair's count is at most the sum over pieces of count x (bytes - 1): it
+    must fit in int64, else OverflowError (lower the sources' weights).
+
+        >>> buf, off, n = inventory(from_lists([b"ab", b"c"], [3, 1]))
+        >>> buf.tobytes(), off.tolist(), n.tolist()
+        (b'abc', [0, 2, 3], [3, 1])
+    """
+    buf, off, counts = to_arrays(table)
+    sites = np.maximum(np.diff(off) - 1, 1)
+    most = float(np.dot(counts.astype(np.float64), sites))  # exact enough far below 2**63
+    if most >= 2**62:
+        most = sum(int(c) * int(n) for c, n in zip(counts.tolist(), sites.tolist()))
+    if most >= 2**63:
+        raise OverflowError(f"pair counts could reach {most:.3g}, more than 64-bit counts hold (2**63): "
+                            "lower the sources' weights")
+    return buf, off, counts.astype(np.int64)
+
+
 def sum_tables(tables: Sequence[pa.Table]) -> pa.Table:
     """Sum counts by piece over ``tables`` (order of first occurrence).
 

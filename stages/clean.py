@@ -1,0 +1,63 @@
+"""``toktok clean -c CFG``: remove a config's work directory.
+
+It removes a work directory only when it holds nothing but ``ingest/``,
+``train/``, ``export/`` and ``.lock`` (anything else may be the user's), and
+only while no run holds its lock. The outputs are kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from toktoktok.config import ConfigError
+
+WORK_ENTRIES = {"ingest": "dir", "train": "dir", "export": "dir", ".lock": "file"}
+
+
+def work_dir_contents(work: Path) -> tuple[int, int]:
+    """(files, bytes) under a work directory that looks like toktoktok's, else ConfigError.
+
+    It looks like ours when it holds nothing but ``ingest/``, ``train/``,
+    ``export/`` (folders) and ``.lock`` (a file): anything else may be the
+    user's, and ``toktok clean`` then removes nothing.
+    """
+    if work.is_symlink() or not work.is_dir():
+        raise ConfigError(f"work_dir {work} is not a folder; nothing removed")
+    foreign = []
+    for entry in sorted(work.iterdir(), key=lambda e: e.name):
+        kind = WORK_ENTRIES.get(entry.name)
+        ok = kind == "dir" and entry.is_dir() and not entry.is_symlink() or kind == "file" and entry.is_file()
+        if not ok:
+            foreign.append(entry.name + ("/" if entry.is_dir() else ""))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise ConfigError(f"work_dir {work} does not look like a toktoktok work directory (it holds {shown}; expected "
+                          f"only ingest/, train/, export/ and .lock); nothing removed")
+    files = size = 0
+    for root, _, names in os.walk(work):
+        for name in names:
+            files += 1
+            size += os.lstat(os.path.join(root, name)).st_size
+    return files, size
+
+
+def remove_work_dir(work: Path) -> tuple[int, int]:
+    """Delete ``work`` (checked with ``work_dir_contents``) while holding its lock."""
+    import fcntl
+    import shutil
+
+    files, size = work_dir_contents(work)
+    lock = work / ".lock"
+    fd = os.open(lock, os.O_RDWR) if lock.is_file() else None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RuntimeError(f"another toktoktok run is using {work}; nothing removed") from None
+        shutil.rmtree(work)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return files, size

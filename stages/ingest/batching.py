@@ -1,0 +1,196 @@
+"""Ingest's workers: batches of text parts counted in order, by threads running
+the numba scanner (named patterns) or by processes running ``regex`` (a
+custom pattern), and the count tables handed to the chunker in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from multiprocessing import get_context
+
+import numpy as np
+import pyarrow as pa
+
+from stages.ingest.chunking import Chunker
+from stages.ingest_worker import count_in_worker, ignore_sigint
+from stages.workdir import resolve_threads
+from toktoktok import counts, documents, scanner
+from toktoktok.config import Config
+from toktoktok.patterns import Pattern
+from toktoktok.pretokenize import split_special
+
+BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
+
+
+def batch_chars(cfg: Config) -> int:
+    """Text per worker task: a 128th of the budget, from 256 Ki to 512 Ki characters.
+
+    Larger batches gain little speed (100 MB of English: 0.85 s with 2 Mi,
+    0.98 s with 512 Ki, 0.95 s with 256 Ki characters) and cost 25-35 MB
+    more at peak, in flight on every thread.
+    """
+    if BATCH_TEXT_CHARS is not None:
+        return BATCH_TEXT_CHARS
+    return min(max(cfg.working_set_mb << 13, 1 << 18), 1 << 19)
+
+
+
+def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
+    """Distinct pieces of ``texts`` with their counts, with the numba scanner
+    (default and cl100k patterns; ``pretokenize.count_texts`` does any pattern).
+
+    Runs in a thread: the scanner and its counter release the GIL, so threads
+    count batches side by side with no process to start and nothing to pickle.
+
+    >>> from toktoktok.patterns import resolve_pattern
+    >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).to_pylist()
+    [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
+    """
+    if special_tokens:  # a view of a .txt window is split as bytes
+        texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
+    segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
+                for text in texts for seg in split_special(text, special_tokens)]
+    seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
+    np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
+    joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    return counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+
+
+
+def load_kernels(cfg: Config) -> None:
+    """Load (or compile) the numba code ingest runs, on a few bytes, so that the
+    stage can time its work apart: about 0.12 s from the cache, nearly all of
+    it numba setting up its compiler context at its first call in a process
+    (each kernel then loads in 1-11 ms)."""
+    data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
+    documents.doc_ends(data, 0, len(data), True)
+    documents.last_break_cut(data, 0, len(data) - 3)
+    documents.valid_utf8(data)
+    if has_scanner(cfg.pattern):
+        table = count_texts_fast([b"a b", "c"], cfg.pattern, ())
+        counts.sum_tables([table, table])
+
+
+
+def has_scanner(pattern: Pattern) -> bool:
+    """Whether the numba scanner implements this pattern (else the ``regex`` path)."""
+    return pattern.name in scanner.PATTERN_IDS
+
+
+
+class Batcher:
+    """Sends batches of parts to the workers (or counts them here) in order.
+
+    A batch never spans two files (``file_done`` sends the last one), so a
+    file's counts stay separable until its chunk is written.
+    """
+
+    def __init__(self, cfg: Config, chunker: Chunker, pool: Executor | None) -> None:
+        self.cfg, self.chunker, self.pool = cfg, chunker, pool
+        # workers are threads for the scanner; processes (which import only regex) otherwise
+        self.count = count_texts_fast if has_scanner(cfg.pattern) else count_in_worker
+        self.worker_peaks_kb: dict[int, int] = {}  # worker process id -> its peak RSS
+        self.batch_chars = batch_chars(cfg)
+        self.texts: list[str] = []
+        self.chars = 0
+        self.weight = 1.0
+        self.file_index = 0
+        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int]] = []
+
+    def add(self, parts: list[str], weight: float, file_index: int) -> None:
+        if weight != self.weight or file_index != self.file_index:
+            self.send()
+            self.weight, self.file_index = weight, file_index
+        for part in parts:
+            self.texts.append(part)
+            self.chars += len(part)
+        if self.chars >= self.batch_chars:
+            self.send()
+
+    def send(self) -> None:
+        if not self.texts:
+            return
+        args = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
+        if self.pool is None:
+            job = self.count(*args)
+        else:
+            with sigint_ignored():  # a worker process spawned now inherits it: no traceback of its own
+                job = self.pool.submit(self.count, *args)
+        self.inflight.append((job, self.weight, self.file_index))
+        self.texts, self.chars = [], 0
+        limit = self.pool._max_workers + 1 if self.pool else 0  # bounded memory in flight
+        while len(self.inflight) > limit:
+            self._collect_one()
+
+    def _collect_one(self) -> None:
+        job, weight, file_index = self.inflight.pop(0)
+        if job is None:  # a file ended here: chunk boundaries follow the data, not the timing
+            self.chunker.file_done()
+            return
+        table = job.result() if isinstance(job, Future) else job
+        if isinstance(table, tuple):  # (pieces, counts, pid, peak) from the regex path
+            found, numbers, pid, peak = table
+            if self.pool is not None:
+                self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
+            table = counts.from_lists(found, numbers)
+        self.chunker.add(counts.weighted(table, weight), file_index)
+
+    def file_done(self) -> None:
+        self.send()
+        self.inflight.append((None, 1.0, self.file_index))
+        if self.pool is None:
+            self._collect_one()
+
+    def discard(self, file_index: int) -> bool:
+        """Forget what a failed file sent; False if part of it was already written."""
+        self.texts, self.chars = [], 0
+        self.drain()
+        return self.chunker.drop(file_index)
+
+    def drain(self) -> None:
+        self.send()
+        while self.inflight:
+            self._collect_one()
+
+
+
+class Workers:
+    """Workers when ``threads`` > 1 (None otherwise): threads for the numba
+    scanner, which releases the GIL; spawned processes for the ``regex`` path,
+    which does not."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.workers = resolve_threads(cfg.threads)
+        self.fast = has_scanner(cfg.pattern)
+        self.pool: Executor | None = None
+
+    def __enter__(self) -> Executor | None:
+        if self.workers > 1 and self.fast:
+            scanner.unicode_tables()  # build or load the tables once, before the threads
+            self.pool = ThreadPoolExecutor(self.workers)
+        elif self.workers > 1:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=ignore_sigint)
+        return self.pool
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C for a moment (only in the main thread, where Python handles it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+

@@ -1,0 +1,326 @@
+"""Ingest's routing: each document of a file is decided at its start (held out,
+left out of the sample, or trained on) and its text sent where it belongs:
+training text to the cutter and the batcher, held-out text to the held-out
+list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from stages.ingest.batching import Batcher, has_scanner
+from stages.progress import Progress
+from toktoktok import documents, sampling
+from toktoktok.config import Config, Phase, Source
+from toktoktok.pretokenize import PartCutter
+from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows
+
+HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
+TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
+
+
+@dataclass
+class Tally:
+    """Counters that end up in the manifest."""
+
+    files: int = 0
+    documents: int = 0
+    bytes_read: int = 0
+    replaced_chars: int = 0
+    forced_cuts: int = 0
+    heldout_documents: int = 0
+    heldout_bytes: int = 0
+    heldout_truncated: int = 0
+    sampled_out_documents: int = 0
+    kept_documents: int = 0
+    kept_bytes: int = 0
+    bad_files: list[dict[str, str]] = field(default_factory=list)
+
+    def add_read(self, stats: ReadStats) -> None:
+        """What reading a file (or part of it, if it failed) counted."""
+        self.documents += stats.documents
+        self.bytes_read += stats.bytes_read
+        self.replaced_chars += stats.replaced_chars
+
+
+
+def hold(text: str, held: list[str], tally: Tally) -> None:
+    """Keep a held-out document's block, cutting it where the per-phase cap is reached."""
+    data = text.encode("utf-8", "surrogatepass")
+    room = HELDOUT_CAP_BYTES - tally.heldout_bytes
+    if len(data) > room:
+        tally.heldout_truncated += room > 0  # the document that crosses the cap
+        data = data[: max(room, 0)]
+        text = data.decode("utf-8", "ignore")
+    held.append(text)
+    tally.heldout_bytes += len(data)
+
+
+
+def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: Batcher,
+                 heldout: list[str], tally: Tally, progress: Progress, share: float) -> None:
+    """Send one file's training text to the batcher and keep its held-out documents."""
+    cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
+                        breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+                        max_piece_chars=cfg.max_piece_bytes)
+    route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally)
+    if file_format(path)[0] == "txt":
+        ingest_txt(path, route, progress)
+    else:
+        ingest_rows(path, src, route, progress)
+    route.break_stream()
+    tally.forced_cuts += cutter.forced_cuts
+
+
+
+TRAIN, HELD, SKIP = "train", "held", "skip"
+
+
+class Router:
+    """Decides each document of a file (held out, left out of the sample, or
+    trained on) at its start, and sends its text where it belongs.
+
+    A held-out or left-out document breaks the stream of parts (the cutter
+    is finished); training text is fed to the cutter, whose parts go to the
+    batcher.
+    """
+
+    def __init__(self, cfg: Config, phase: Phase, index: int, weight: float, share: float, batcher: Batcher,
+                 cutter: PartCutter, heldout: list[str], tally: Tally) -> None:
+        self.cfg, self.slug, self.index, self.weight, self.share = cfg, phase.slug, index, weight, share
+        self.batcher, self.cutter, self.heldout, self.tally = batcher, cutter, heldout, tally
+        self.doc = 0  # the next document's number in the file
+        self.fate: str | None = None  # the open document's; None between documents
+        self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.SAMPLE)
+        self.heldout_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.HELDOUT)
+        self.held: list[str] = []
+        # Training bytes may go to the scanner as they were read (``train_bytes``):
+        # they need a safe place to cut them that a special token cannot straddle.
+        self.bytes_ok = (has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
+                         and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
+        self.carry = b""  # training bytes after the last safe place, not sent yet
+        self.decoder: Utf8Decoder | None = None  # the file's (.txt), set by _ingest_txt
+
+    def deciding(self) -> bool:
+        """Whether a document could be anything but trained on now."""
+        return self.share < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
+
+    def open(self, sample: str | None = None) -> str:
+        """Decide the next document (the caller breaks the stream if it does not train).
+
+        ``sample``: its fate in the sample (TRAIN or SKIP) when ``plan`` has found
+        it a held-out candidate: only the cap is left to check, nothing is hashed again.
+        """
+        doc, self.doc = self.doc, self.doc + 1
+        cfg, tally = self.cfg, self.tally
+        room = tally.heldout_bytes < HELDOUT_CAP_BYTES
+        if room and (sample is not None or sampling.chosen_many(self.heldout_key, doc, 1, cfg.heldout_share)[0]):
+            self.fate, self.held = HELD, []
+        else:
+            if sample is None:
+                sample = TRAIN if sampling.chosen_many(self.sample_key, doc, 1, self.share)[0] else SKIP
+            tally.sampled_out_documents += sample is SKIP
+            tally.kept_documents += sample is TRAIN
+            self.fate = sample
+        return self.fate
+
+    def plan(self, count: int) -> tuple[list[str | None], list[str]]:
+        """The fates of the next ``count`` documents as far as they are known now:
+        TRAIN or SKIP from the sample (decided all at once), None for a held-out
+        candidate, which ``open`` decides when it comes (the cap may be reached);
+        and every document's fate in the sample, for ``open``."""
+        cfg, first = self.cfg, self.doc
+        samples = [TRAIN if keep else SKIP
+                   for keep in sampling.chosen_many(self.sample_key, first, count, self.share).tolist()]
+        fates: list[str | None] = list(samples)
+        if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
+            for k in np.flatnonzero(sampling.chosen_many(self.heldout_key, first, count, cfg.heldout_share)).tolist():
+                fates[k] = None
+        return fates, samples
+
+    def open_many(self, fate: str, count: int) -> None:
+        """Open ``count`` documents in a row whose fate ``plan`` knew (TRAIN or SKIP)."""
+        self.doc += count
+        if fate is TRAIN:
+            self.tally.kept_documents += count
+        else:
+            self.tally.sampled_out_documents += count
+        self.fate = fate
+
+    def break_stream(self) -> None:
+        """The parts so far end here (before a held-out or left-out document, after
+        a row, at the end of a file)."""
+        self.to_text()
+        self.batcher.add(self.cutter.finish(), self.weight, self.index)
+
+    def train_bytes(self, data: memoryview) -> None:
+        """Training bytes of a ``.txt`` file, as read: sent up to their last safe
+        place (``documents.last_break_cut``) if valid UTF-8, without decoding.
+
+        Call ``to_bytes`` first. Invalid bytes, and a stretch with no safe place
+        longer than the cutter's limit, go the way of text instead (``to_text``):
+        the decoder replaces, the cutter forces its cuts.
+        """
+        buf = self.carry + data
+        self.tally.kept_bytes += len(data)
+        array = np.frombuffer(buf, dtype=np.uint8)
+        cut = documents.last_break_cut(array, 0, len(buf) - 3)
+        if cut > 0 and documents.valid_utf8(array[:cut]):
+            self.batcher.add([memoryview(buf)[:cut]], self.weight, self.index)  # a view: no copy
+            self.carry = buf[cut:]
+        else:
+            self.carry = buf
+            if cut > 0 or len(buf) > self.cutter.part_chars + self.cutter.max_piece_chars:
+                self.to_text()
+
+    def train_raw(self, data: memoryview) -> None:
+        """Training bytes of a ``.txt`` as read: to the scanner as bytes where the
+        pattern allows (``train_bytes``), else decoded and fed as text."""
+        if self.bytes_ok:
+            self.to_bytes()
+            self.train_bytes(data)
+        else:
+            self.train(*self.decoder.decode_sized(data))
+
+    def to_bytes(self) -> None:
+        """Hand the stream to ``train_bytes``: the cutter's rest and the decoder's
+        incomplete character join the carried bytes (nothing, if it has them already)."""
+        rest = self.cutter.take_rest()
+        pending = self.decoder.take_pending()
+        self.tally.kept_bytes += len(pending)  # the rest was counted as text
+        self.carry = rest.encode("utf-8") + pending + self.carry
+
+    def to_text(self) -> None:
+        """Hand the stream back to the decoder and the cutter (carried bytes first)."""
+        if self.carry:
+            text, size = self.decoder.decode_sized(self.carry)
+            self.tally.kept_bytes += size - len(self.carry)  # replaced bytes grow
+            self.carry = b""
+            self.batcher.add(self.cutter.feed(text), self.weight, self.index)
+
+    def train(self, text: str, size: int | None = None) -> None:
+        """Training text, in order (``size``: its UTF-8 bytes, if known)."""
+        if text:
+            if size is None:
+                size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            self.tally.kept_bytes += size
+            self.batcher.add(self.cutter.feed(text), self.weight, self.index)
+
+    def text(self, text: str) -> None:
+        """Text of the open document, wherever its fate sends it."""
+        if self.fate is TRAIN:
+            self.train(text)
+        elif self.fate is HELD:
+            hold(text, self.held, self.tally)
+
+    def close(self) -> None:
+        """The open document ends."""
+        if self.fate is HELD:
+            self.heldout.append("".join(self.held))
+            self.tally.heldout_documents += 1
+            self.held = []
+        self.fate = None
+
+
+
+def ingest_txt(path: Path, route: Router, progress: Progress) -> None:
+    """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``).
+
+    Documents follow each other in one stream of parts: a ``.txt`` document
+    ends where the default and cl100k patterns may be cut anyway, and for
+    other patterns (and for a special token holding a blank line) this keeps
+    the pieces equal to the pattern over the whole file. When no document can
+    be held out or left out (``Router.deciding``), a window's bytes are sent
+    whole, with no work per document; otherwise each document is decided at
+    its start and each run of training documents is still sent at once
+    (``Router.train_raw``: as bytes for the default and cl100k patterns).
+    """
+    stats = ReadStats()
+    decoder = route.decoder = Utf8Decoder(stats)
+    try:
+        for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats):
+            progress.update(len(window.data))
+            if route.fate in (None, TRAIN) and not route.deciding():
+                whole_window(window, route, stats)
+            else:
+                each_document(window, route, decoder, stats)
+        route.to_text()
+        route.text(decoder.decode(b"", final=True))
+        route.close()
+    finally:
+        route.tally.add_read(stats)
+
+
+def whole_window(window: TxtWindow, route: Router, stats: ReadStats) -> None:
+    """Every document of the window trains: count them, send the bytes at once."""
+    n, size = len(window.ends), len(window.data)
+    closes = n > 0 and int(window.ends[-1]) == size
+    started = (route.fate is None) + n - closes
+    route.doc += started
+    stats.documents += started
+    route.tally.kept_documents += started
+    route.fate = TRAIN
+    route.train_raw(window.data)
+    if closes:
+        route.close()
+
+
+def each_document(window: TxtWindow, route: Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
+    """Decide the documents starting in the window and send each run of documents of
+    one fate at once: held-out candidates one by one, the sample for all at once."""
+    data, ends = window.data, window.ends.tolist()
+    stops = ends if ends and ends[-1] == len(data) else [*ends, len(data)]
+    first = 0 if route.fate is None else 1  # segment 0 may go on with the open document
+    fates, samples = route.plan(len(stops) - first)
+    stats.documents += len(stops) - first
+    run = -1  # where training bytes not sent yet start (the stream keeps the file's order)
+    start = i = 0
+    while i < len(stops):
+        last = i  # the last segment of this step: one document, or a run of one fate
+        if i >= first:
+            fate = fates[i - first]
+            if fate is None:
+                fate = route.open(samples[i - first])
+            else:
+                while last + 1 < len(stops) and fates[last + 1 - first] is fate:
+                    last += 1
+                route.open_many(fate, last - i + 1)
+            if fate is not TRAIN:
+                if run >= 0:
+                    route.train_raw(data[run:start])
+                    run = -1
+                route.break_stream()
+        stop = stops[last]
+        if route.fate is TRAIN:
+            run = start if run < 0 else run
+        elif route.fate is SKIP and documents.valid_utf8(np.frombuffer(data[start:stop], dtype=np.uint8)):
+            decoder.skip(data[start:stop])  # left out, nothing to replace: not decoded (MEMORY.md's floor: 17 MB less)
+        else:
+            route.to_text()
+            route.text(decoder.decode(data[start:stop]))
+        if last < len(ends):
+            route.close()
+        start, i = stop, last + 1
+    if run >= 0:
+        route.train_raw(data[run:])
+
+
+def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> None:
+    """A jsonl or parquet file, document by document (each row ends its stream of parts)."""
+    stats = ReadStats()
+    try:
+        for block in iter_blocks(path, text_column=src.text_column, stats=stats):
+            if route.fate is None and route.open() is not TRAIN:
+                route.break_stream()
+            route.text(block.text)
+            progress.update(len(block.text))
+            if block.end:
+                if route.fate is TRAIN:
+                    route.break_stream()
+                route.close()
+    finally:
+        route.tally.add_read(stats)
+

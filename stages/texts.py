@@ -1,0 +1,141 @@
+"""Text to encode, shared by ``toktok encode`` and ``toktok compare``: the
+tokenizer to encode with, the input files, their documents cut into parts
+where no piece can cross, batches of parts, and tables as printed text.
+
+    >>> batch_chars(2) == 4 << 20
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import tiktoken
+
+from toktoktok.config import ConfigError, Source
+from toktoktok.loading import load, meta_path
+from toktoktok.patterns import NAMED_PATTERNS
+from toktoktok.pretokenize import PartCutter
+from toktoktok.sources import ReadStats, SourceError, iter_blocks, list_source_files
+
+PART_CHARS = 1 << 20  # a longer document is cut into parts of about this many characters
+MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut anyway (counted)
+
+
+def load_tokenizer(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
+    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion."""
+    path = Path(path)
+    if meta_path(path).is_file():
+        return load(path)
+    return load(path, pattern=pattern)
+
+
+def pattern_name(enc: tiktoken.Encoding) -> str:
+    """The name of the encoding's pattern, or ``custom``."""
+    for name, pat in NAMED_PATTERNS.items():
+        if pat.tiktoken == enc._pat_str:
+            return name
+    return "custom"
+
+
+def can_cut(enc: tiktoken.Encoding) -> bool:
+    """May long documents be cut at SPEC §4's safe places for this encoding's pattern?"""
+    return any(p.tiktoken == enc._pat_str and p.cut_at_safe_places for p in NAMED_PATTERNS.values())
+
+
+def input_files(inputs: Sequence[Path], text_column: str = "text") -> list[Path]:
+    """The files of INPUTS (files, or folders scanned like a ``path:`` source), each once."""
+    files: list[Path] = []
+    seen: set[str] = set()
+    for item in inputs:
+        item = Path(item)
+        try:
+            found = list_source_files(Source(item.resolve(), item.is_dir(), text_column))
+        except SourceError as exc:
+            raise ConfigError(str(exc)) from exc
+        for f in found:
+            real = os.path.realpath(f)
+            if real not in seen:
+                seen.add(real)
+                files.append(f)
+    if not files:
+        raise ConfigError("no input files")
+    return files
+
+
+@dataclass
+class Reading:
+    """What was read: per-file and total counts."""
+
+    documents: int = 0
+    bytes: int = 0
+    raw_bytes: int = 0  # bytes read from the files (decompressed), for the progress line
+    forced_cuts: int = 0
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+
+def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_tokens: Sequence[str] = (),
+               reading: Reading) -> Iterator[tuple[str, bool, int]]:
+    """(text, ends a document, file index) for every part of every document, in order.
+
+    A document comes as one part, or (``cut``) as several parts cut where no
+    piece can cross; an empty document is one empty part. The parts of a
+    document concatenate to it.
+    """
+    for index, path in enumerate(files):
+        stats = ReadStats()
+        entry = {"path": str(path), "documents": 0, "bytes": 0}
+        reading.files.append(entry)
+        cutter = PartCutter(cut=cut, special_tokens=special_tokens, part_chars=PART_CHARS,
+                            max_piece_chars=MAX_PIECE_CHARS)
+        raw_before = 0
+        for block in iter_blocks(path, text_column=text_column, stats=stats):
+            reading.raw_bytes += stats.bytes_read - raw_before
+            raw_before = stats.bytes_read
+            for part in cutter.feed(block.text):
+                yield part, False, index
+            if block.end:
+                parts = cutter.finish() or [""]
+                for i, part in enumerate(parts):
+                    yield part, i == len(parts) - 1, index
+                entry["documents"] += 1
+                reading.documents += 1
+        reading.raw_bytes += stats.bytes_read - raw_before
+        reading.forced_cuts += cutter.forced_cuts
+
+
+def batch_chars(threads: int) -> int:
+    """Characters of text per encoding batch: 1 MiB a thread, between 4 and 16 MiB."""
+    return min(max(threads << 20, 4 << 20), 16 << 20)
+
+
+def iter_batches(parts: Iterable[tuple[str, bool, int]], size: int) -> Iterator[list[tuple[str, bool, int]]]:
+    batch: list[tuple[str, bool, int]] = []
+    chars = 0
+    for part in parts:
+        batch.append(part)
+        chars += len(part[0])
+        if chars >= size:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def table(df: pl.DataFrame) -> str:
+    """A DataFrame as printed text: no shape, no dtypes, all given rows, long strings."""
+    with pl.Config(
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        fmt_str_lengths=120,
+        tbl_width_chars=240,
+        tbl_cell_numeric_alignment="RIGHT",
+    ):
+        return str(df)
