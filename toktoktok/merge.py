@@ -49,7 +49,7 @@ import numpy as np
 from numba import njit
 
 from toktoktok.segment import (
-    _NONE,
+    NO_TOKEN,
     build_table,
     segment_pieces,
     segment_reference,
@@ -463,7 +463,7 @@ def _train_kernel(
         tok_buf[tok_end : tok_end + la] = tok_buf[tok_off[a] : tok_off[a] + la]
         tok_buf[tok_end + la : tok_end + la + lb] = tok_buf[tok_off[b] : tok_off[b] + lb]
         r = table_lookup(table, tok_buf, tok_off, tok_buf, tok_end, tok_end + la + lb)
-        if r == _NONE:
+        if r == NO_TOKEN:
             r = next_rank
             tok_off[r + 1] = tok_end + la + lb
             tok_end += la + lb

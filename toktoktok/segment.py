@@ -29,7 +29,7 @@ from toktoktok.vocab import Vocab
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
-_NONE = np.int64(1) << np.int64(62)  # "no token": larger than any rank
+NO_TOKEN = np.int64(1) << np.int64(62)  # "no token": larger than any rank
 
 
 def segment_reference(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
@@ -72,14 +72,14 @@ def table_insert(table: np.ndarray, tok_buf: np.ndarray, tok_off: np.ndarray, ra
 def table_lookup(
     table: np.ndarray, tok_buf: np.ndarray, tok_off: np.ndarray, buf: np.ndarray, start: int, end: int
 ) -> np.int64:
-    """The rank whose bytes equal ``buf[start:end]``, or ``_NONE``."""
+    """The rank whose bytes equal ``buf[start:end]``, or ``NO_TOKEN``."""
     n = end - start
     mask = np.uint64(len(table) - 1)
     slot = span_hash(buf, start, end) & mask
     while True:
         r = table[slot]
         if r < 0:
-            return _NONE
+            return NO_TOKEN
         t0 = tok_off[r]
         if tok_off[r + 1] - t0 == n:
             same = True
@@ -166,11 +166,11 @@ def segment_one(table, tok_buf, tok_off, buf, start, end, out, scratch) -> int:
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
-        pair_rank[i] = _NONE
+        pair_rank[i] = NO_TOKEN
     for i in range(n - 1):
         r = table_lookup(table, tok_buf, tok_off, buf, start + i, start + i + 2)
         pair_rank[i] = r
-        if r != _NONE:
+        if r != NO_TOKEN:
             size = _heap_push(heap, size, (r << 32) | i)
     while size > 0:
         item = heap[0]
@@ -186,15 +186,15 @@ def segment_one(table, tok_buf, tok_off, buf, start, end, out, scratch) -> int:
             prv[k] = i
             r = table_lookup(table, tok_buf, tok_off, buf, start + i, start + nxt[k])
             pair_rank[i] = r
-            if r != _NONE:
+            if r != NO_TOKEN:
                 size = _heap_push(heap, size, (r << 32) | i)
         else:
-            pair_rank[i] = _NONE
+            pair_rank[i] = NO_TOKEN
         p = prv[i]
         if p >= 0:
             r = table_lookup(table, tok_buf, tok_off, buf, start + p, start + k)
             pair_rank[p] = r
-            if r != _NONE:
+            if r != NO_TOKEN:
                 size = _heap_push(heap, size, (r << 32) | p)
     count = 0
     i = 0
