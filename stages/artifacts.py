@@ -18,6 +18,8 @@ import json
 import os
 import resource
 import shutil
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,25 +100,74 @@ def _output_intact(folder: Path, out: dict[str, Any]) -> bool:
 
 
 def begin(folder: Path) -> None:
-    """Make ``folder`` empty and ready: the old manifest goes first."""
+    """Make ``folder`` empty and ready: the old manifest goes first. The stage's
+    peak memory is measured from here (``StagePeak``)."""
     (folder / MANIFEST).unlink(missing_ok=True)
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    reset_peak_rss()
-
-
-def reset_peak_rss() -> None:
-    """Start this process's peak RSS afresh (Linux), so each stage records its own.
-
-    Memory the last stage freed is first handed back to the system (glibc's
-    ``malloc_trim``, pyarrow's pool), else it would count in this stage's peak.
-    """
     release_memory()
+    STAGE_PEAK.start()
+
+
+class StagePeak:
+    """A stage's peak resident memory, measured without touching the kernel's
+    high-water mark (``VmHWM``), so that the process's own peak stays what
+    ``/usr/bin/time``, ``ru_maxrss`` or any outside tool reports.
+
+    If the stage raised the process's high-water mark, its peak is that mark:
+    exact. Otherwise its peak was below an earlier stage's, and a thread
+    samples the resident size (``VmRSS``) every ``INTERVAL`` seconds while the
+    stage runs: a lower bound, since the thread waits while a numba kernel
+    holds the GIL, and a spike shorter than the interval can slip between
+    samples. The manifest says which (``peak_rss_exact``).
+    """
+
+    INTERVAL = 0.02
+
+    def __init__(self) -> None:
+        self.begin_hwm_kb = 0
+        self.sampled_kb = 0
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.begin_hwm_kb = _status_kb("VmHWM")
+        self.sampled_kb = _status_kb("VmRSS")
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._sample, name="toktoktok-stage-peak", daemon=True)
+            self.thread.start()
+
+    def _sample(self) -> None:
+        while True:
+            self.sampled_kb = max(self.sampled_kb, _status_kb("VmRSS"))
+            time.sleep(self.INTERVAL)
+
+    def peak_kb(self) -> tuple[int, bool]:
+        """(the stage's peak in kB, whether it is exact)."""
+        hwm = _status_kb("VmHWM")
+        if hwm > self.begin_hwm_kb or self.thread is None:
+            return hwm, True
+        return max(self.sampled_kb, _status_kb("VmRSS")), False
+
+
+STAGE_PEAK = StagePeak()
+
+
+def stage_peak_rss_mb() -> float:
+    """The running stage's peak resident memory so far, in MiB (see ``StagePeak``)."""
+    return round(STAGE_PEAK.peak_kb()[0] / 1024, 1)
+
+
+def _status_kb(field: str) -> int:
+    """A ``/proc/self/status`` field in kB (``ru_maxrss`` where /proc is absent)."""
     try:
-        Path("/proc/self/clear_refs").write_text("5")
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
     except OSError:
         pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def release_memory() -> None:
@@ -143,7 +194,9 @@ def release_memory() -> None:
 
 def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Write the manifest last (atomically), adding the format and peak RSS."""
-    manifest = {"format": FORMAT, **manifest, "peak_rss_mb": peak_rss_mb()}
+    peak_kb, exact = STAGE_PEAK.peak_kb()
+    manifest = {"format": FORMAT, **manifest, "peak_rss_mb": round(peak_kb / 1024, 1), "peak_rss_exact": exact,
+                "process_peak_rss_mb": peak_rss_mb()}
     if manifest.get("workers_peak_rss_mb"):
         manifest["all_processes_peak_rss_mb"] = round(manifest["peak_rss_mb"] + manifest["workers_peak_rss_mb"], 1)
     atomic_write_bytes(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
@@ -156,18 +209,10 @@ def outputs_key(manifest: dict[str, Any]) -> str:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process since its stage began (``VmHWM``, reset
-    by ``begin``); ``ru_maxrss`` where /proc is absent.
+    """This process's peak resident memory so far (``VmHWM``, never reset), in MiB.
 
     Worker processes are not in it: a stage that has them records their
     peaks itself (``ru_maxrss`` of a spawned child would count the parent's
     pages at the fork, not what the child used).
     """
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                own = int(line.split()[1])
-    except OSError:
-        pass
-    return round(own / 1024, 1)
+    return round(_status_kb("VmHWM") / 1024, 1)

@@ -292,7 +292,7 @@ def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | N
             "all": _lengths(all_tokens),
         },
         "timings": {"phases": timings, "export": {"seconds_before_report": export_seconds,
-                                                   "peak_rss_mb": artifacts.peak_rss_mb()}},
+                                                   "peak_rss_mb": artifacts.stage_peak_rss_mb()}},
     }
 
 
