@@ -334,8 +334,19 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
 
 
+def _plain_warnings() -> None:
+    """A Python warning (e.g. an older companion file) as one ``warning:`` line."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        click.echo(f"warning: {' '.join(str(message).split())}", err=True)
+
+    warnings.showwarning = show
+
+
 def main() -> None:
     """Entry point of ``toktok``."""
+    _plain_warnings()
     gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
     memory.configure_allocators()
     toktok(prog_name="toktok")
@@ -352,6 +363,7 @@ def _legacy(config: Path, verbose: bool, force: bool) -> None:
 
 def legacy_main() -> None:
     """Entry point of ``toktoktok``."""
+    _plain_warnings()
     gc.freeze()
     memory.configure_allocators()
     _legacy(prog_name="toktoktok")

@@ -41,6 +41,7 @@ import tiktoken
 
 import toktoktok
 from stages import artifacts, workdir
+from toktoktok import fileset
 from stages.progress import Progress
 from stages.workdir import MissingInput
 from toktoktok.atomic import atomic_write_bytes
@@ -296,6 +297,8 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     staged.mkdir()
     tiktoken_file = staged / cfg.output.name
     write_tiktoken(tiktoken_file, vocab.ranks())
+    meta["tiktoken"] = {"sha256": artifacts.file_digest(tiktoken_file), "ranks": vocab.count(),
+                        "bytes": tiktoken_file.stat().st_size}
     atomic_write_bytes(meta_path(tiktoken_file), (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
     written = time.perf_counter()
     progress.start("export: pieces checked with tiktoken", unit="pieces")
@@ -338,26 +341,34 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     return Built(key=key, folder=staged, meta=meta, manifest=manifest, started=started)
 
 
-def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
-    """Copy every staged file into place beside ``output:`` (each atomically), the
-    ``.tiktoken`` last; remove members of the output set this export did not
-    make (a picture not drawn now, a Hugging Face folder not exported now);
-    then write the export manifest."""
-    wanted = {}
+def seal(cfg: Config, built: Built) -> None:
+    """Record in the staged companion the digest of every other member of the set
+    (the report and the Hugging Face files are staged by now)."""
+    companion = meta_path(built.folder / cfg.output.name)
+    members = {}
     for path in sorted(built.folder.rglob("*")):
-        if path.is_file():
-            wanted[cfg.output.parent / path.relative_to(built.folder)] = path
-    order = sorted(wanted, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, then .tiktoken last
-    for target in order:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, wanted[target].read_bytes())
-    for stale in workdir.output_set(cfg):
-        if stale not in wanted and stale.is_file():
-            stale.unlink()
-            progress.note(f"removed {stale}: left by an earlier export, it does not describe this one")
-    hf = workdir.hf_dir(cfg)
-    if hf.is_dir() and not any(hf.iterdir()):
-        hf.rmdir()
+        if path.is_file() and path not in (companion, built.folder / cfg.output.name):
+            members[str(path.relative_to(built.folder))] = artifacts.file_digest(path)
+    built.meta["members"] = members
+    atomic_write_bytes(companion, (json.dumps(built.meta, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
+    """Put the staged set in place beside ``output:`` as one change
+    (``toktoktok.fileset.publish``: the ``.tiktoken`` last; a member of the old
+    set this export did not make, such as a Hugging Face folder not exported
+    now, is removed and said so); then write the export manifest.
+
+    A failure or Ctrl-C restores the previous set exactly and says so.
+    """
+    seal(cfg, built)
+    staged = {cfg.output.parent / path.relative_to(built.folder): path
+              for path in sorted(built.folder.rglob("*")) if path.is_file()}
+    order = sorted(staged, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, .tiktoken last
+    stale = [p for p in workdir.output_set(cfg) if p not in staged and p.is_file()]
+    fileset.publish([(staged[t], t) for t in order], remove=stale, journal=workdir.publish_journal(cfg))
+    for path in stale:
+        progress.note(f"removed {path}: left by an earlier export, it does not match this one")
     shutil.rmtree(built.folder)
     outputs = [_output_entry(p) for p in order]
     return artifacts.finish(workdir.export_dir(cfg), {**built.manifest, "outputs": outputs})

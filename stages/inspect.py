@@ -54,7 +54,7 @@ import pyarrow as pa
 from stages import artifacts
 from stages.texts import table
 from toktoktok.config import ConfigError
-from toktoktok.loading import meta_path, read_meta, split_name
+from toktoktok.loading import check_companion, meta_path, read_meta, split_name
 from toktoktok.tiktoken_file import read_tiktoken
 from toktoktok.vocab import Vocab, hardcoded_merges
 
@@ -408,6 +408,8 @@ def inspect_tiktoken(path: Path, *, top: int, needle: bytes | None, token_id: in
     ranks = read_tiktoken(path)
     companion = meta_path(path)
     meta = read_meta(companion) if companion.is_file() else {}
+    if meta:
+        check_companion(path, meta, ranks)
     specials: dict[str, int] = dict(meta.get("special_tokens") or {})
     by_rank = {r: t for t, r in ranks.items()}
     rows = _segments(ranks, meta, by_rank)

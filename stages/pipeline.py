@@ -19,12 +19,14 @@ Robustness:
   is a ``ConfigError`` (exit 2) naming the key and its YAML line.
 - Ctrl-C raises ``Interrupted`` whose message says which stages finished
   (their artifacts are kept and reused) and which one was cut short.
-- An export that fails or is interrupted after replacing an output removes
-  them all (``.tiktoken``, ``.meta.json``, reports, the Hugging Face files):
-  only a validated export leaves a ``.tiktoken`` behind, with its manifest.
-  (A SIGKILL cannot be cleaned up after: export itself should validate a
-  temporary file and rename it last.) Temporary files that a killed export
-  left beside the outputs are swept before the next export.
+- The outputs are one set, published all or nothing (``toktoktok.fileset``):
+  an export that fails or is interrupted leaves the previous set exactly as
+  it was, and says so. After a kill -9 in the middle of a publish, the next
+  run (any stage command, under the lock, before anything else) undoes it or
+  finishes it from the journal it left in ``WORK/export/publish.json``;
+  meanwhile the readers refuse the mixed pair by its digests. Temporary files
+  that a killed export left beside the outputs are swept before the next
+  export.
 """
 
 from __future__ import annotations
@@ -131,14 +133,6 @@ def _sweep_temporary_files(paths: list[Path]) -> None:
                         stray.unlink()
 
 
-def _identity(path: Path) -> tuple[int, ...] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
     """Export unless current: build and validate (``export.build``), write the
     report beside the staged files (``report.write_report``), publish."""
@@ -156,26 +150,44 @@ def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[
 
 
 def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
-    """``_export_and_report``; if it does not finish after replacing an output, every output goes.
+    """``_export_and_report``, with a word on the outputs if it fails.
 
-    Outputs are written atomically (a new file each time), so one whose
-    identity changed was written by this attempt; the others then describe
-    the export it replaced, and go too. An export that fails before writing
-    anything (a missing input) leaves an earlier export's outputs alone.
+    Nothing beside ``output:`` changes until the publish, which is all or
+    nothing (``toktoktok.fileset``): a failure or Ctrl-C at any point leaves
+    the previous outputs exactly as they were, and the message says so.
     """
-    from stages import artifacts, workdir
+    from stages import workdir
 
     _sweep_temporary_files(workdir.output_set(cfg))
-    before = {path: _identity(path) for path in workdir.output_set(cfg)}
+    kept = (f"the previous outputs ({cfg.output} and its companions) are kept as they were"
+            if cfg.output.is_file() else f"no output was written ({cfg.output})")
     try:
         return _export_and_report(cfg, force=force, progress=progress)
-    except BaseException:
-        replaced = [path for path, identity in before.items() if _identity(path) not in (None, identity)]
-        if replaced and artifacts.read_manifest(workdir.export_dir(cfg)) is None:
-            for path in before:  # the others describe the export it replaced: gone too
-                with contextlib.suppress(OSError):
-                    path.unlink()
+    except (ConfigError, workdir.MissingInput):
         raise
+    except KeyboardInterrupt as exc:
+        raise Interrupted(f"{interrupted_message(cfg, 'export')}; {kept}") from exc
+    except OSError as exc:
+        raise OSError(exc.errno, f"{exc.strerror or exc}; {kept}", exc.filename) from exc
+    except Exception as exc:
+        raise ExportFailed(f"{exc}; {kept}") from exc
+
+
+class ExportFailed(RuntimeError):
+    """An export that did not finish; its message says what became of the outputs."""
+
+
+@contextlib.contextmanager
+def _work_folder(cfg: Config, progress: Progress) -> Iterator[None]:
+    """Hold the work folder's lock; first finish or undo a publish a killed run left."""
+    from stages import workdir
+    from toktoktok import fileset
+
+    with locked(cfg):
+        done = fileset.recover(workdir.publish_journal(cfg))
+        if done:
+            progress.note(f"{done} ({cfg.output})")
+        yield
 
 
 def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, force: bool,
@@ -185,7 +197,7 @@ def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, fo
 
     with _interruptible(cfg) as step:
         _prepare(cfg, progress)
-        with locked(cfg):
+        with _work_folder(cfg, progress):
             done = []
             for p in workdir.select_phases(cfg, phase):
                 done.append(step(f"{stage} {p.name!r}", run_one, cfg, p, force=force, progress=progress))
@@ -210,7 +222,7 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
         cfg = dataclasses.replace(cfg, export_hf=True)
     with _interruptible(cfg) as step:
         _prepare(cfg, progress)
-        with locked(cfg):
+        with _work_folder(cfg, progress):
             manifest = step("export", _export, cfg, force=force, progress=progress)
             _report(progress, "export", manifest)
             return manifest
@@ -223,7 +235,7 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
 
     with _interruptible(cfg) as step:
         _prepare(cfg, progress)
-        with locked(cfg):
+        with _work_folder(cfg, progress):
             ingested = [step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress)
                         for p in cfg.phases]
             for p, m in zip(cfg.phases, ingested):

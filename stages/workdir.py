@@ -62,6 +62,12 @@ def export_dir(cfg: Config) -> Path:
     return cfg.work_dir / "export"
 
 
+def publish_journal(cfg: Config) -> Path:
+    """``WORK/export/publish.json``: the record of a publish under way
+    (``toktoktok.fileset``), which the next run finishes or undoes first."""
+    return export_dir(cfg) / "publish.json"
+
+
 def hf_dir(cfg: Config) -> Path:
     """``DIR/NAME.hf`` for ``output: DIR/NAME.tiktoken``."""
     return cfg.output.with_name(cfg.output.name.removesuffix(".tiktoken") + ".hf")

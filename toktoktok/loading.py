@@ -25,6 +25,11 @@ Decisions:
   (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
 - No companion and no ``pattern=``: the default pattern (SPEC §4) and no
   special tokens.
+- A companion records the digest of its ``.tiktoken`` (``toktoktok-meta/2``):
+  a pair that does not match is refused (``CompanionMismatch``), so a set
+  mixed by a publish cut short never gives special tokens the wrong ids. A
+  ``.tiktoken`` without a companion gets the structural checks only (valid
+  lines and base64, unique tokens and ranks, all 256 single bytes).
 - Everything tiktoken would panic on or silently accept wrongly (duplicate
   ranks, missing bytes, a special id equal to a rank) is checked first and
   raised as ``ValueError``: tiktoken's panics are not ``Exception``s.
@@ -32,8 +37,10 @@ Decisions:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +49,16 @@ import tiktoken
 from toktoktok.patterns import resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
 
-META_FORMAT = "toktoktok-meta/1"
+META_FORMAT = "toktoktok-meta/2"
+OLD_META_FORMATS = ("toktoktok-meta/1",)  # read, with a warning: they hold no digest of their .tiktoken
+
+
+class CompanionMismatch(ValueError):
+    """A ``.tiktoken`` and its ``.meta.json`` come from different exports."""
+
+
+class OldCompanionWarning(UserWarning):
+    """A companion written before digests were recorded (``toktoktok-meta/1``)."""
 
 
 def split_name(path: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -79,9 +95,44 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"{path}: cannot read the companion file ({e})") from e
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: expected a JSON object")
-    if meta.get("format") != META_FORMAT:
+    if meta.get("format") not in (META_FORMAT, *OLD_META_FORMATS):
         raise ValueError(f"{path}: unsupported format {meta.get('format')!r}, expected {META_FORMAT!r}")
     return meta
+
+
+def check_companion(path: str | os.PathLike[str], meta: dict[str, Any], ranks: dict[bytes, int]) -> None:
+    """Refuse a ``.tiktoken`` whose companion does not describe it.
+
+    A ``toktoktok-meta/2`` companion records the sha256, size and rank count
+    of the ``.tiktoken`` it was written with; a file that differs (a publish
+    cut short by a kill, a file copied over from elsewhere) raises
+    ``CompanionMismatch`` naming both files. A ``/1`` companion has no digest:
+    a warning says how to re-export it.
+    """
+    path, companion = Path(path), meta_path(path)
+    if meta.get("format") in OLD_META_FORMATS:
+        warnings.warn(f"{companion} is an older companion ({meta.get('format')}) that records no digest of "
+                      f"{path.name}, so the pair cannot be checked; re-export it with `toktok export -c CONFIG "
+                      f"--force`", OldCompanionWarning, stacklevel=3)
+        return
+    recorded = meta.get("tiktoken")
+    if not isinstance(recorded, dict):
+        raise CompanionMismatch(f"{companion}: no record of its .tiktoken (the 'tiktoken' entry is missing)")
+    actual = {"sha256": _file_sha256(path), "ranks": len(ranks), "bytes": path.stat().st_size}
+    differ = [k for k in ("sha256", "ranks", "bytes") if recorded.get(k) != actual[k]]
+    if differ:
+        raise CompanionMismatch(
+            f"{path} does not match its companion {companion} ({', '.join(differ)} differ: "
+            f"{recorded.get('ranks')} ranks recorded, {len(ranks)} in the file): they come from different "
+            "exports, or a publish was cut short; rerun `toktok run` (or `toktok export`) to finish it")
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _meta_pattern(meta: dict[str, Any], source: Path) -> str | None:
@@ -118,6 +169,8 @@ def load(
     ranks = read_tiktoken(path)
     companion = meta_path(path)
     meta = read_meta(companion) if companion.is_file() else {}
+    if meta:
+        check_companion(path, meta, ranks)
     pat_str = resolve_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
     if pat_str is None:
         pat_str = resolve_pattern(None).tiktoken

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from toktoktok.hf import read_hf_tokenizer
-from toktoktok.loading import meta_path, read_meta
+from toktoktok.loading import check_companion, meta_path, read_meta
 from toktoktok.tiktoken_file import missing_single_bytes, read_tiktoken, validate_special_tokens
 from toktoktok.vocab import Vocab
 
@@ -46,7 +46,10 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         return ranks, specials
     ranks = read_tiktoken(path)
     companion = meta_path(path)
-    specials = dict(read_meta(companion).get("special_tokens", {})) if companion.is_file() else {}
+    meta = read_meta(companion) if companion.is_file() else {}
+    if meta:
+        check_companion(path, meta, ranks)
+    specials = dict(meta.get("special_tokens", {}))
     return ranks, specials
 
 
