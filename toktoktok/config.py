@@ -10,15 +10,10 @@ The CLI maps ``ConfigError`` to exit code 2 (SPEC §7b).
 
 Design
 ------
-*Safe loading, our own conversion.* The file is parsed with
-``yaml.compose(..., Loader=yaml.SafeLoader)`` into a node tree; scalars are
-built by PyYAML's ``SafeConstructor`` (so ``!!python/...`` tags are refused),
-and mappings and lists are converted here, which lets us keep the line of
-every key (``start_mark.line + 1``) under its key path and refuse what the
-stock loader lets slip: duplicate keys (PyYAML silently keeps the last),
-non-string keys, recursive aliases, alias "billion laughs" blow-ups
-(``_MAX_NODES``) and several YAML documents in one file. ``<<`` merge keys
-work (explicit keys win over merged ones).
+*Schema here, messages apart.* This module holds the schema: the
+dataclasses, the keys, types, defaults and bounds, and the checks that build
+a ``Config``. ``toktoktok.config_errors`` reads the YAML safely, keeping the
+line of every key, and words every error (its docstring says how).
 
 *Validate, then build.* Each mapping's keys are checked first (an unknown key
 gets a ``did you mean 'merges'?`` hint, or "it belongs in a source"), so a
@@ -76,7 +71,6 @@ the result (all fields but ``path``, ``verbose``, ``threads``, ``warnings``);
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -86,13 +80,19 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from toktoktok.config_errors import (
+    Context,
+    KeyPath,
+    describe,
+    did_you_mean,
+    format_key_path,
+    read_document,
+)
 
+# Re-exported: callers (stages/, tests/) import these from here; their home is
+# toktoktok.config_errors (format_key_path, imported above, is one of them).
+from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
 from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern
-
-
-class ConfigError(Exception):
-    """A configuration problem; the message names the key or path (and YAML line)."""
 
 
 @dataclass(frozen=True)
@@ -173,210 +173,6 @@ PATTERN_ALIASES = {"cl100k_base": "cl100k", "o200k_base": "o200k",
 MAX_MERGES = 2**31 - 1
 MAX_SEED = 2**63 - 1
 SLUG_MAX_CHARS = 60
-_MAX_NODES = 100_000  # YAML nodes after alias expansion
-
-KeyPath = tuple[str | int, ...]
-
-
-# --------------------------------------------------------------------------
-# Key paths and error messages
-# --------------------------------------------------------------------------
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def format_key_path(path: KeyPath) -> str:
-    """Spell a key path the way users read it.
-
-    >>> format_key_path(("phases", 1, "sources", 0, "path"))
-    'phases[1].sources[0].path'
-    >>> format_key_path(("warm_start", "special_tokens", "<|eot|>"))
-    "warm_start.special_tokens['<|eot|>']"
-    """
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _IDENT.match(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part!r}]"
-    return out or "the top level"
-
-
-def _describe(value: Any) -> str:
-    """A short, typed rendering of a received value, for error messages.
-
-    >>> _describe("abc"), _describe(True), _describe(None)
-    ("'abc' (a string)", 'true (a boolean)', 'null')
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean)"
-    kinds = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
-    kind = kinds.get(type(value), type(value).__name__)
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({kind})"
-
-
-@dataclass
-class _Context:
-    """What error messages need: the file's display name and each key's line."""
-
-    file: str
-    base_dir: Path
-    lines: dict[KeyPath, int] = field(default_factory=dict)
-
-    def line_of(self, path: KeyPath) -> int | None:
-        """The YAML line of ``path`` or, failing that, of its nearest parent."""
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
-
-    def error(self, path: KeyPath, problem: str, line: int | None = None) -> ConfigError:
-        """``config.yaml line 7: phases[1].merges must be ...``"""
-        line = line if line is not None else self.line_of(path)
-        where = f"{self.file} line {line}" if line is not None else self.file
-        return ConfigError(f"{where}: {format_key_path(path)} {problem}")
-
-
-# --------------------------------------------------------------------------
-# YAML: safe compose, then our own conversion keeping lines
-# --------------------------------------------------------------------------
-
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-_STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_YAML12_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)\Z")
-
-
-def _compose(text: str, file: str) -> yaml.Node | None:
-    """Parse to a node tree with the safe loader; bad YAML -> ConfigError with its line."""
-    try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{file} line {mark.line + 1}" if mark is not None else file
-        what = "; ".join(p for p in (exc.context, exc.problem) if p)
-        raise ConfigError(f"{where}: invalid YAML: {what}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: invalid YAML: {' '.join(str(exc).split())}") from None
-    except RecursionError:
-        raise ConfigError(f"{file}: invalid YAML: nested too deeply") from None
-
-
-class _Converter:
-    """Turn composed nodes into plain Python values, recording each key's line."""
-
-    def __init__(self, ctx: _Context) -> None:
-        self.ctx = ctx
-        self.constructor = yaml.constructor.SafeConstructor()
-        self.active: set[int] = set()  # ids of the collection nodes being converted
-        self.count = 0
-
-    def convert(self, node: yaml.Node, path: KeyPath) -> Any:
-        self.count += 1
-        if self.count > _MAX_NODES:
-            too_many = f"makes the file too large (over {_MAX_NODES} values once aliases are expanded)"
-            raise self.ctx.error(path, too_many)
-        if isinstance(node, yaml.ScalarNode):
-            return self._scalar(node, path)
-        if id(node) in self.active:
-            raise self.ctx.error(path, "refers to itself through a YAML alias")
-        self.active.add(id(node))
-        try:
-            if isinstance(node, yaml.SequenceNode):
-                return self._sequence(node, path)
-            return self._mapping(node, path)
-        finally:
-            self.active.discard(id(node))
-
-    def _scalar(self, node: yaml.ScalarNode, path: KeyPath) -> Any:
-        if node.tag == _STR_TAG and node.style is None and _YAML12_FLOAT.match(node.value):
-            return float(node.value)  # YAML 1.2 reads `5e-3` as a number
-        try:
-            return self.constructor.construct_object(node, deep=True)
-        except Exception as exc:  # unknown tag, `!!int abc`, ...
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise self.ctx.error(path, f"cannot be read: {' '.join(problem.split())}") from None
-
-    def _sequence(self, node: yaml.SequenceNode, path: KeyPath) -> list[Any]:
-        if node.tag != _SEQ_TAG:
-            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}", node.start_mark.line + 1)
-        items = []
-        for i, item in enumerate(node.value):
-            self.ctx.lines[path + (i,)] = item.start_mark.line + 1
-            items.append(self.convert(item, path + (i,)))
-        return items
-
-    def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> dict[str, Any]:
-        if node.tag != _MAP_TAG:
-            raise self.ctx.error(path, f"uses an unsupported YAML tag {node.tag!r}", node.start_mark.line + 1)
-        merged: dict[str, Any] = {}
-        for key_node, value_node in node.value:  # `<<:` merges first: explicit keys win
-            if key_node.tag == _MERGE_TAG:
-                for source in self._merge_sources(value_node, path):
-                    for key, value in self.convert(source, path).items():
-                        merged.setdefault(key, value)  # the first merged mapping wins
-        explicit: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
-                continue
-            key = self._key(key_node, path)
-            line = key_node.start_mark.line + 1
-            if key in explicit:
-                first = self.ctx.lines[path + (key,)]
-                raise self.ctx.error(path + (key,), f"is given twice (lines {first} and {line})", line)
-            self.ctx.lines[path + (key,)] = line
-            explicit[key] = self.convert(value_node, path + (key,))
-        return {**merged, **explicit}
-
-    def _key(self, key_node: yaml.Node, path: KeyPath) -> str:
-        key = self._scalar(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
-        if not isinstance(key, str):
-            shown = _describe(key) if isinstance(key_node, yaml.ScalarNode) else "a list or mapping"
-            raise self.ctx.error(path, f"has a key that is not a string: {shown}", key_node.start_mark.line + 1)
-        return key
-
-    def _merge_sources(self, node: yaml.Node, path: KeyPath) -> list[yaml.MappingNode]:
-        nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
-        if not all(isinstance(n, yaml.MappingNode) for n in nodes):
-            not_mappings = "has a `<<:` merge key whose value is not a mapping (or a list of mappings)"
-            raise self.ctx.error(path, not_mappings)
-        return nodes
-
-
-def _read_document(path: Path, ctx: _Context) -> dict[str, Any]:
-    """Read, safely parse and convert the file; the top level must be a mapping."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"{ctx.file}: config file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{ctx.file}: is a directory, not a config file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{ctx.file}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"{ctx.file}: cannot read: {exc.strerror or exc}") from None
-    root = _compose(text, ctx.file)
-    if root is None:
-        raise ConfigError(f"{ctx.file}: the config file is empty (it needs at least `output:` and `phases:`)")
-    try:
-        document = _Converter(ctx).convert(root, ())
-    except RecursionError:
-        raise ConfigError(f"{ctx.file}: nested too deeply") from None
-    if not isinstance(document, dict):
-        raise ConfigError(
-            f"{ctx.file} line {root.start_mark.line + 1}: the top level must be a mapping of settings "
-            f"(output:, phases:, ...), got {_describe(document)}"
-        )
-    return document
 
 
 # --------------------------------------------------------------------------
@@ -392,7 +188,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_keys(ctx: _Context, path: KeyPath, mapping: dict[str, Any], allowed: tuple[str, ...]) -> None:
+def _check_keys(ctx: Context, path: KeyPath, mapping: dict[str, Any], allowed: tuple[str, ...]) -> None:
     """Refuse unknown keys, with a did-you-mean or a where-it-belongs hint.
 
     ``mergez`` in a phase -> ``phases[0].mergez is not a known key (did you mean 'merges'?)``.
@@ -400,70 +196,68 @@ def _check_keys(ctx: _Context, path: KeyPath, mapping: dict[str, Any], allowed: 
     for key in mapping:
         if key in allowed:
             continue
-        close = difflib.get_close_matches(key.lower(), allowed, n=1, cutoff=0.6)
-        if close:
-            hint = f"did you mean {close[0]!r}?"
-        else:
+        hint = did_you_mean(key, allowed)
+        if not hint:
             belongs = [where for keys, where in _MISPLACED.values() if key in keys and not keys & set(allowed)]
             hint = belongs[0] if belongs else "known keys: " + ", ".join(allowed)
         raise ctx.error(path + (key,), f"is not a known key ({hint})")
 
 
-def _require(ctx: _Context, mapping: dict[str, Any], path: KeyPath, key: str) -> Any:
+def _require(ctx: Context, mapping: dict[str, Any], path: KeyPath, key: str) -> Any:
     if key not in mapping:
         raise ctx.error(path + (key,), "is required")
     return mapping[key]
 
 
-def _int(ctx: _Context, path: KeyPath, value: Any, low: int, high: int | None = None) -> int:
+def _int(ctx: Context, path: KeyPath, value: Any, low: int, high: int | None = None) -> int:
     """An integer in [low, high] (bools and floats refused)."""
     if not _is_int(value) or value < low:
-        raise ctx.error(path, f"must be an integer >= {low}, got {_describe(value)}")
+        raise ctx.error(path, f"must be an integer >= {low}, got {describe(value)}")
     if high is not None and value > high:
-        raise ctx.error(path, f"must be an integer <= {high}, got {_describe(value)}")
+        raise ctx.error(path, f"must be an integer <= {high}, got {describe(value)}")
     return value
 
 
-def _optional_int(ctx: _Context, path: KeyPath, value: Any, low: int) -> int | None:
+def _optional_int(ctx: Context, path: KeyPath, value: Any, low: int) -> int | None:
     if value is None:
         return None
     if not _is_int(value) or value < low:
-        raise ctx.error(path, f"must be an integer >= {low} or null, got {_describe(value)}")
+        raise ctx.error(path, f"must be an integer >= {low} or null, got {describe(value)}")
     return value
 
 
-def _number(ctx: _Context, path: KeyPath, value: Any, wanted: str, ok: Any) -> float:
+def _number(ctx: Context, path: KeyPath, value: Any, wanted: str, ok: Any) -> float:
     """A finite int or float for which ``ok(value)`` holds; returned as float."""
     if not _is_number(value) or not math.isfinite(value) or not ok(value):
-        raise ctx.error(path, f"must be {wanted}, got {_describe(value)}")
+        raise ctx.error(path, f"must be {wanted}, got {describe(value)}")
     return float(value)
 
 
-def _bool(ctx: _Context, path: KeyPath, value: Any) -> bool:
+def _bool(ctx: Context, path: KeyPath, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ctx.error(path, f"must be true or false, got {_describe(value)}")
+        raise ctx.error(path, f"must be true or false, got {describe(value)}")
     return value
 
 
-def _string(ctx: _Context, path: KeyPath, value: Any, what: str = "a non-empty string") -> str:
+def _string(ctx: Context, path: KeyPath, value: Any, what: str = "a non-empty string") -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ctx.error(path, f"must be {what}, got {_describe(value)}")
+        raise ctx.error(path, f"must be {what}, got {describe(value)}")
     return value
 
 
-def _mapping(ctx: _Context, path: KeyPath, value: Any, what: str) -> dict[str, Any]:
+def _mapping(ctx: Context, path: KeyPath, value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ctx.error(path, f"must be {what}, got {_describe(value)}")
+        raise ctx.error(path, f"must be {what}, got {describe(value)}")
     return value
 
 
-def _list(ctx: _Context, path: KeyPath, value: Any, what: str, non_empty: bool = False) -> list[Any]:
+def _list(ctx: Context, path: KeyPath, value: Any, what: str, non_empty: bool = False) -> list[Any]:
     if not isinstance(value, list) or (non_empty and not value):
-        raise ctx.error(path, f"must be {what}, got {_describe(value)}")
+        raise ctx.error(path, f"must be {what}, got {describe(value)}")
     return value
 
 
-def _string_list(ctx: _Context, path: KeyPath, value: Any) -> tuple[str, ...]:
+def _string_list(ctx: Context, path: KeyPath, value: Any) -> tuple[str, ...]:
     """A list of non-empty strings (null = empty), e.g. include/exclude globs."""
     if value is None:
         return ()
@@ -471,7 +265,7 @@ def _string_list(ctx: _Context, path: KeyPath, value: Any) -> tuple[str, ...]:
     return tuple(_string(ctx, path + (i,), item) for i, item in enumerate(items))
 
 
-def _path(ctx: _Context, path: KeyPath, value: Any) -> Path:
+def _path(ctx: Context, path: KeyPath, value: Any) -> Path:
     """A path string made absolute against the config's folder (``~`` expanded)."""
     text = _string(ctx, path, value, "a path (a non-empty string)")
     try:
@@ -481,11 +275,11 @@ def _path(ctx: _Context, path: KeyPath, value: Any) -> Path:
         raise ctx.error(path, f"is not a usable path: {exc}") from None
 
 
-def _choice(ctx: _Context, path: KeyPath, value: Any, choices: tuple[str, ...]) -> str:
+def _choice(ctx: Context, path: KeyPath, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices or not isinstance(value, str):
-        close = difflib.get_close_matches(str(value).lower(), choices, n=1) if isinstance(value, str) else []
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ctx.error(path, f"must be one of {', '.join(choices)}, got {_describe(value)}{hint}")
+        close = did_you_mean(value, choices) if isinstance(value, str) else ""
+        hint = f" ({close})" if close else ""
+        raise ctx.error(path, f"must be one of {', '.join(choices)}, got {describe(value)}{hint}")
     return value
 
 
@@ -504,7 +298,7 @@ def slugify(name: str) -> str:
     return slug[:SLUG_MAX_CHARS].rstrip("-") or "phase"
 
 
-def _existing(ctx: _Context, path: KeyPath, value: Any, want_dir: bool) -> Path:
+def _existing(ctx: Context, path: KeyPath, value: Any, want_dir: bool) -> Path:
     """A path that exists, is readable and is a directory (want_dir) or a file."""
     resolved = _path(ctx, path, value)
     kind, other = ("directory", "file") if want_dir else ("file", "directory")
@@ -518,7 +312,7 @@ def _existing(ctx: _Context, path: KeyPath, value: Any, want_dir: bool) -> Path:
     return resolved
 
 
-def _source(ctx: _Context, path: KeyPath, raw: Any) -> Source:
+def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
     """One entry of a phase's ``sources:`` list (exactly one of path:/file:)."""
     entry = _mapping(ctx, path, raw, "a mapping with `path:` (a directory) or `file:` (a file)")
     _check_keys(ctx, path, entry, SOURCE_KEYS)
@@ -537,14 +331,14 @@ def _source(ctx: _Context, path: KeyPath, raw: Any) -> Source:
             raise ctx.error(path + (glob_key,), "is only allowed with `path:` (a directory), not with `file:`")
     text_column = entry.get("text_column", "text")
     if not isinstance(text_column, str) or not text_column:
-        raise ctx.error(path + ("text_column",), f"must be a non-empty string, got {_describe(text_column)}")
+        raise ctx.error(path + ("text_column",), f"must be a non-empty string, got {describe(text_column)}")
     weight = _number(ctx, path + ("weight",), entry.get("weight", 1.0), "a positive number", lambda w: w > 0)
     include = _string_list(ctx, path + ("include",), entry.get("include"))
     exclude = _string_list(ctx, path + ("exclude",), entry.get("exclude"))
     return Source(location, is_dir, text_column, weight, include, exclude)
 
 
-def _phase(ctx: _Context, path: KeyPath, raw: Any, index: int) -> Phase:
+def _phase(ctx: Context, path: KeyPath, raw: Any, index: int) -> Phase:
     """One entry of ``phases:``; ``index`` is 1-based."""
     entry = _mapping(ctx, path, raw, "a mapping with name:, merges: and sources:")
     _check_keys(ctx, path, entry, PHASE_KEYS)
@@ -557,7 +351,7 @@ def _phase(ctx: _Context, path: KeyPath, raw: Any, index: int) -> Phase:
     return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}")
 
 
-def _phases(ctx: _Context, raw: Any) -> tuple[Phase, ...]:
+def _phases(ctx: Context, raw: Any) -> tuple[Phase, ...]:
     """The ``phases:`` list: at least one, names unique (case-insensitively and as slugs)."""
     items = _list(ctx, ("phases",), raw, "a non-empty list of phases", non_empty=True)
     phases = tuple(_phase(ctx, ("phases", i), item, i + 1) for i, item in enumerate(items))
@@ -574,7 +368,7 @@ def _phases(ctx: _Context, raw: Any) -> tuple[Phase, ...]:
     return phases
 
 
-def _special_tokens(ctx: _Context, raw: Any) -> tuple[str, ...]:
+def _special_tokens(ctx: Context, raw: Any) -> tuple[str, ...]:
     """``special_tokens:``: a list of non-empty, unique strings (null = none)."""
     if raw is None:
         return ()
@@ -582,14 +376,14 @@ def _special_tokens(ctx: _Context, raw: Any) -> tuple[str, ...]:
     first_at: dict[str, int] = {}
     for i, token in enumerate(items):
         if not isinstance(token, str) or not token:
-            raise ctx.error(("special_tokens", i), f"must be a non-empty string, got {_describe(token)}")
+            raise ctx.error(("special_tokens", i), f"must be a non-empty string, got {describe(token)}")
         if token in first_at:
             raise ctx.error(("special_tokens", i), f"{token!r} repeats special_tokens[{first_at[token]}]")
         first_at[token] = i
     return tuple(items)
 
 
-def _check_nesting(ctx: _Context, tokens: list[tuple[KeyPath, str]]) -> None:
+def _check_nesting(ctx: Context, tokens: list[tuple[KeyPath, str]]) -> None:
     """No special token may sit inside another (tiktoken would pick by hash order).
 
     The same token listed in two places (top level and warm start) is allowed.
@@ -604,7 +398,7 @@ def _check_nesting(ctx: _Context, tokens: list[tuple[KeyPath, str]]) -> None:
                 raise ctx.error(path_b, f"{both} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
 
 
-def _warm_start(ctx: _Context, raw: Any) -> WarmStart | None:
+def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
     """``warm_start: {file: base.tiktoken, special_tokens: {tok: id}}`` (null = none)."""
     if raw is None:
         return None
@@ -628,13 +422,13 @@ def _warm_start(ctx: _Context, raw: Any) -> WarmStart | None:
     return WarmStart(file, dict(specials))
 
 
-def _pattern(ctx: _Context, raw: Any) -> Pattern:
+def _pattern(ctx: Context, raw: Any) -> Pattern:
     """``pattern:`` null/a name (case-insensitive, tiktoken aliases) or a regex."""
     if raw is None:
         return resolve_pattern(None)
     if not isinstance(raw, str) or not raw:
         names = ", ".join(NAMED_PATTERNS)
-        raise ctx.error(("pattern",), f"must be a name ({names}) or a regex string, got {_describe(raw)}")
+        raise ctx.error(("pattern",), f"must be a name ({names}) or a regex string, got {describe(raw)}")
     name = PATTERN_ALIASES.get(raw.strip().lower(), raw.strip().lower())
     if name in NAMED_PATTERNS:
         return NAMED_PATTERNS[name]
@@ -664,7 +458,7 @@ def _tiktoken_rejects(pattern: str) -> str | None:
     return None
 
 
-def _output(ctx: _Context, raw: Any) -> Path:
+def _output(ctx: Context, raw: Any) -> Path:
     """``output:`` a path ending in ``.tiktoken``, not an existing directory."""
     output = _path(ctx, ("output",), raw)
     if not output.name.endswith(OUTPUT_SUFFIX) or output.name == OUTPUT_SUFFIX:
@@ -684,7 +478,7 @@ def default_work_dir(output: Path) -> Path:
     return output.with_name(output.name[: -len(OUTPUT_SUFFIX)] + ".work")
 
 
-def _work_dir(ctx: _Context, raw: Any, output: Path) -> Path:
+def _work_dir(ctx: Context, raw: Any, output: Path) -> Path:
     if raw is None:
         return default_work_dir(output)
     work_dir = _path(ctx, ("work_dir",), raw)
@@ -693,7 +487,7 @@ def _work_dir(ctx: _Context, raw: Any, output: Path) -> Path:
     return work_dir
 
 
-def _check_work_dir_safety(ctx: _Context, cfg: Config) -> None:
+def _check_work_dir_safety(ctx: Context, cfg: Config) -> None:
     """work_dir may be deleted by ``toktok clean``: it must hold nothing of the user's."""
     guarded: list[tuple[str, Path]] = [("the config file", cfg.path), ("the output", cfg.output)]
     if cfg.warm_start is not None:
@@ -725,8 +519,8 @@ def load_config(path: str | Path) -> Config:
     phases=(Phase('English', 1000, ..., index=1, slug='01-english'),), ...)``.
     """
     config_path = Path(path).expanduser()
-    ctx = _Context(file=str(path), base_dir=config_path.resolve().parent)
-    doc = _read_document(config_path, ctx)
+    ctx = Context(file=str(path), base_dir=config_path.resolve().parent)
+    doc = read_document(config_path, ctx)
     _check_keys(ctx, (), doc, TOP_KEYS)
     output = _output(ctx, _require(ctx, doc, (), "output"))
     phases = _phases(ctx, _require(ctx, doc, (), "phases"))
@@ -748,22 +542,7 @@ def load_config(path: str | Path) -> Config:
     return cfg
 
 
-def config_error(config_path: str | Path, key_path: KeyPath, problem: str) -> ConfigError:
-    """A ``ConfigError`` for a problem found after loading (by the pipeline's checks
-    before work starts), worded like the loader's own: ``FILE line N: KEY problem``.
-
-    The file is read again (safely) to find the key's line; if that fails the
-    message simply has no line.
-    """
-    ctx = _Context(file=str(config_path), base_dir=Path(config_path).resolve().parent)
-    try:
-        _read_document(Path(config_path), ctx)
-    except (ConfigError, OSError, RecursionError, yaml.YAMLError):
-        pass
-    return ctx.error(key_path, problem)
-
-
-def _scalar_settings(ctx: _Context, doc: dict[str, Any]) -> dict[str, Any]:
+def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
     """The simple top-level settings, defaults filled in."""
 
     def get(key: str) -> tuple[KeyPath, Any]:
@@ -772,7 +551,7 @@ def _scalar_settings(ctx: _Context, doc: dict[str, Any]) -> dict[str, Any]:
 
     threads_path, threads = get("threads")
     if not _is_int(threads) or not (threads == -1 or threads >= 1):
-        raise ctx.error(threads_path, f"must be -1 (all cores) or an integer >= 1, got {_describe(threads)}")
+        raise ctx.error(threads_path, f"must be -1 (all cores) or an integer >= 1, got {describe(threads)}")
     share_ok = lambda x: 0 <= x <= 0.5  # noqa: E731
     return {
         "working_set_mb": _int(ctx, *get("working_set_mb"), 1),

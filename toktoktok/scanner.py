@@ -55,18 +55,9 @@ lower case only; an optional space joins the letter, number (any count) or
 other run after it; and white space has no line-break rule: the run to the
 end of the text, else all but its last character, else the one character.
 
-How the classes are derived. Never by hand: at first use ``unicode_tables``
-runs the installed ``regex`` module over one string holding every code point
-(surrogates excepted: they cannot occur in UTF-8) and records, per code
-point, bit flags for ``\\p{L}``, ``\\p{N}``, ``\\s``, ``\\p{M}``, ``\\p{Lu}``,
-``\\p{Ll}``, ``\\p{Lt}`` and ``[\\p{Lm}\\p{Lo}]`` (the last five for o200k,
-which only ever uses Lm and Lo together). A second row records which
-contraction letter (s t m d r v l e) a code point is under ``(?i)``: each
-letter's set is what ``(?i:x)`` matches anywhere in that string, e.g. ``s``
-matches ``S``, ``s`` and U+017F LATIN SMALL LETTER LONG S. The table (2 x
-0x110000 bytes) is cached as a ``.npy`` file in ``$TOKTOKTOK_CACHE`` or
-``~/.cache/toktoktok``, keyed by ``regex.__version__`` and ``RECIPE``, and
-written atomically; the kernels take it as an argument, so numba's compile
+How the classes are derived: ``toktoktok.unicode_classes`` runs ``regex``
+over every code point once and caches the table on disk (its docstring says
+how); the kernels here take its two rows as arguments, so numba's compile
 cache never freezes an old table.
 
 How it is fast. The kernels decode UTF-8 inline (the buffer always comes
@@ -108,14 +99,39 @@ multilingual samples and 5 MB of each shared corpus.
 
 from __future__ import annotations
 
-import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from toktoktok.unicode_classes import (
+    C_D,
+    C_E,
+    C_L,
+    C_M,
+    C_R,
+    C_S,
+    C_T,
+    C_V,
+    LETTER,
+    LOWER,
+    MARK,
+    MODIFIER_OR_OTHER,
+    NUMBER,
+    SPACE,
+    TITLE,
+    UPPER,
+    unicode_tables,
+)
+
+# Re-exported: tests/test_scanner.py still reaches the table's cache through
+# this module (``scanner.table_path``, ``scanner._store``, ...); their home is
+# ``toktoktok.unicode_classes``, where new code should import them from.
+from toktoktok.unicode_classes import CLASS_RECIPE as _CLASS_RECIPE  # noqa: F401
+from toktoktok.unicode_classes import CONTRACTION_LETTERS as _CONTRACTION_LETTERS  # noqa: F401
+from toktoktok.unicode_classes import load_cached as _load_cached  # noqa: F401
+from toktoktok.unicode_classes import store_cached as _store  # noqa: F401
+from toktoktok.unicode_classes import table_path  # noqa: F401
 
 # Which pattern a kernel runs (the ``which`` argument).
 DEFAULT = 0
@@ -123,126 +139,6 @@ CL100K = 1
 O200K = 2
 GPT2 = 3
 PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
-
-# Bit flags of the class row.
-LETTER = 1  # \p{L}
-NUMBER = 2  # \p{N}
-SPACE = 4  # regex's \s
-MARK = 8  # \p{M}
-UPPER = 16  # \p{Lu}
-LOWER = 32  # \p{Ll}
-TITLE = 64  # \p{Lt}
-MODIFIER_OR_OTHER = 128  # \p{Lm} or \p{Lo}
-
-_CLASS_RECIPE = (
-    (LETTER, r"\p{L}"),
-    (NUMBER, r"\p{N}"),
-    (SPACE, r"\s"),
-    (MARK, r"\p{M}"),
-    (UPPER, r"\p{Lu}"),
-    (LOWER, r"\p{Ll}"),
-    (TITLE, r"\p{Lt}"),
-    (MODIFIER_OR_OTHER, r"[\p{Lm}\p{Lo}]"),
-)
-
-# Codes of the contraction row: the letters after the apostrophe.
-C_S, C_T, C_M, C_D, C_R, C_V, C_L, C_E = 1, 2, 3, 4, 5, 6, 7, 8
-_CONTRACTION_LETTERS = ((C_S, "s"), (C_T, "t"), (C_M, "m"), (C_D, "d"), (C_R, "r"), (C_V, "v"), (C_L, "l"), (C_E, "e"))
-
-RECIPE = 1  # bump when the tables' layout or derivation changes
-N_CODE_POINTS = 0x110000
-
-
-# ---------------------------------------------------------------------------
-# The tables, derived from the regex module and cached on disk.
-
-
-def _all_code_points() -> tuple[str, np.ndarray]:
-    """One string of every code point but the surrogates, and their values."""
-    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, N_CODE_POINTS)]).astype(np.int64)
-    return cps.astype(np.uint32).tobytes().decode("utf-32-le"), cps
-
-
-def derive_tables() -> np.ndarray:
-    """Run ``regex`` over every code point; return the (2, 0x110000) uint8 table.
-
-    Row 0 holds the class bits, row 1 the contraction letter code (0: none).
-
-        >>> t = derive_tables()
-        >>> bool(t[0, ord("a")] & LETTER), bool(t[0, 0x3000] & SPACE), int(t[1, 0x17F]) == C_S
-        (True, True, True)
-    """
-    import regex
-
-    text, cps = _all_code_points()
-    table = np.zeros((2, N_CODE_POINTS), dtype=np.uint8)
-    for bit, cls in _CLASS_RECIPE:
-        for m in regex.finditer(cls + "+", text):
-            table[0, cps[m.start() : m.end()]] |= bit
-    for code, letter in _CONTRACTION_LETTERS:
-        for m in regex.finditer(f"(?i:{letter})", text):
-            if m.end() - m.start() != 1:
-                raise RuntimeError(f"(?i:{letter}) matched {m.group()!r}: more than one character")
-            cp = cps[m.start()]
-            if table[1, cp]:
-                raise RuntimeError(f"U+{cp:04X} matches two contraction letters")
-            table[1, cp] = code
-    return table
-
-
-def cache_dir() -> Path:
-    """``$TOKTOKTOK_CACHE`` if set, else ``~/.cache/toktoktok``."""
-    env = os.environ.get("TOKTOKTOK_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "toktoktok"
-
-
-def table_path() -> Path:
-    """Where the table for the installed ``regex`` and this recipe is cached."""
-    import regex
-
-    return cache_dir() / f"unicode-classes-regex{regex.__version__}-recipe{RECIPE}.npy"
-
-
-def _load_cached(path: Path) -> np.ndarray | None:
-    try:
-        table = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    if table.dtype != np.uint8 or table.shape != (2, N_CODE_POINTS):
-        return None
-    return table
-
-
-def _store(path: Path, table: np.ndarray) -> None:
-    """Write the cache atomically; an unwritable cache folder is not an error."""
-    from toktoktok.atomic import atomic_path
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as f:
-                np.save(f, table, allow_pickle=False)
-    except OSError:
-        pass
-
-
-_lock = threading.Lock()
-_tables: np.ndarray | None = None
-
-
-def unicode_tables() -> np.ndarray:
-    """The (2, 0x110000) class table: cached in memory, on disk, else derived."""
-    global _tables
-    with _lock:
-        if _tables is None:
-            path = table_path()
-            table = _load_cached(path)
-            if table is None:
-                table = derive_tables()
-                _store(path, table)
-            _tables = np.ascontiguousarray(table)
-            _tables.setflags(write=False)
-        return _tables
 
 
 # ---------------------------------------------------------------------------
