@@ -68,7 +68,7 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         _fail(os_message(exc), 1, verbose)
     except Exception as exc:  # noqa: BLE001 - the stages' own errors, then a last resort
         # looked up, not imported: importing the stages costs most of a second
-        expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("toktoktok.sources", "SourceError"),
+        expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("stages.artifacts", "DamagedArtifact"), *raised_by("toktoktok.sources", "SourceError"),
                     *raised_by("stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
         if isinstance(exc, expected):
             _fail(one_line(exc), 1, verbose)

@@ -141,7 +141,7 @@ def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[
     from stages import export, report
 
     key = export.export_key(cfg)
-    if not force and (manifest := export.up_to_date(cfg, key)) is not None:
+    if not force and (manifest := export.up_to_date(cfg, key, progress)) is not None:
         return manifest
     built = export.build(cfg, key=key, progress=progress)
     report.write_report(cfg, built.folder, meta=built.meta,

@@ -68,8 +68,11 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     sizes = workdir.measure_text(cfg, phase, files, fingerprints)
     share = workdir.phase_share(cfg, sizes)
     key = workdir.ingest_key(cfg, phase, fingerprints, share)
-    if not force and artifacts.is_current(folder, key):
+    stale = artifacts.stale_reason(folder, key)
+    if not force and stale is None:
         return {**artifacts.read_manifest(folder), "skipped": True}
+    if artifacts.is_damage(stale):
+        progress.note(f"warning: {stale}: ingesting phase '{phase.name}' again")
     if share < 1:
         progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MB of text, more than "
                       f"working_set_mb ({cfg.working_set_mb}): sampling {share:.1%} of its documents")
