@@ -330,7 +330,9 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
         if not confirmed:
             click.echo(f"kept {work}")
             return
-    _guarded(lambda: remove_work_dir(work), verbose)
+    from stages.workdir import publish_journal
+
+    _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
     click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
 
 
