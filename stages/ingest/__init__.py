@@ -43,6 +43,7 @@ chunk files); this module runs them for a phase and writes the manifest.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -50,13 +51,48 @@ from typing import Any
 import pyarrow as pa
 
 from stages import artifacts, workdir
-from stages.ingest.batching import Batcher, Workers, load_kernels
+from stages.ingest.batching import Batcher, PatternTooSlow, Workers, load_kernels
 from stages.ingest.chunking import Chunker, chunk_bytes
 from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
 from toktoktok import sampling
 from toktoktok.config import Config, Phase
 from toktoktok.sources import SourceError
+
+
+class PatternTimeoutError(RuntimeError):
+    """A custom pattern too slow on a document (exit 1, whatever ``on_bad_file``
+    says: a tokenizer must not depend on the machine's load)."""
+
+
+def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
+              progress: Progress, share: float) -> Batcher:
+    """Read every file of the phase through the workers; returns the batcher (its
+    counters). A bad file is skipped with ``on_bad_file: skip``: what it had
+    counted is taken back out of the tally unless part of it was already written."""
+    with Workers(cfg) as pool:
+        batcher = Batcher(cfg, chunker, pool)
+        chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
+        for index, (src, path) in enumerate(files):
+            held_before, counted_before = len(heldout), dataclasses.replace(tally)
+            try:
+                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
+                batcher.file_done()
+                tally.files += 1
+            except (SourceError, FileNotFoundError) as exc:
+                if cfg.on_bad_file == "fail":
+                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+                dropped = batcher.discard(index)
+                del heldout[held_before:]
+                if dropped:  # nothing of it was written: the counts go back to what they were
+                    bad = tally.bad_files
+                    for f in dataclasses.fields(tally):
+                        setattr(tally, f.name, getattr(counted_before, f.name))
+                    tally.bad_files = bad
+                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
+                progress.note(f"skipped bad file {path}: {exc}")
+        batcher.drain()
+    return batcher
 
 
 def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
@@ -84,23 +120,14 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     chunker = Chunker(folder, chunk_bytes(cfg))
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
-    with Workers(cfg) as pool:
-        batcher = Batcher(cfg, chunker, pool)
-        chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
-        for index, (src, path) in enumerate(files):
-            held_before = len(heldout)
-            try:
-                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
-                batcher.file_done()
-                tally.files += 1
-            except (SourceError, FileNotFoundError) as exc:
-                if cfg.on_bad_file == "fail":
-                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
-                dropped = batcher.discard(index)
-                del heldout[held_before:]
-                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
-                progress.note(f"skipped bad file {path}: {exc}")
-        batcher.drain()
+    try:
+        batcher = _read_all(cfg, phase, files, chunker, tally, heldout, progress, share)
+    except PatternTooSlow as exc:
+        raise PatternTimeoutError(
+            f"{files[exc.file_index][1]}: the pattern took more than {exc.seconds:.3g} s (pattern_timeout_s: "
+            f"{cfg.pattern_timeout_s:g} per MiB) on the text at character {exc.offset} of what this file trains "
+            "on; a pattern that backtracks without end cannot train a tokenizer") from None
+    tally.forced_cuts += batcher.forced_cuts
     chunker.flush()
     progress.done()
     held_table = pa.table({"text": pa.array(heldout, type=pa.large_string())})
