@@ -25,16 +25,18 @@ class PatternTimeout(Exception):
 
 
 def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str],
-                    timeout_s_per_mib: float | None = None) -> tuple[list[bytes], list[int], int, int]:
-    """``pretokenize.count_texts`` plus this process's id and peak RSS in kB.
+                    timeout_s_per_mib: float | None = None) -> tuple[list[bytes], list[int], int, int, dict]:
+    """``pretokenize.count_texts`` plus this process's id and peak RSS in kB, and
+    how often each special token occurs in the texts.
 
     ``timeout_s_per_mib``: each text may take this many seconds per MiB (at
     least one MiB's worth) before ``PatternTimeout`` names it: a custom
     pattern that backtracks without end must not run without bound.
     """
+    specials = {tok: sum(text.count(tok) for text in texts) for tok in special_tokens}
     if timeout_s_per_mib is None:
         found, counts = count_texts(texts, pattern, special_tokens)
-        return found, counts, os.getpid(), own_peak_kb()
+        return found, counts, os.getpid(), own_peak_kb(), specials
     found_all: dict[bytes, int] = {}
     for index, text in enumerate(texts):
         seconds = timeout_s_per_mib * max(1.0, len(text) / (1 << 20))
@@ -44,7 +46,7 @@ def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequ
             raise PatternTimeout(index, seconds) from None
         for piece, n in zip(found, counts):
             found_all[piece] = found_all.get(piece, 0) + n
-    return list(found_all), list(found_all.values()), os.getpid(), own_peak_kb()
+    return list(found_all), list(found_all.values()), os.getpid(), own_peak_kb(), specials
 
 
 def own_peak_kb() -> int:

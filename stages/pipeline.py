@@ -259,6 +259,14 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
         lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
                      f"{t['distinct_pieces']} distinct pieces, {t['merges_made']}/{t['merges_requested']} merges"
                      + (" (skipped: up to date)" if tr.get("skipped") else ""))
+        found = {t: n for t, n in c.get("special_tokens_found", {}).items() if n}
+        if found:
+            lines.append("    special tokens cut out of its text: "
+                         + ", ".join(f"{t} {n} times" for t, n in found.items()))
+        if c.get("bad_files"):
+            lines.append(f"    skipped {len(c['bad_files'])} bad files (listed in the ingest manifest)")
+        if c.get("recoded_files"):
+            lines.append(f"    {c['recoded_files']} files read as UTF-16/UTF-32 (their byte order mark)")
     lines.append(f"  checked with tiktoken: {export['pieces_checked_with_tiktoken']} pieces, "
                  f"{export['pieces_differing_from_tiktoken']} differ; round trip ok")
     return "\n".join(lines)

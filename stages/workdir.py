@@ -114,9 +114,10 @@ def resolve_threads(threads: int) -> int:
 # ---------------------------------------------------------------- a phase's inputs
 
 
-def phase_files(phase: Phase) -> list[tuple[Source, Path]]:
-    """Every (source, file) of a phase, in config then path order."""
-    return [(src, path) for src in phase.sources for path in list_source_files(src)]
+def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None) -> list[tuple[Source, Path]]:
+    """Every (source, file) of a phase, in config then path order; ``skipped``
+    collects what a folder scan passed by (broken symbolic links)."""
+    return [(src, path) for src in phase.sources for path in list_source_files(src, skipped=skipped)]
 
 
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:

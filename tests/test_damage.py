@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SPECIALS, english_text, output_of, toktok, work_of, write_config
+from tests.conftest import (
+    SPECIALS,
+    english_text,
+    output_of,
+    toktok,
+    work_of,
+    write_config,
+)
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,26 @@ from toktoktok.config import Config, Phase
 from toktoktok.sources import SourceError
 
 
+SPECIAL_WARN_SHARE = 0.001  # a special token found this often per document, if also a word, is warned about
+
+
+def special_token_warnings(cfg: Config, phase: Phase, found: dict[str, int], documents: int) -> list[str]:
+    """Special tokens cut out of the text that look like ordinary text: the pattern
+    returns one as a single piece (``"the"``, ``" "``) and it occurs at least
+    ``SPECIAL_WARN_SHARE`` times per document of the phase. (Occurrences, not
+    documents holding them, are counted: a bound from above, decided so that
+    counting stays one pass in the workers.)"""
+    from toktoktok.pretokenize import pieces
+
+    out = []
+    for tok, n in found.items():
+        if n and n >= SPECIAL_WARN_SHARE * max(documents, 1) and pieces(tok, cfg.pattern) == [tok]:
+            out.append(f"special token {tok!r} occurs {n} times in phase '{phase.name}' ({documents} documents): "
+                       "the pattern reads it as an ordinary piece of text, and every occurrence is cut out of "
+                       "the training text; is it meant to be a special token?")
+    return out
+
+
 class PatternTimeoutError(RuntimeError):
     """A custom pattern too slow on a document (exit 1, whatever ``on_bad_file``
     says: a tokenizer must not depend on the machine's load)."""
@@ -98,7 +118,8 @@ def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: T
 def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """Ingest one phase unless its artifacts are current; returns its manifest."""
     folder = workdir.ingest_dir(cfg, phase)
-    files = workdir.phase_files(phase)
+    skipped_links: list[dict[str, str]] = []  # broken symbolic links a folder scan passed by
+    files = workdir.phase_files(phase, skipped=skipped_links if cfg.on_bad_file == "skip" else None)
     fingerprints = [workdir.fingerprint(src, path) for src, path in files]
     started = time.perf_counter()
     sizes = workdir.measure_text(cfg, phase, files, fingerprints)
@@ -128,6 +149,10 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
             f"{cfg.pattern_timeout_s:g} per MiB) on the text at character {exc.offset} of what this file trains "
             "on; a pattern that backtracks without end cannot train a tokenizer") from None
     tally.forced_cuts += batcher.forced_cuts
+    tally.bad_files[:0] = skipped_links
+    warnings = special_token_warnings(cfg, phase, batcher.specials_found, tally.documents)
+    for warning in warnings:
+        progress.note(f"warning: {warning}")
     chunker.flush()
     progress.done()
     held_table = pa.table({"text": pa.array(heldout, type=pa.large_string())})
@@ -141,7 +166,9 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "sample": {"working_set_mb": cfg.working_set_mb, "capacity_bytes": sampling.capacity(cfg.working_set_mb),
                    "text_bytes": sum(s or 0 for s in sizes), "share": share},
         "outputs": outputs,
-        "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},
+        "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs),
+                   "special_tokens_found": batcher.specials_found},
+        "warnings": warnings,
         # kernels: loading numba's code; ingest: reading, cutting, counting, writing
         "seconds": {"kernels": round(loaded - loading, 3),
                     "ingest": round(time.perf_counter() - started - (loaded - loading), 3),

@@ -62,13 +62,31 @@ def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[s
     """
     if special_tokens:  # a view of a .txt window is split as bytes
         texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
+        found = special_occurrences(texts, special_tokens)
     segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
                 for text in texts for seg in split_special(text, special_tokens)]
     seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
     np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
     joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
     buf = np.frombuffer(joined, dtype=np.uint8)
-    return counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+    table = counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+    return (table, found) if special_tokens else table
+
+
+def special_occurrences(texts: list, special_tokens: tuple[str, ...]) -> dict[str, int]:
+    """How often each special token occurs in ``texts`` (str or bytes): they are cut
+    out of the training text, so a token that is also an ordinary word is worth a
+    warning (see ``stages.ingest``).
+
+        >>> special_occurrences(["a<|e|>b<|e|>", b"<|e|>"], ("<|e|>", "<|x|>"))
+        {'<|e|>': 3, '<|x|>': 0}
+    """
+    found = dict.fromkeys(special_tokens, 0)
+    encoded = {tok: tok.encode("utf-8") for tok in special_tokens}
+    for text in texts:
+        for tok in special_tokens:
+            found[tok] += text.count(encoded[tok] if isinstance(text, bytes) else tok)
+    return found
 
 
 
@@ -114,6 +132,7 @@ class Batcher:
         self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int, int, list[int]]] = []
         self.sent_chars: dict[int, int] = {}  # characters of each file sent so far
         self.forced_cuts = 0  # cuts of pieces longer than max_piece_bytes
+        self.specials_found: dict[str, int] = dict.fromkeys(cfg.special_tokens, 0)  # occurrences in the text
 
     def add(self, parts: list[str], weight: float, file_index: int) -> None:
         if weight != self.weight or file_index != self.file_index:
@@ -152,14 +171,22 @@ class Batcher:
             self.chunker.file_done()
             return
         table = self._counted(job.result, file_index, first, lengths) if isinstance(job, Future) else job
-        if isinstance(table, tuple):  # (pieces, counts, pid, peak) from the regex path
-            found, numbers, pid, peak = table
+        if isinstance(table, tuple) and len(table) == 2:  # (table, special tokens found) from the scanner
+            table, found = table
+            self._found(found)
+        elif isinstance(table, tuple):  # (pieces, counts, pid, peak, special tokens found) from the regex path
+            pieces, numbers, pid, peak, found = table
             if self.pool is not None:
                 self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
-            table = counts.from_lists(found, numbers)
+            table = counts.from_lists(pieces, numbers)
+            self._found(found)
         table, cuts = counts.cut_long_pieces(table, self.cfg.max_piece_bytes)
         self.forced_cuts += cuts
         self.chunker.add(counts.weighted(table, weight), file_index)
+
+    def _found(self, found: dict[str, int]) -> None:
+        for tok, n in found.items():
+            self.specials_found[tok] = self.specials_found.get(tok, 0) + n
 
     @staticmethod
     def _counted(result: Any, file_index: int, first: int, lengths: list[int]) -> Any:
