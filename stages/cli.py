@@ -369,22 +369,33 @@ def _start(command: click.Command, prog_name: str) -> None:
     memory.configure_allocators()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, KeyboardInterrupt
     try:
+        code = _run_command(command, prog_name)
+    finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def _run_command(command: click.Command, prog_name: str) -> int:
+    """``command`` with click's own handling of errors, as an exit code."""
+    try:
         code = command.main(prog_name=prog_name, standalone_mode=False)
     except click.exceptions.Abort as exc:
         if not isinstance(exc.__context__ or exc.__cause__, KeyboardInterrupt):
             click.echo("error: aborted", err=True)
-            sys.exit(1)
+            return 1
         click.echo("\ninterrupted: stopped before any work was done", err=True)
-        sys.exit(130)
+        return 130
     except KeyboardInterrupt:
         click.echo("\ninterrupted: stopped before any work was done", err=True)
-        sys.exit(130)
+        return 130
     except click.exceptions.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+        return exc.exit_code
+    except SystemExit as exc:  # the commands' own exits (_fail, Ctrl-C in _guarded)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code if isinstance(code, int) else 0
 
 
 def main() -> None:
