@@ -69,12 +69,14 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import tiktoken
 
 from toktoktok.config import MAX_MERGES, TOP_KEYS, ConfigError, check_settings
+
+if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
+    import numpy as np
 
 PHASE_NAME = "train"  # the one phase: its name is the Encoding's name
 PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
@@ -185,6 +187,8 @@ def documents(texts: Iterable[str]) -> tuple[list[str], np.ndarray]:
         >>> documents(["ab", "é", "\\ud83d\\ude00\\ud800"])
         (['ab', 'é', '😀�'], array([2, 2, 7]))
     """
+    import numpy as np
+
     docs: list[str] = []
     sizes: list[int] = []
     for i, text in enumerate(texts):
@@ -217,6 +221,8 @@ def _fates(sizes: np.ndarray, settings: dict[str, Any]) -> tuple[np.ndarray, flo
 def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]) -> Any:
     """The distinct pieces of the documents whose fate is ``TRAIN``, with their counts
     (a ``counts`` table), in batches of parts, on ``threads`` threads for the scanner."""
+    import numpy as np
+
     from toktoktok import counts, sampling, scanner
     from toktoktok.pretokenize import PartCutter
 
@@ -345,6 +351,8 @@ def _numba_threads(threads: int) -> Iterator[None]:
 
 
 def _summary(fates: np.ndarray, share: float, table: Any, result: Any, merges: int, seconds: float) -> None:
+    import numpy as np
+
     from toktoktok import sampling
 
     tally = np.bincount(fates, minlength=3)
