@@ -157,7 +157,7 @@ def _settings(merges: Any, special_tokens: Iterable[str], options: dict[str, Any
     allowed = [k for k in TOP_KEYS if k not in _NOT_OPTIONS and k != "output"]
     for key in options:
         if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
+            close = difflib.get_close_matches(key, ["merges", "special_tokens", *allowed], n=1)
             why = ("cannot be given: train() has one phase and no work folder" if key in _NOT_OPTIONS
                    else f"is not an option{f' (did you mean {close[0]!r}?)' if close else ''}")
             raise ValueError(f"train(): {key!r} {why} (options: merges, special_tokens, {', '.join(allowed)})")
