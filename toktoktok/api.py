@@ -53,9 +53,16 @@ Decisions:
   ...)`` is ``stages.pipeline.train_texts(texts, output=PATH, ...)``; both
   are a ``ValueError`` here that says so. ``work_dir`` and ``phases`` cannot
   be given: there is one phase and no work folder.
+- Sampling measures the documents' UTF-8 bytes, as ingest measures a
+  parquet or ``.txt`` source. A ``.jsonl`` is measured by its lines (keys
+  and quoting too), so when the sample is in play a jsonl of the same
+  documents (what ``stages.pipeline.train_texts`` writes) keeps a little less.
 - Memory: the documents (the caller's strings, not copied unless a
   surrogate is replaced), a batch of text per thread in flight, and the
   summed piece counts; then what the merge loop needs (as the train stage).
+  On 20 MB of English (1,471 documents, 5,000 merges, default options, two
+  threads) this took 1.8-2.8 s and 350 MB at peak, where running the stages
+  on a temporary jsonl took 3.9-6.5 s and 390-400 MB (the same tokenizer).
 """
 
 from __future__ import annotations
