@@ -525,22 +525,48 @@ def load_config(path: str | Path) -> Config:
     _check_keys(ctx, (), doc, TOP_KEYS)
     output = _output(ctx, _require(ctx, doc, (), "output"))
     phases = _phases(ctx, _require(ctx, doc, (), "phases"))
-    special_tokens = _special_tokens(ctx, doc.get("special_tokens"))
-    warm_start = _warm_start(ctx, doc.get("warm_start"))
-    _check_nesting(ctx, _all_special_tokens(special_tokens, warm_start))
+    settings = _settings(ctx, doc)
     cfg = Config(
         path=config_path.resolve(),
         output=output,
         phases=phases,
-        pattern=_pattern(ctx, doc.get("pattern")),
         work_dir=_work_dir(ctx, doc.get("work_dir"), output),
-        special_tokens=special_tokens,
-        warm_start=warm_start,
         warnings=_warnings(phases),
-        **_scalar_settings(ctx, doc),
+        **settings,
     )
     _check_work_dir_safety(ctx, cfg)
     return cfg
+
+
+def check_settings(settings: dict[str, Any], *, where: str, base_dir: Path | None = None) -> dict[str, Any]:
+    """The settings of a config given as a mapping rather than a file, checked
+    as ``load_config`` checks them; ``ConfigError`` names ``where``.
+
+    Every top-level key but ``output``, ``phases`` and ``work_dir`` (which
+    only a run of the stages uses; the caller refuses them or not): returns
+    the ``Config`` fields they make, defaults filled in. Paths (the warm
+    start's) are relative to ``base_dir``, by default the current folder.
+    ``toktoktok.train`` validates its options so, with no file to write.
+
+        >>> check_settings({"seed": 3, "pattern": "cl100k_base"}, where="train()")["pattern"].name
+        'cl100k'
+        >>> check_settings({"heldout_share": 0.9}, where="train()")
+        Traceback (most recent call last):
+        ...
+        toktoktok.config_errors.ConfigError: train(): heldout_share must be a number between 0 and 0.5, got 0.9 (a number)
+    """
+    ctx = Context(file=where, base_dir=(base_dir or Path.cwd()).resolve())
+    _check_keys(ctx, (), settings, TOP_KEYS)
+    return _settings(ctx, settings)
+
+
+def _settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
+    """The ``Config`` fields of every top-level key but output, phases and work_dir."""
+    special_tokens = _special_tokens(ctx, doc.get("special_tokens"))
+    warm_start = _warm_start(ctx, doc.get("warm_start"))
+    _check_nesting(ctx, _all_special_tokens(special_tokens, warm_start))
+    return {"pattern": _pattern(ctx, doc.get("pattern")), "special_tokens": special_tokens,
+            "warm_start": warm_start, **_scalar_settings(ctx, doc)}
 
 
 def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
