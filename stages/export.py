@@ -53,6 +53,7 @@ from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
+from toktoktok.vocab import special_ids as vocab_special_ids
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
 HELDOUT_SAMPLE_CHARS = 200_000  # held-out text of each phase round-tripped
@@ -79,26 +80,9 @@ def hf_disagreements(folder: Path, enc: tiktoken.Encoding, texts: list[str], spe
 
 def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
     """A warm start's special tokens keep their ids; the others come after all
-    merges, in config order, then the padding tokens.
-
-    >>> special_ids_for(["<|a|>"], 1001, pad_to=4)
-    {'<|a|>': 1001, '<|reserved_special_token_0|>': 1002, '<|reserved_special_token_1|>': 1003}
-    """
-    base = workdir.base_special_tokens(cfg)
-    new = [tok for tok in cfg.special_tokens if tok not in base]
-    return base | special_ids_for(new, vocab_size, pad_to=cfg.pad_to_multiple_of, taken=set(base))
-
-
-def special_ids_for(tokens: list[str], vocab_size: int, *, pad_to: int | None, taken: set[str] = frozenset()) -> dict[str, int]:
-    """Ids from ``vocab_size`` on, then reserved tokens up to a multiple of ``pad_to``."""
-    ids = {tok: vocab_size + i for i, tok in enumerate(tokens)}
-    k = 0
-    while pad_to and (vocab_size + len(ids)) % pad_to:
-        name = f"<|reserved_special_token_{k}|>"
-        if name not in ids and name not in taken:
-            ids[name] = vocab_size + len(ids)
-        k += 1
-    return ids
+    merges, in config order, then the padding tokens (``toktoktok.vocab.special_ids``)."""
+    return vocab_special_ids(cfg.special_tokens, vocab_size, kept=workdir.base_special_tokens(cfg),
+                             pad_to=cfg.pad_to_multiple_of)
 
 
 def vocab_size(vocab: Vocab, specials: dict[str, int]) -> int:

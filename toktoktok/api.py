@@ -255,7 +255,8 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
                 summed.add(job.result() if isinstance(job, Future) else job)
         for job in inflight:
             summed.add(job.result() if isinstance(job, Future) else job)
-    return summed.total()
+    table, _ = counts.cut_long_pieces(summed.total(), settings["max_piece_bytes"])  # as ingest does, per piece
+    return table
 
 
 def _batches(docs: list[str], trained: np.ndarray, cutter: Any, batch_chars: int) -> Iterator[list[str]]:
