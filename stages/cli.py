@@ -1,6 +1,6 @@
 """The command line: ``toktok run|ingest|train|export|plan|...`` and ``toktoktok -c CFG``.
 
-Exit codes (SPEC §7b): 0 done (warnings allowed), 1 a data or runtime
+Exit codes (docs/cli.md): 0 done (warnings allowed), 1 a data or runtime
 failure, 2 a usage or configuration error, 130 interrupted. Errors are one
 line on stderr; ``--verbose`` adds the Python traceback.
 """
@@ -35,7 +35,7 @@ from stages import pipeline  # noqa: E402
 from stages.progress import Progress  # noqa: E402
 from toktoktok import memory  # noqa: E402
 
-CONFIG_HELP = "the YAML configuration (SPEC §2)"
+CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
 
 
 def _fail(message: str, code: int, verbose: bool) -> None:

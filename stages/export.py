@@ -2,7 +2,7 @@
 
 Reads: ``WORK/train/*/merges.arrow`` (the vocabulary), ``WORK/ingest/*/``
 (held-out text and pieces, for validation).
-Writes: the ``.tiktoken`` file and its companion (SPEC §7), atomically, then
+Writes: the ``.tiktoken`` file and its companion (docs/outputs.md), atomically, then
 ``WORK/export/manifest.json`` (last).
 
 Two steps, which the orchestrator calls with the report between them:

@@ -8,7 +8,7 @@ Writes, in ``WORK/train/NN-slug/``:
 - ``merges.arrow``: ``rank, left, right: uint32`` (ranks of the merged token
   and of its two parts), ``bytes: binary``, ``count: uint64`` (the pair's
   count when it was merged), in the order learned. A merge whose bytes were
-  already a token repeats that token's rank (SPEC §5) and adds no rank;
+  already a token repeats that token's rank (docs/training.md) and adds no rank;
 - ``manifest.json``: inputs' digests, counts, rate, timings (last).
 """
 

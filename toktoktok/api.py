@@ -15,7 +15,7 @@ of one row per document (a parquet file, say) in a phase named ``train``,
 with the same options; ``tests/test_api.py`` compares the two.
 
 1. Documents. ``texts`` is an iterable of strings, each one document (its
-   held-out and sampling unit, SPEC §4), read once into a list (the sample
+   held-out and sampling unit, docs/pretokenization.md), read once into a list (the sample
    needs the total before the first choice). A lone surrogate becomes
    U+FFFD, as it does when a JSON escape spells one; a surrogate pair
    becomes its character.
@@ -41,7 +41,7 @@ with the same options; ``tests/test_api.py`` compares the two.
 
 Decisions:
 
-- Options are the top-level config options (SPEC §2), checked by the
+- Options are the top-level config options (docs/configuration.md), checked by the
   config's own checks (``config.check_settings``, no file written): every
   configuration problem is a ``ValueError`` whose message starts with
   ``train():``; an item of ``texts`` that is not a string is a ``TypeError``.

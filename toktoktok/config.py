@@ -1,4 +1,4 @@
-"""The configuration schema (SPEC §2): typed, validated before any work starts.
+"""The configuration schema (docs/configuration.md): typed, validated before any work starts.
 
 ``load_config(path)`` reads a YAML file and returns a frozen ``Config``, or
 raises ``ConfigError`` with one line that names the file, the YAML line and
@@ -6,7 +6,7 @@ the key path, e.g.::
 
     config.yaml line 7: phases[1].merges must be an integer >= 0, got 'abc' (a string)
 
-The CLI maps ``ConfigError`` to exit code 2 (SPEC §7b).
+The CLI maps ``ConfigError`` to exit code 2 (docs/cli.md).
 
 Design
 ------

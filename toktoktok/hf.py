@@ -9,7 +9,7 @@ token, derived the way tiktoken's encoder builds it (``bpe_merges``).
 Hugging Face's ByteLevel step writes each byte as one printable character:
 the bytes 33-126, 161-172 and 174-255 as themselves, the 68 others as
 ``chr(256 + k)`` in byte order. Sorted by code point, that alphabet is the
-byte order of SPEC §3, which is why our rank order and its ids agree.
+byte order of docs/vocabulary.md, which is why our rank order and its ids agree.
 
     >>> decode = byte_decoder()
     >>> decode["!"], decode["Ġ"], decode["Ċ"]

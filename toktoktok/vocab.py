@@ -1,4 +1,4 @@
-"""The vocabulary layout of SPEC §3: byte order, hardcoded merges, and a
+"""The vocabulary layout of docs/vocabulary.md: byte order, hardcoded merges, and a
 compact rank -> bytes table.
 
 Ranks 0..255 are the single bytes in cl100k_base's order (printable bytes
@@ -38,7 +38,7 @@ def _halves(unit: bytes, n: int) -> tuple[bytes, bytes]:
 
 
 def hardcoded_merges() -> list[tuple[bytes, bytes]]:
-    """The 1,161 hardcoded merges of SPEC §3 as (left, right) byte pairs, in rank order.
+    """The 1,161 hardcoded merges of docs/vocabulary.md as (left, right) byte pairs, in rank order.
 
     >>> m = hardcoded_merges()
     >>> len(m), m[0], m[100], m[1100], m[-1]
@@ -120,7 +120,7 @@ class Vocab:
 
 def special_ids(tokens: Iterable[str], vocab_size: int, *, kept: Mapping[str, int] | None = None,
                 pad_to: int | None = None) -> dict[str, int]:
-    """Special-token ids as export writes them (SPEC §3).
+    """Special-token ids as export writes them (docs/vocabulary.md).
 
     ``kept`` (a warm start's special tokens) keep their ids; the other
     ``tokens`` follow every merge, from ``vocab_size`` on, in their order;
