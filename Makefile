@@ -21,7 +21,7 @@ PHASE  ?=
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

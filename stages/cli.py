@@ -89,11 +89,21 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
 
 
-def _load(config: Path, verbose: bool):
+def _load(config: Path, verbose: bool, engine: str | None = None):
+    import dataclasses
+
     from toktoktok.config import load_config
 
     cfg = _guarded(lambda: load_config(config), verbose)
+    if engine is not None:  # --engine wins over the config's engine:
+        cfg = dataclasses.replace(cfg, engine=engine)
     return cfg, Progress(verbose=verbose or cfg.verbose)
+
+
+def _engine(func: Callable) -> Callable:
+    return click.option("--engine", type=click.Choice(["local", "ray"]), default=None,
+                        help="Where ingest counts (default: the config's engine:, else local); "
+                             "ray needs pip install 'toktoktok[ray]'.")(func)
 
 
 def _options(func: Callable) -> Callable:
@@ -125,13 +135,14 @@ def toktok() -> None:
 @toktok.command()
 @_options
 @_force
-def run(config: Path, verbose: bool, force: bool) -> None:
+@_engine
+def run(config: Path, verbose: bool, force: bool, engine: str | None) -> None:
     """The whole pipeline: ingest, train and export every phase.
 
     Reads the config's sources; writes WORK/ingest/, WORK/train/, WORK/export/
     and the outputs OUTPUT.tiktoken and OUTPUT.meta.json.
     """
-    cfg, progress = _load(config, verbose)
+    cfg, progress = _load(config, verbose, engine)
     result = _guarded(lambda: pipeline.run(cfg, force=force, progress=progress), verbose)
     click.echo(pipeline.summary(cfg, result))
 
@@ -140,13 +151,14 @@ def run(config: Path, verbose: bool, force: bool) -> None:
 @_options
 @_phase
 @_force
-def ingest(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
+@_engine
+def ingest(config: Path, verbose: bool, phase: str | None, force: bool, engine: str | None) -> None:
     """Read, pre-tokenize and count each phase's sources.
 
     Reads the sources; writes WORK/ingest/NN-slug/chunk-*.arrow (piece,
     count), heldout.arrow (text) and manifest.json.
     """
-    cfg, progress = _load(config, verbose)
+    cfg, progress = _load(config, verbose, engine)
     done = _guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
     for m in done:
         c = m["counts"]

@@ -886,8 +886,9 @@ def test_effective_settings(project: Path) -> None:
     cfg = load(project, MINIMAL + "verbose: true\nwarm_start: {file: base.tiktoken, special_tokens: {'<|e|>': 7}}\n")
     settings = effective_settings(cfg)
     assert json.loads(json.dumps(settings)) == settings  # plain JSON values only
-    assert not {"path", "verbose", "threads", "warnings"} & settings.keys()
-    expected_keys = {f for f in Config.__dataclass_fields__} - {"path", "verbose", "threads", "warnings"}
+    not_settings = {"path", "verbose", "threads", "warnings", "engine", "ray"}  # how a run goes, not what it makes
+    assert not not_settings & settings.keys()
+    expected_keys = {f for f in Config.__dataclass_fields__} - not_settings
     assert settings.keys() == expected_keys
     assert settings["output"] == str(project / "out" / "tok.tiktoken")
     assert settings["pattern"]["name"] == "default"
@@ -897,3 +898,20 @@ def test_effective_settings(project: Path) -> None:
         "weight": 1.0, "include": [], "exclude": [],
     }  # fmt: skip
     assert settings["phases"][0]["slug"] == "01-english-general"
+
+
+def test_engine_and_ray_options(project: Path) -> None:
+    """engine: local | ray; ray: {address, num_cpus}; neither changes the fingerprint."""
+    plain = load(project, MINIMAL)
+    assert plain.engine == "local" and plain.ray.address is None and plain.ray.num_cpus is None
+    cfg = load(project, MINIMAL + "engine: ray\nray: {address: auto, num_cpus: 4}\n")
+    assert (cfg.engine, cfg.ray.address, cfg.ray.num_cpus) == ("ray", "auto", 4)
+    assert config_fingerprint(cfg) == config_fingerprint(plain)
+    assert load(project, MINIMAL + "ray: {address: 'ray://head:10001'}\n").ray.address == "ray://head:10001"
+    for bad, words in (("engine: spark", "engine must be one of local, ray"),
+                       ("ray: {adress: auto}", "did you mean 'address'"),
+                       ("ray: {address: 'http://x'}", "must be auto or ray://host:port"),
+                       ("ray: {num_cpus: 0}", "num_cpus must be an integer >= 1"),
+                       ("ray: 4", "ray must be a mapping")):
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            load(project, MINIMAL + bad + "\n")

@@ -65,7 +65,7 @@ Decisions
   phase (``weight:`` says that more plainly).
 
 ``effective_settings(cfg)`` is the JSON-able view of the settings that shape
-the result (all fields but ``path``, ``verbose``, ``threads``, ``warnings``);
+the result (all fields but ``path``, ``verbose``, ``threads``, ``engine``, ``ray``, ``warnings``);
 ``config_fingerprint(cfg)`` is the sha256 of its canonical JSON.
 """
 
@@ -121,6 +121,16 @@ class WarmStart:
 
 
 @dataclass(frozen=True)
+class RayOptions:
+    """Where the Ray engine runs: ``address`` None starts a local Ray instance
+    with ``num_cpus`` CPUs (None: all); ``"auto"`` or ``"ray://host:port"``
+    joins a running cluster (``num_cpus`` is then the cluster's business)."""
+
+    address: str | None = None
+    num_cpus: int | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path  # the YAML file
     output: Path
@@ -142,6 +152,8 @@ class Config:
     max_piece_bytes: int = 1 << 20
     on_bad_file: str = "fail"
     pattern_timeout_s: float = 10.0  # per MiB of a document, for a custom pattern (regex)
+    engine: str = "local"  # where ingest counts: "local" (this machine) or "ray"
+    ray: RayOptions = field(default_factory=RayOptions)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -153,11 +165,13 @@ TOP_KEYS = (
     "output", "working_set_mb", "threads", "verbose", "special_tokens", "phases",
     "warm_start", "hardcoded_merges", "pattern", "seed", "work_dir",
     "min_frequency", "heldout_share", "pad_to_multiple_of", "max_token_bytes",
-    "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s",
+    "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s", "engine", "ray",
 )  # fmt: skip
 PHASE_KEYS = ("name", "merges", "sources")
 SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude")
 WARM_START_KEYS = ("file", "special_tokens")
+RAY_KEYS = ("address", "num_cpus")
+ENGINES = ("local", "ray")
 
 # Where a key belongs when it is written one level off.
 _MISPLACED = {
@@ -595,7 +609,27 @@ def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
         "on_bad_file": _choice(ctx, *get("on_bad_file"), ("fail", "skip")),
         "pattern_timeout_s": _number(ctx, *get("pattern_timeout_s"), "a number of seconds between 0.01 and 3600",
                                      lambda x: 0.01 <= x <= 3600),
+        "engine": _choice(ctx, ("engine",), doc.get("engine", "local"), ENGINES),
+        "ray": _ray_options(ctx, doc.get("ray")),
     }
+
+
+def _ray_options(ctx: Context, value: Any) -> RayOptions:
+    """``ray: {address: auto | ray://host:port, num_cpus: N}`` (both optional).
+
+        >>> _ray_options(Context("c.yaml", Path(".")), {"address": "auto"})
+        RayOptions(address='auto', num_cpus=None)
+    """
+    if value is None:
+        return RayOptions()
+    if not isinstance(value, dict):
+        raise ctx.error(("ray",), f"must be a mapping such as {{address: auto, num_cpus: 8}}, got {describe(value)}")
+    _check_keys(ctx, ("ray",), value, RAY_KEYS)
+    address = value.get("address")
+    if address is not None and not (isinstance(address, str) and (address == "auto" or address.startswith("ray://"))):
+        raise ctx.error(("ray", "address"), f"must be auto or ray://host:port (left out: start a local Ray instance), "
+                        f"got {describe(address)}")
+    return RayOptions(address=address, num_cpus=_optional_int(ctx, ("ray", "num_cpus"), value.get("num_cpus"), 1))
 
 
 def _all_special_tokens(
@@ -637,14 +671,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_NOT_SETTINGS = ("path", "verbose", "threads", "warnings")
+_NOT_SETTINGS = ("path", "verbose", "threads", "warnings", "engine", "ray")  # how a run goes, not what it makes
 
 
 def effective_settings(cfg: Config) -> dict[str, Any]:
     """The settings that shape the result, as plain JSON values.
 
-    Every ``Config`` field except ``path``, ``verbose``, ``threads`` and
-    ``warnings`` (they change how a run goes, not what it makes); paths are
+    Every ``Config`` field except ``path``, ``verbose``, ``threads``, ``engine``,
+    ``ray`` and ``warnings`` (they change how a run goes, not what it makes); paths are
     absolute strings, the pattern is ``{name, tiktoken, python, cut_at_safe_places}``.
     """
     settings = _jsonable(cfg)
