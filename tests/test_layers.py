@@ -25,13 +25,14 @@ LAYERS: dict[str, int] = {
     "stages.pipeline": 2, "stages.plan": 2, "stages.inspect": 2, "stages.encode": 2, "stages.compare": 2,
     "stages.clean": 2, "stages.decode": 2, "stages.show": 2,
     "stages.ingest": 3, "stages.ingest_worker": 3, "stages.train": 3, "stages.export": 3, "stages.report": 3,
-    "stages.ray_engine": 3,
+    "stages.ray_engine": 3, "stages.ray_guard": 3,
     "stages.workdir": 4, "stages.artifacts": 4, "stages.progress": 4, "stages.texts": 4,
     "stages": 4,
 }
 
 # the modules of one stage may import each other (a stage may be a small package)
-STAGE_OF = {"stages.ingest_worker": "stages.ingest"}
+STAGE_OF = {"stages.ingest_worker": "stages.ingest", "stages.ray_engine": "stages.ingest",
+            "stages.ray_guard": "stages.ingest"}
 
 
 def module_name(path: Path) -> str:

@@ -490,14 +490,28 @@ class TxtWindow(NamedTuple):
 _BOM = b"\xef\xbb\xbf"
 
 
-def _txt_windows(path: Path, block_bytes: int, stats: ReadStats) -> Iterator[TxtWindow]:
-    """The file as windows of about ``block_bytes``, with the document ends found
-    by ``documents.doc_ends`` (each offset judged once, with 3 bytes of context
-    on either side carried between windows)."""
+def span_chunks(path: Path, span: tuple[int, int], size: int) -> Iterator[bytes]:
+    """Bytes ``span[0]:span[1]`` of a plain file, ``size`` at a time (as read:
+    no byte order mark is looked for: a span is part of a file)."""
+    start, end = span
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while start < end and (chunk := fh.read(min(size, end - start))):
+            start += len(chunk)
+            yield chunk
+
+
+def _txt_windows(path: Path, block_bytes: int, stats: ReadStats,
+                 span: tuple[int, int] | None = None) -> Iterator[TxtWindow]:
+    """The file (or the bytes ``span`` of a plain file) as windows of about
+    ``block_bytes``, with the document ends found by ``documents.doc_ends``
+    (each offset judged once, with 3 bytes of context on either side carried
+    between windows)."""
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
-    started = False
-    for chunk in raw_chunks(path, block_bytes, stats):
+    started = span is not None and span[0] > 0  # a span after the start has no byte order mark
+    chunks = raw_chunks(path, block_bytes, stats) if span is None else span_chunks(path, span, block_bytes)
+    for chunk in chunks:
         stats.bytes_read += len(chunk)
         if not started:
             pending += chunk
@@ -521,11 +535,13 @@ def _txt_windows(path: Path, block_bytes: int, stats: ReadStats) -> Iterator[Txt
         yield TxtWindow(memoryview(buf)[lo:], ends - lo)
 
 
-def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20,
-                     stats: ReadStats | None = None) -> Iterator[TxtWindow]:
+def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats | None = None,
+                     span: tuple[int, int] | None = None) -> Iterator[TxtWindow]:
     """Stream a ``.txt`` file (plain or compressed) as ``TxtWindow``s, its bytes
     undecoded: decode them in order with one ``Utf8Decoder``. The caller counts
     documents (``stats.documents``); read failures raise SourceError naming the file.
+    ``span``: only bytes ``start:end`` of a plain file, cut where a document
+    starts (the Ray engine's byte ranges), read as they are.
 
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "a.txt"
@@ -536,7 +552,7 @@ def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20,
     path = Path(path)
     stats = stats if stats is not None else ReadStats()
     try:
-        yield from _txt_windows(path, max(1, block_bytes), stats)
+        yield from _txt_windows(path, max(1, block_bytes), stats, span)
     except _READ_ERRORS as exc:
         raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
     stats.files += 1

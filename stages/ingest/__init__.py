@@ -141,8 +141,12 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     chunker = Chunker(folder, chunk_bytes(cfg))
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
+    if cfg.engine == "ray":  # tasks over files and byte ranges, their sums in a tree (stages.ray_engine)
+        from stages.ray_engine import read_all as read
+    else:
+        read = _read_all
     try:
-        batcher = _read_all(cfg, phase, files, chunker, tally, heldout, progress, share)
+        batcher = read(cfg, phase, files, chunker, tally, heldout, progress, share)
     except PatternTooSlow as exc:
         raise PatternTimeoutError(
             f"{files[exc.file_index][1]}: the pattern took more than {exc.seconds:.3g} s (pattern_timeout_s: "
@@ -169,6 +173,8 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs),
                    "special_tokens_found": batcher.specials_found},
         "warnings": warnings,
+        "engine": {"name": cfg.engine, **({"tasks": batcher.tasks, "recounted": batcher.recounted,
+                                           "seconds": batcher.seconds} if cfg.engine == "ray" else {})},
         # kernels: loading numba's code; ingest: reading, cutting, counting, writing
         "seconds": {"kernels": round(loaded - loading, 3),
                     "ingest": round(time.perf_counter() - started - (loaded - loading), 3),

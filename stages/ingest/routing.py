@@ -63,14 +63,16 @@ def hold(text: str, held: list[str], tally: Tally) -> None:
 
 
 def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: Batcher,
-                 heldout: list[str], tally: Tally, progress: Progress, share: float) -> None:
-    """Send one file's training text to the batcher and keep its held-out documents."""
+                 heldout: list[str], tally: Tally, progress: Progress, share: float,
+                 span: tuple[int, int] | None = None) -> None:
+    """Send one file's training text to the batcher and keep its held-out documents
+    (``span``: only those bytes of a plain ``.txt``, starting where a document does)."""
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally)
     if file_format(path)[0] == "txt":
-        ingest_txt(path, route, progress)
+        ingest_txt(path, route, progress, span)
     else:
         ingest_rows(path, src, route, progress)
     route.break_stream()
@@ -228,7 +230,7 @@ class Router:
 
 
 
-def ingest_txt(path: Path, route: Router, progress: Progress) -> None:
+def ingest_txt(path: Path, route: Router, progress: Progress, span: tuple[int, int] | None = None) -> None:
     """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``).
 
     Documents follow each other in one stream of parts: a ``.txt`` document
@@ -243,7 +245,7 @@ def ingest_txt(path: Path, route: Router, progress: Progress) -> None:
     stats = ReadStats()
     decoder = route.decoder = Utf8Decoder(stats)
     try:
-        for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats):
+        for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span):
             progress.update(len(window.data))
             if route.fate in (None, TRAIN) and not route.deciding():
                 whole_window(window, route, stats)

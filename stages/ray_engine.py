@@ -1,0 +1,303 @@
+"""Ingest on Ray (``engine: ray``): the phase's files counted by Ray tasks, their
+count tables summed in a tree of tasks, the stage then writing its chunk files
+and manifest as the local engine does.
+
+Work units: one task per file, or per byte range of a large plain ``.txt``
+file (``RANGE_BYTES``, cut where a document starts: ``ingest.units.plan_spans``)
+when reading it in ranges gives the same counts (``ingest.units.splittable``:
+default or cl100k pattern, no sample, ``heldout_share: 0``, an integer weight).
+A custom pattern, a compressed file, jsonl and parquet are one task per file.
+Each task runs ``ingest.units.count_unit``: the local engine's own reading,
+cutting and numba counting of one file, returning its count table, tally and
+held-out documents. Tasks write nothing, so a task Ray retries after its worker
+died is counted once (``ray.get`` yields one value per task).
+
+Summing: the tables go up a tree of reduce tasks (``FAN_IN`` tables each,
+``counts.sum_tables``), so no task holds every table; the driver gets the root.
+Held-out documents: a file's choices depend only on its index and the
+document's number in it, so a whole-file task decides them as the local engine
+does; the per-phase cap (``routing.HELDOUT_CAP_BYTES``) is applied in file order
+afterwards: the file where it is reached, and every later file that held
+anything out, are counted again knowing the held-out bytes before them.
+
+Where Ray runs (``ray:`` in the config): without ``address``, a local instance
+with ``num_cpus`` CPUs (all when left out), bound to 127.0.0.1, its temporary
+files in a short folder of its own, guarded so that no process it starts
+outlives this one (``stages.ray_guard``); ``address: auto`` or
+``ray://host:port`` joins a running cluster, whose workers must have
+toktoktok installed and the sources at the same paths. An instance already
+initialised in this process (a test session, a notebook) is used as it is and
+left running.
+
+``threads`` is the number of scanner threads in each task, and each task asks
+Ray for that many CPUs: ``num_cpus / threads`` tasks run at once
+(``threads: -1``, the default, means 1 under Ray).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from stages import ray_guard
+from stages.ingest.chunking import Chunker
+from stages.ingest.routing import HELDOUT_CAP_BYTES, Tally
+from stages.ingest.units import UnitResult, add_found, combine_tallies, count_unit, plan_spans, splittable
+from stages.progress import Progress
+from toktoktok import counts
+from toktoktok.config import Config, ConfigError, Phase, Source
+
+RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
+FAN_IN = 8  # tables summed by one reduce task
+LOCAL_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # a single-node instance: listen and connect on 127.0.0.1 only
+    "RAY_USAGE_STATS_ENABLED": "0",  # no usage statistics sent or announced
+    "RAY_AUTH_MODE": "disabled",  # no token written to ~/.ray
+}
+
+
+def import_ray() -> Any:
+    """Ray, or a configuration error saying how to install it (exit 2)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("engine: ray needs Ray: pip install 'toktoktok[ray]' (or use engine: local)") from None
+    return ray
+
+
+class Session:
+    """Ray for one ingest: started, joined or found already running; ``close``
+    stops only what it started.
+
+    The local instance's settings are those the prototype measured here: a
+    start of 4-8 s, 5 Python processes of Ray's own besides the workers.
+    """
+
+    def __init__(self, cfg: Config) -> None:
+        self.owned = False
+        self.guard = None
+        self.temp: str | None = None
+        for key, value in LOCAL_ENV.items() if cfg.ray.address is None else ():
+            os.environ.setdefault(key, value)  # read when ray is imported: before that
+        ray = self.ray = import_ray()
+        if ray.is_initialized():
+            return
+        if cfg.ray.address is None:
+            self.guard = ray_guard.start()
+            self.temp = tempfile.mkdtemp(prefix="tt-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+            ray.init(address="local", num_cpus=cfg.ray.num_cpus, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False, object_store_memory=max(256, cfg.working_set_mb) << 20,
+                     _temp_dir=self.temp)  # a short path: Ray's sockets live there (107 bytes at most)
+        else:
+            ray.init(address=cfg.ray.address, log_to_driver=False, configure_logging=False)
+        self.owned = True
+
+    def close(self) -> None:
+        if self.owned:
+            self.ray.shutdown()
+            self.owned = False
+        ray_guard.stop(self.guard)
+        self.guard = None
+        if self.temp:
+            shutil.rmtree(self.temp, ignore_errors=True)
+            self.temp = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Unit:
+    """A task's input: file ``index`` of the phase, whole or its bytes ``span``."""
+
+    index: int
+    src: Source
+    path: Path
+    span: tuple[int, int] | None = None
+
+    @property
+    def size(self) -> int:
+        if self.span is not None:
+            return self.span[1] - self.span[0]
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+
+def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float) -> list[Unit]:
+    """The tasks of a phase, in file order (ranges of a file in byte order)."""
+    units = []
+    for index, (src, path) in enumerate(files):
+        try:
+            size = path.stat().st_size
+            split = size > RANGE_BYTES and splittable(cfg, src, path, share)
+        except OSError:
+            split = False  # the task reports it as the local engine does
+        if split:
+            units += [Unit(index, src, path, span) for span in plan_spans(path, size, RANGE_BYTES)]
+        else:
+            units.append(Unit(index, src, path))
+    return units
+
+
+def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_before: int,
+               threads: int) -> tuple[pa.Table, UnitResult]:
+    """What a Ray task runs: the unit's table (to the reduce tree) and the rest (to the driver)."""
+    result = count_unit(cfg, phase, unit.index, unit.src, unit.path, share, span=unit.span,
+                        heldout_before=heldout_before, threads=threads)
+    table, result.table = result.table, counts.SCHEMA.empty_table()
+    return table, result
+
+
+def sum_task(*tables: pa.Table) -> pa.Table:
+    """What a reduce task runs: ``counts.sum_tables`` (numba, linear in the rows)."""
+    return counts.sum_tables(list(tables))
+
+
+@dataclass
+class Gathered:
+    """What the stage reads off the local engine's batcher, from the tasks."""
+
+    forced_cuts: int = 0
+    specials_found: dict[str, int] = field(default_factory=dict)
+    worker_peaks_kb: dict[int, int] = field(default_factory=dict)
+    tasks: int = 0
+    recounted: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunker: Chunker, tally: Tally,
+             heldout: list[str], progress: Progress, share: float) -> Gathered:
+    """The Ray engine's ``_read_all``: every file counted by tasks, the sum fed to
+    ``chunker``, ``tally`` and ``heldout`` filled as the local engine fills them."""
+    started = time.perf_counter()
+    with Session(cfg) as session:
+        ray = session.ray
+        ready = time.perf_counter()
+        threads = cfg.threads if cfg.threads > 0 else 1
+        counter = ray.remote(count_task).options(num_returns=2, num_cpus=threads, max_retries=3)
+        summer = ray.remote(sum_task).options(num_cpus=1, max_retries=3)
+        units = plan_units(cfg, files, share)
+        submitted = [counter.remote(cfg, phase, u, share, 0, threads) for u in units]
+        results = wait_in_order(ray, [meta for _, meta in submitted], units, progress)
+        redo = heldout_redo(results)
+        for i, before in redo:
+            submitted[i] = counter.remote(cfg, phase, units[i], share, before, threads)
+        for i, result in zip([i for i, _ in redo], unwrap(ray, lambda: ray.get([submitted[i][1] for i, _ in redo]))):
+            results[i] = result
+        counted = time.perf_counter()
+        root = tree(summer, [table for table, _ in submitted])
+        table = unwrap(ray, lambda: ray.get(root)) if root is not None else counts.SCHEMA.empty_table()
+        summed = time.perf_counter()
+    gathered = Gathered(tasks=len(units) + len(redo), recounted=len(redo))
+    first_of_file = set()
+    parts = []
+    for unit, result in zip(units, results):
+        part = result.tally
+        gathered.forced_cuts += part.forced_cuts
+        part.forced_cuts = 0
+        part.files = 1 if unit.index not in first_of_file and not part.bad_files else 0
+        first_of_file.add(unit.index)
+        parts.append(part)
+        heldout += result.heldout
+        add_found(gathered.specials_found, result.specials_found)
+    gathered.specials_found = {tok: gathered.specials_found.get(tok, 0) for tok in cfg.special_tokens}
+    total = combine_tallies(parts)
+    for f in total.__dataclass_fields__:
+        value = getattr(total, f)
+        setattr(tally, f, getattr(tally, f) + value if not isinstance(value, list) else getattr(tally, f) + value)
+    write_chunks(chunker, table)
+    gathered.seconds = {"ray_start": round(ready - started, 3), "count": round(counted - ready, 3),
+                        "sum": round(summed - counted, 3), "ray_stop": round(time.perf_counter() - summed, 3)}
+    gathered.worker_peaks_kb = {}  # task processes are Ray's, reused between tasks: see the manifest's ray figures
+    return gathered
+
+
+def wait_in_order(ray: Any, refs: list, units: list[Unit], progress: Progress) -> list[UnitResult]:
+    """The tasks' results in unit order, the progress advanced as each finishes."""
+    position = {ref: i for i, ref in enumerate(refs)}
+    results: list[UnitResult | None] = [None] * len(refs)
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for ref in done:
+            i = position[ref]
+            results[i] = unwrap(ray, lambda ref=ref: ray.get(ref))
+            progress.update(units[i].size)
+    return results  # type: ignore[return-value]
+
+
+def heldout_redo(results: list[UnitResult]) -> list[tuple[int, int]]:
+    """Units to count again, with the held-out bytes before them: counted as if
+    the phase had held nothing out before them, a unit that held something out
+    is right only while the per-phase cap is not reached (the local engine
+    holds out while below the cap, and cuts the document that crosses it).
+
+        >>> r = lambda held, docs=1: UnitResult(None, Tally(heldout_bytes=held, heldout_documents=docs))
+        >>> cap = HELDOUT_CAP_BYTES
+        >>> heldout_redo([r(cap // 2), r(0, 0), r(cap // 2), r(cap // 3), r(0, 0), r(5)])
+        [(3, 8388608), (5, 8388608)]
+        >>> heldout_redo([r(cap // 2), r(cap)])
+        [(1, 4194304)]
+    """
+    redo, before = [], 0
+    for i, result in enumerate(results):
+        held, docs = result.tally.heldout_bytes, result.tally.heldout_documents
+        if docs and (before >= HELDOUT_CAP_BYTES or before + held > HELDOUT_CAP_BYTES):
+            redo.append((i, min(before, HELDOUT_CAP_BYTES)))
+            before = HELDOUT_CAP_BYTES  # the unit that crosses the cap fills it exactly
+        else:
+            before += held
+    return redo
+
+
+def tree(summer: Any, refs: list) -> Any:
+    """The root of a tree of sums over ``refs`` (``FAN_IN`` at a time), all submitted
+    at once: Ray starts each sum as soon as its inputs exist. None for no refs.
+
+        >>> class Add:
+        ...     def remote(self, *xs): return sum(xs)
+        >>> tree(Add(), list(range(20)))
+        190
+    """
+    level = list(refs)
+    if not level:
+        return None
+    while len(level) > 1:
+        level = [summer.remote(*level[i: i + FAN_IN]) if len(level[i: i + FAN_IN]) > 1 else level[i]
+                 for i in range(0, len(level), FAN_IN)]
+    return level[0]
+
+
+def write_chunks(chunker: Chunker, table: pa.Table) -> None:
+    """The summed table as chunk files of about the local engine's chunk size."""
+    if not len(table):
+        return
+    rows = max(1, int(len(table) * chunker.limit / max(counts.table_bytes(table), 1)))
+    for start in range(0, len(table), rows):
+        chunker.add(table.slice(start, rows), 0)
+        chunker.file_done()
+        chunker.flush()
+
+
+def unwrap(ray: Any, get: Any) -> Any:
+    """``get()``, a task's own exception raised as itself (a bad file's
+    ``SourceError``, a too slow pattern) rather than wrapped by Ray."""
+    try:
+        return get()
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from None
+        raise
