@@ -30,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import regex
 import yaml
 
@@ -391,3 +392,23 @@ def replay(piece: bytes, ranks_before: dict[bytes, int], merges: list[tuple[int,
         if left in syms:
             syms = replace_pair(syms, left, right, rank)
     return syms
+
+
+# ---------------------------------------------------------------- Ray
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance (2 CPUs) for every Ray test of the session, started
+    as the engine starts its own (loopback only, guarded) and shut down at the end:
+    the engine uses an instance already initialised in this process and leaves it
+    running. Skipped where the ``ray`` extra is not installed."""
+    pytest.importorskip("ray")
+    from types import SimpleNamespace
+
+    from stages.ray_engine import Session
+    from toktoktok.config import RayOptions
+
+    session = Session(SimpleNamespace(ray=RayOptions(num_cpus=2), working_set_mb=256))
+    yield session.ray
+    session.close()

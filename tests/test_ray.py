@@ -1,0 +1,264 @@
+"""The Ray engine (``engine: ray``, stages/ray_engine.py) against a real local Ray
+instance: one ``ray.init`` for all of these tests (the ``ray_local`` fixture).
+
+- The summed inventory, ``merges.arrow`` and the ``.tiktoken`` are those of the
+  local engine for several splits of the files into byte ranges, several fan-ins
+  of the sum tree and 1 or 2 scanner threads per task (2 or 1 tasks at once);
+  with a sample and a held-out share (one task per file) the held-out text too.
+- A task whose worker is killed is retried, and counted once.
+- kill -9 of ``toktok ingest --engine ray`` leaves none of the processes it started;
+  Ctrl-C exits 130 and leaves none either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import stdlib_text
+from tests.conftest_robust import finish, phase, read_arrow, signal_group, start, wait_for, write_config
+
+pytest.importorskip("ray")
+
+from stages import pipeline, ray_engine  # noqa: E402
+from stages.progress import Progress  # noqa: E402
+from toktoktok.config import load_config  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+SLOW_PATTERN = r"(?:a|aa)+b|\s+|[^\sa]+|a"  # backtracks without end on a long run of "a" (test_interrupts.py)
+
+
+def english(limit: int) -> str:
+    """Real prose: the shared English corpus where there is one, else Python's own docs."""
+    corpus = SHARED / "english.txt.zst"
+    if corpus.is_file():
+        import zstandard
+
+        with open(corpus, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
+            data = reader.read(limit)
+        return data.decode("utf-8", "ignore")
+    return stdlib_text(limit)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """A folder of every kind of source: two .txt files (one with a byte order mark and a
+    few invalid bytes), a .txt.gz, a jsonl with a special token."""
+    data = tmp_path_factory.mktemp("ray") / "data"
+    data.mkdir()
+    text = english(600_000)
+    (data / "a.txt").write_text(text[:300_000], encoding="utf-8")
+    (data / "b.txt").write_bytes(b"\xef\xbb\xbf" + stdlib_text(150_000).encode() + b"\n\nbad \xff\xfe bytes\n\nend")
+    (data / "c.txt.gz").write_bytes(gzip.compress(text[300_000:400_000].encode()))
+    (data / "d.jsonl").write_text("".join(json.dumps({"text": text[i: i + 3000] + " <|endoftext|>"}) + "\n"
+                                          for i in range(400_000, 500_000, 3000)))
+    return data
+
+
+def run(folder: Path, data: Path, engine: str, **settings) -> Path:
+    """``toktok run`` in this process (so a Ray engine finds the session's instance); the config."""
+    config = write_config(folder, [phase("A", 300, {"path": str(data)})], special_tokens=["<|endoftext|>"],
+                          **settings)
+    cfg = dataclasses.replace(load_config(config), engine=engine)
+    pipeline.run(cfg, progress=Progress())
+    return config
+
+
+def results(config: Path) -> dict[str, object]:
+    """What must not depend on the engine: inventory (sorted), merges, .tiktoken, held-out text."""
+    work = config.parent / "out" / "tok.work"
+    ingest = work / "ingest" / "01-a"
+    inventory: dict[bytes, int] = {}
+    for chunk in sorted(ingest.glob("chunk-*.arrow")):
+        table = read_arrow(chunk)
+        for piece, count in zip(table["piece"].to_pylist(), table["count"].to_pylist()):
+            inventory[piece] = inventory.get(piece, 0) + count
+    return {
+        "inventory": sorted(inventory.items()),
+        "merges": (work / "train" / "01-a" / "merges.arrow").read_bytes(),
+        "tiktoken": (config.parent / "out" / "tok.tiktoken").read_bytes(),
+        "heldout": read_arrow(ingest / "heldout.arrow")["text"].to_pylist(),
+    }
+
+
+def manifest(config: Path) -> dict:
+    return json.loads((config.parent / "out" / "tok.work" / "ingest" / "01-a" / "manifest.json").read_text())
+
+
+def test_same_as_local_for_any_split_and_workers(tmp_path, corpus, monkeypatch):
+    local = run(tmp_path / "local", corpus, "local")
+    expected = results(local)
+    counts = manifest(local)["counts"]
+    cases = [(40_000, 8, 1), (7_000, 2, 1), (1 << 30, 8, 2), (20_000, 3, 2)]  # range bytes, fan-in, threads
+    for k, (range_bytes, fan_in, threads) in enumerate(cases):
+        monkeypatch.setattr(ray_engine, "RANGE_BYTES", range_bytes)
+        monkeypatch.setattr(ray_engine, "FAN_IN", fan_in)
+        config = run(tmp_path / f"ray{k}", corpus, "ray", threads=threads)
+        got = results(config)
+        for what in expected:
+            assert got[what] == expected[what], (what, range_bytes, fan_in, threads)
+        m = manifest(config)
+        assert m["engine"]["name"] == "ray"
+        # a.txt is cut into ranges unless the range is larger; the rest is one task per file
+        assert (m["engine"]["tasks"] > 4) == (range_bytes < 300_000), m["engine"]
+        for key in ("files", "documents", "bytes_read", "kept_bytes", "replaced_chars", "pieces",
+                    "special_tokens_found"):
+            assert m["counts"][key] == counts[key], key
+
+
+def test_sample_and_heldout_same_as_local(tmp_path, corpus):
+    """A sample (working_set_mb 1 < the corpus) and a held-out share: one task per file,
+    chosen as the local engine chooses."""
+    settings = {"heldout_share": 0.05, "working_set_mb": 1, "seed": 3}
+    expected = results(run(tmp_path / "local", corpus, "local", **settings))
+    config = run(tmp_path / "ray", corpus, "ray", **settings)
+    got = results(config)
+    assert expected["heldout"], "nothing was held out: the test would prove nothing"
+    assert manifest(config)["sample"]["share"] < 1
+    for what in expected:
+        assert got[what] == expected[what], what
+
+
+def test_switching_engine_redoes_nothing(tmp_path, corpus):
+    config = run(tmp_path / "p", corpus, "local")
+    cfg = dataclasses.replace(load_config(config), engine="ray")
+    again = pipeline.run(cfg, progress=Progress())
+    assert all(m.get("skipped") for m in again["ingest"] + again["train"])
+
+
+def ray_workers(name: bytes) -> list[int]:
+    """Processes whose title names a running task (Ray sets it to ``ray::FUNCTION``)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if (proc / "cmdline").read_bytes().startswith(name):
+                    found.append(int(proc.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_killed_task_is_retried_and_counted_once(tmp_path, corpus, monkeypatch):
+    expected = results(run(tmp_path / "local", corpus, "local"))
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 5_000)  # ~60 tasks: time to catch one running
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for pid in ray_workers(b"ray::count_task"):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    config = run(tmp_path / "ray", corpus, "ray")
+    killer.join()
+    assert killed, "no running task was found to kill"
+    got = results(config)
+    for what in expected:
+        assert got[what] == expected[what], what
+
+
+def descendants(pid: int) -> dict[int, bytes]:
+    """Every descendant of ``pid`` now (pid -> start time)."""
+    kids: dict[int, list[tuple[int, bytes]]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                rest = (proc / "stat").read_bytes().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            kids.setdefault(int(rest[1]), []).append((int(proc.name), rest[19]))
+    out, todo = {}, [pid]
+    while todo:
+        for child, started in kids.get(todo.pop(), []):
+            out[child] = started
+            todo.append(child)
+    return out
+
+
+def alive(seen: dict[int, bytes]) -> list[int]:
+    """The recorded processes still running (same start time: not a reused pid; zombies aside)."""
+    left = []
+    for pid, started in seen.items():
+        try:
+            rest = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if rest[0] != b"Z" and rest[19] == started:
+            left.append(pid)
+    return left
+
+
+def stuck_driver(tmp_path: Path):
+    """``toktok ingest --engine ray`` on text its custom pattern never finishes: a
+    subprocess with a Ray instance of its own; returns it once a task is running,
+    with every process it started so far."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "slow.txt").write_text("a" * 80 + " end\n")
+    config = write_config(tmp_path / "p", [phase("A", 10, {"path": str(data)})], pattern=SLOW_PATTERN,
+                          pattern_timeout_s=3600, ray={"num_cpus": 1})
+    proc = start("ingest", "--engine", "ray", "-c", config)
+    seen: dict[int, bytes] = {}
+
+    def running() -> bool:
+        seen.update(descendants(proc.pid))
+        names = []
+        for pid in seen:
+            try:
+                names.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+            except OSError:
+                pass
+        return (any(n.startswith(b"ray::count_task") for n in names)
+                and any(b"RuntimeEnvAgent" in n or b"runtime_env" in n for n in names))
+
+    assert wait_for(running, proc, timeout=90, every=0.1), finish(proc)
+    time.sleep(0.5)
+    seen.update(descendants(proc.pid))
+    return proc, seen
+
+
+def test_kill_9_of_the_driver_leaves_no_process(tmp_path):
+    proc, seen = stuck_driver(tmp_path)
+    assert len(seen) >= 5, seen  # the guard, Ray's own processes, a worker
+    proc.kill()
+    proc.wait()
+    assert wait_for(lambda: not alive(seen), None, timeout=30, every=0.2), f"left running: {alive(seen)}"
+
+
+def test_ctrl_c_exits_130_and_leaves_no_process(tmp_path):
+    proc, seen = stuck_driver(tmp_path)
+    signal_group(proc, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    result = finish(proc, timeout=60)
+    assert result.code == 130, result
+    assert "Traceback" not in result.err and result.err.strip().splitlines()[-1].startswith("interrupted"), result.err
+    assert wait_for(lambda: not alive(seen), None, timeout=30, every=0.2), f"left running: {alive(seen)}"
+
+
+def test_bad_file_fails_with_its_name(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "ok.txt").write_text("hello world\n")
+    (data / "bad.txt.gz").write_bytes(b"not gzip at all")
+    config = write_config(tmp_path / "p", [phase("A", 10, {"path": str(data)})])
+    cfg = dataclasses.replace(load_config(config), engine="ray")
+    with pytest.raises(Exception, match="bad.txt.gz"):
+        pipeline.ingest(cfg, progress=Progress())
