@@ -292,6 +292,9 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]
     vocab = workdir.vocab_after(cfg, len(cfg.phases))
     specials = special_ids(cfg, len(vocab))
+    if cfg.vocab_size is not None and vocab_size(vocab, specials) != cfg.vocab_size:
+        raise ExportError(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
+                          f"{cfg.vocab_size:,} (trained with other settings? rerun `toktok train`)")
     meta = meta_document(cfg, vocab, specials, train_manifests)
     staged = folder / "staged"
     staged.mkdir()

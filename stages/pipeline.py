@@ -65,14 +65,18 @@ def locked(cfg: Config) -> Iterator[None]:
         os.close(fd)
 
 
-def _prepare(cfg: Config, progress: Progress) -> None:
+def _prepare(cfg: Config, progress: Progress) -> Config:
+    """Check what can be checked before work starts; returns the config every
+    stage then uses, with each phase's merges known (``vocab_size`` fitted)."""
     import numba
 
     from stages import workdir
 
-    for warning in workdir.check_ready(cfg):
+    cfg, warnings = workdir.check_ready(cfg)
+    for warning in warnings:
         progress.note(f"warning: {warning}")
     numba.set_num_threads(min(workdir.resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
+    return cfg
 
 
 def _report(progress: Progress, what: str, manifest: dict[str, Any]) -> None:
@@ -196,7 +200,7 @@ def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, fo
     from stages import workdir
 
     with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
+        cfg = _prepare(cfg, progress)
         with _work_folder(cfg, progress):
             done = []
             for p in workdir.select_phases(cfg, phase):
@@ -221,7 +225,7 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
     if hf:
         cfg = dataclasses.replace(cfg, export_hf=True)
     with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
+        cfg = _prepare(cfg, progress)
         with _work_folder(cfg, progress):
             manifest = step("export", _export, cfg, force=force, progress=progress)
             _report(progress, "export", manifest)
@@ -234,7 +238,7 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
     from stages.train import run_train
 
     with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
+        cfg = _prepare(cfg, progress)
         with _work_folder(cfg, progress):
             ingested = [step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress)
                         for p in cfg.phases]
