@@ -177,6 +177,8 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
                + (" (up to date)" if m.get("skipped") else ""))
+    if m.get("hf"):
+        click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
 
 @toktok.command()

@@ -256,16 +256,38 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
 def summary(cfg: Config, result: dict[str, Any]) -> str:
     """A few lines for the user at the end of a run."""
     export = result["export"]["counts"]
-    lines = [f"wrote {cfg.output} ({export['mergeable_ranks']} ranks + {export['special_tokens']} special tokens; "
-             f"ids 0..{export['vocab_size'] - 1})"]
+    size = export["vocab_size"]
+    exact = " = vocab_size" if cfg.vocab_size is not None else ""
+    lines = [f"wrote {cfg.output}: vocabulary size {size}{exact} (ids 0..{size - 1}: {export['mergeable_ranks']} "
+             f"ranks + {export['special_tokens']} special tokens)"]
     for phase, ing, tr in zip(cfg.phases, result["ingest"], result["train"]):
         c, t = ing["counts"], tr["counts"]
         lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
                      f"{t['distinct_pieces']} distinct pieces, {t['merges_made']}/{t['merges_requested']} merges"
                      + (" (skipped: up to date)" if tr.get("skipped") else ""))
+    short = sum(t["counts"]["merges_requested"] - t["counts"]["merges_made"] for t in result["train"])
+    if short:
+        lines.append(f"  warning: phases made {short} merges fewer than asked: the vocabulary size is {size}, "
+                     f"not {size + short} (special token ids moved down by {short})")
     lines.append(f"  checked with tiktoken: {export['pieces_checked_with_tiktoken']} pieces, "
                  f"{export['pieces_differing_from_tiktoken']} differ; round trip ok")
+    hf = result["export"].get("hf")
+    if hf:
+        lines.append(f"  Hugging Face: {hf['folder']}/ ({hf_roles_line(hf)})")
     return "\n".join(lines)
+
+
+def hf_roles_line(hf: dict[str, Any]) -> str:
+    """Which special token got which role, e.g. ``bos_token and eos_token <|endoftext|> (1419), no pad_token``."""
+    by_token: dict[str, list[str]] = {}
+    for role, entry in hf["roles"].items():
+        by_token.setdefault(f"{entry['token']} ({entry['id']})", []).append(role)
+    parts = [f"{' and '.join(roles)} {token}" for token, roles in by_token.items()]
+    if "pad_token" not in hf["roles"]:
+        parts.append("no pad_token: padding=True fails; declare <|pad|> or set hf.pad_token")
+    if hf.get("chat_template"):
+        parts.append("chat template")
+    return "; ".join(parts) or "no roles"
 
 
 # --- the whole pipeline from Python (what ``toktoktok.train(config=..., output=...)`` did) ---------
