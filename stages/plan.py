@@ -1,15 +1,18 @@
 """``toktok plan -c CFG``: what a run would do, shown before any work starts.
 
-The plan has three parts, printed in this order:
+The plan has four parts, printed in this order:
 
 1. the effective configuration, as YAML: ``effective_settings`` (every
-   default filled in, every path absolute) plus ``threads`` resolved to a
-   number of cores;
-2. per phase: each file with its format, its size on disk and its text
+   default filled in, every path absolute, ``vocab_size`` fitted) plus
+   ``threads`` resolved to a number of cores;
+2. the id layout, in the order ids are given (``id_layout``): the bytes and
+   hardcoded merges (or the warm start's base), each phase, the special
+   tokens, the padding, each with its first and last id;
+3. per phase: each file with its format, its size on disk and its text
    bytes, the phase's totals, its capacity (``working_set_mb`` of text),
    whether it will be sampled and at what share, and its expected peak
    memory;
-3. the run's expected peak memory: the largest phase's (phases run one
+4. the run's expected peak memory: the largest phase's (phases run one
    after another), a fixed overhead plus what ``working_set_mb`` bounds.
 
 Design: the plan computes nothing of its own. The files come from

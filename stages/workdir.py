@@ -197,6 +197,8 @@ def base_description(cfg: Config) -> dict[str, Any]:
 
 def train_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
     """The settings a phase's training depends on (recorded in its manifest)."""
+    if phase.merges is None:  # a caller that skipped check_ready, which fits vocab_size
+        raise RuntimeError(f"phase '{phase.name}': its merges (the rest of vocab_size) are not known yet")
     return {
         "stage": "train",
         "phase": phase.slug,

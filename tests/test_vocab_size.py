@@ -278,3 +278,16 @@ def test_plan_without_vocab_size_shows_the_layout_if_every_phase_makes_its_merge
         ("bytes", 0, 255), ("phase A", 256, 295), ("phase B", 296, 305), ("special tokens", 306, 306),
         ("padding", 307, 399)]
     assert "ids: 400 in all (if every phase makes all its merges)" in toktok("plan", "-c", path).out
+
+
+# ---------------------------------------------------------------- from Python
+
+
+def test_train_from_python_with_vocab_size_instead_of_merges():
+    docs = [english_text(3_000, offset=k * 3_000) for k in range(8)]
+    enc = toktoktok.train(docs, vocab_size=400, special_tokens=["<|endoftext|>"], hardcoded_merges=False,
+                          heldout_share=0, threads=1)
+    assert enc.n_vocab == 400 and enc.encode_single_token("<|endoftext|>") == 399
+    assert set(enc._mergeable_ranks.values()) == set(range(399))
+    with pytest.raises(ValueError, match="merges is required .* unless vocab_size"):
+        toktoktok.train(docs)

@@ -124,7 +124,8 @@ def train(
     ``texts``: an iterable of strings, each one document; or, instead,
     ``config``: a YAML config (SPEC §2), run as ``toktok run -c`` would.
     ``merges``: the number of new tokens to learn from the texts (required
-    with texts). ``special_tokens``: added after the merges, in this order.
+    with texts, unless ``vocab_size=N`` is given: then the phase learns what
+    makes exactly N ids, special tokens and padding included). ``special_tokens``: added after the merges, in this order.
     ``**options``: any other top-level config option (``hardcoded_merges``,
     ``heldout_share``, ``pattern``, ``seed``, ``min_frequency``,
     ``max_token_bytes``, ``pad_to_multiple_of``, ``warm_start``, ``threads``,
@@ -149,8 +150,9 @@ def train(
         return _train_config(Path(config))
     if texts is None:
         raise ValueError("train(): give texts (an iterable of strings) or config (a YAML file)")
-    if merges is None:
-        raise ValueError("train(): merges is required with texts (the number of new tokens to learn)")
+    if merges is None and options.get("vocab_size") is None:
+        raise ValueError("train(): merges is required with texts (the number of new tokens to learn), "
+                         "unless vocab_size is given (the number of ids in all)")
     return _train_texts(texts, merges, list(special_tokens), options)
 
 
@@ -176,7 +178,10 @@ def _train_texts(texts: Iterable[str], merges: Any, special_tokens: list[str],
         full["work_dir"] = str(root / "work")
         if special_tokens:
             full["special_tokens"] = special_tokens
-        full["phases"] = [{"name": PHASE_NAME, "merges": merges, "sources": [{"file": str(data)}]}]
+        phase = {"name": PHASE_NAME, "merges": merges, "sources": [{"file": str(data)}]}
+        if merges is None:  # vocab_size: the one phase gets the rest
+            del phase["merges"]
+        full["phases"] = [phase]
         config_file.write_text(yaml.safe_dump(full, allow_unicode=True, sort_keys=False), encoding="utf-8")
         try:
             cfg = load_config(config_file)

@@ -63,6 +63,19 @@ Decisions
   the output must not overwrite the warm-start file.
 - Warnings, not errors: ``merges: 0``; the same source listed twice in a
   phase (``weight:`` says that more plainly).
+- ``vocab_size: N`` (the number of embedding rows, everything included:
+  ``toktoktok.id_layout``) makes ``merges:`` optional in one phase, which
+  gets the rest; ``resolve_vocab_size`` fills it in, or raises naming
+  ``vocab_size`` or ``phases[i].merges`` when the numbers cannot make
+  exactly N. Without a warm start that happens here; with one, the base's
+  size (its highest id + 1) needs the base file, which the loader does not
+  read (a second for cl100k_base, on every command): ``stages.workdir.check_ready``
+  reads it and fits ``vocab_size`` then, before any work, and until then the
+  phase's ``merges`` is None.
+- ``hf:`` (roles, ``model_max_length``, ``chat_template``) implies
+  ``export_hf: true`` (``export_hf: false`` beside it is an error). A role
+  must name a declared special token; one of a warm start's own (read from
+  its file) is checked by ``check_ready``.
 
 ``effective_settings(cfg)`` is the JSON-able view of the settings that shape
 the result (all fields but ``path``, ``verbose``, ``threads``, ``warnings``);
