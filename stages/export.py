@@ -272,11 +272,15 @@ class Built:
     started: float
 
 
-def up_to_date(cfg: Config, key: str) -> dict[str, Any] | None:
-    """The export's manifest when its outputs are current with ``key`` (else None)."""
+def up_to_date(cfg: Config, key: str, progress: Progress) -> dict[str, Any] | None:
+    """The export's manifest when its outputs are current with ``key`` (else None;
+    an output changed since, a damaged one say, is said)."""
     folder = workdir.export_dir(cfg)
-    if artifacts.is_current(folder, key):
+    stale = artifacts.stale_reason(folder, key)
+    if stale is None:
         return {**artifacts.read_manifest(folder), "skipped": True}
+    if artifacts.is_damage(stale):
+        progress.note(f"warning: {stale}: exporting again")
     return None
 
 

@@ -145,7 +145,7 @@ def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[
     from stages import export, report
 
     key = export.export_key(cfg)
-    if not force and (manifest := export.up_to_date(cfg, key)) is not None:
+    if not force and (manifest := export.up_to_date(cfg, key, progress)) is not None:
         return manifest
     built = export.build(cfg, key=key, progress=progress)
     report.write_report(cfg, built.folder, meta=built.meta,
@@ -265,6 +265,14 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
         lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
                      f"{t['distinct_pieces']} distinct pieces, {t['merges_made']}/{t['merges_requested']} merges"
                      + (" (skipped: up to date)" if tr.get("skipped") else ""))
+        found = {t: n for t, n in c.get("special_tokens_found", {}).items() if n}
+        if found:
+            lines.append("    special tokens cut out of its text: "
+                         + ", ".join(f"{t} {n} times" for t, n in found.items()))
+        if c.get("bad_files"):
+            lines.append(f"    skipped {len(c['bad_files'])} bad files (listed in the ingest manifest)")
+        if c.get("recoded_files"):
+            lines.append(f"    {c['recoded_files']} files read as UTF-16/UTF-32 (their byte order mark)")
     short = sum(t["counts"]["merges_requested"] - t["counts"]["merges_made"] for t in result["train"])
     if short:
         lines.append(f"  warning: phases made {short} merges fewer than asked: the vocabulary size is {size}, "

@@ -71,8 +71,11 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     """Train one phase unless its merges are current; returns its manifest."""
     folder = workdir.train_dir(cfg, phase)
     key = workdir.train_key(cfg, phase)
-    if not force and artifacts.is_current(folder, key):
+    stale = artifacts.stale_reason(folder, key)
+    if not force and stale is None:
         return {**artifacts.read_manifest(folder), "skipped": True}
+    if artifacts.is_damage(stale):
+        progress.note(f"warning: {stale}: training phase '{phase.name}' again")
     started = time.perf_counter()
     artifacts.begin(folder)
     ingest_manifest = workdir.ingest_manifest(cfg, phase)

@@ -52,6 +52,19 @@ class MissingInput(Exception):
     """A stage's input artifacts are absent; the message says what to run first."""
 
 
+class DamagedInput(MissingInput):
+    """A stage's input artifact does not match its manifest; the message names the
+    file and the command that makes it anew."""
+
+
+def _verified(cfg: Config, folder: Path, manifest: dict[str, Any], redo: str) -> dict[str, Any]:
+    """``manifest``, once every output it lists is as written; else DamagedInput."""
+    damage = artifacts.damaged_output(folder, manifest)
+    if damage is not None:
+        raise DamagedInput(f"{damage}: run `{redo}` to make it anew")
+    return manifest
+
+
 # ---------------------------------------------------------------- places
 
 
@@ -109,9 +122,10 @@ def resolve_threads(threads: int) -> int:
 # ---------------------------------------------------------------- a phase's inputs
 
 
-def phase_files(phase: Phase) -> list[tuple[Source, Path]]:
-    """Every (source, file) of a phase, in config then path order."""
-    return [(src, path) for src in phase.sources for path in list_source_files(src)]
+def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None) -> list[tuple[Source, Path]]:
+    """Every (source, file) of a phase, in config then path order; ``skipped``
+    collects what a folder scan passed by (broken symbolic links)."""
+    return [(src, path) for src in phase.sources for path in list_source_files(src, skipped=skipped)]
 
 
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:
@@ -214,30 +228,36 @@ def ingest_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
     manifest = artifacts.read_manifest(ingest_dir(cfg, phase))
     if manifest is None:
         raise MissingInput(f"phase '{phase.name}' has not been ingested: run `toktok ingest -c {cfg.path}` first")
-    return manifest
+    return _verified(cfg, ingest_dir(cfg, phase), manifest,
+                     f"toktok ingest -c {cfg.path} --phase '{phase.name}' --force")
+
+
+def train_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
+    """A phase's finished train manifest, its merges verified; MissingInput when it
+    was never trained."""
+    manifest = artifacts.read_manifest(train_dir(cfg, phase))
+    if manifest is None:
+        raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
+    return _verified(cfg, train_dir(cfg, phase), manifest,
+                     f"toktok train -c {cfg.path} --phase '{phase.name}' --force")
 
 
 def train_key(cfg: Config, phase: Phase) -> str:
     """What a phase's merges depend on: its pieces, the earlier phases, settings."""
     before = []
     for earlier in cfg.phases[: phase.index - 1]:
-        manifest = artifacts.read_manifest(train_dir(cfg, earlier))
-        if manifest is None:
-            raise MissingInput(f"phase '{earlier.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-        before.append(artifacts.outputs_key(manifest))
+        before.append(artifacts.outputs_key(train_manifest(cfg, earlier)))
     pieces = artifacts.outputs_key(ingest_manifest(cfg, phase))
     return artifacts.key_of({**train_settings(cfg, phase), "pieces": pieces, "before": before})
 
 
 def current_train_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
     """A phase's train manifest, if it matches its inputs now; else MissingInput."""
-    if artifacts.read_manifest(train_dir(cfg, phase)) is None:
-        raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-    key = train_key(cfg, phase)
-    if not artifacts.is_current(train_dir(cfg, phase), key):
+    manifest = train_manifest(cfg, phase)
+    if manifest.get("key") != train_key(cfg, phase):
         raise MissingInput(f"phase '{phase.name}' is not trained on its current inputs (an earlier phase or its "
                            f"settings changed): run `toktok train -c {cfg.path}` first")
-    return artifacts.read_manifest(train_dir(cfg, phase))
+    return manifest
 
 
 # ---------------------------------------------------------------- upstream artifacts
@@ -260,13 +280,18 @@ def phase_inventory(cfg: Config, phase: Phase, manifest: dict[str, Any] | None =
 
 
 def heldout_texts(cfg: Config, phase: Phase) -> list[str]:
-    """A phase's held-out documents (none when it has no held-out file)."""
-    path = ingest_dir(cfg, phase) / "heldout.arrow"
-    return artifacts.read_ipc(path)["text"].to_pylist() if path.is_file() else []
+    """A phase's held-out documents (none when it has no held-out file), verified
+    against its ingest manifest."""
+    manifest = ingest_manifest(cfg, phase)
+    if not any(o["name"] == "heldout.arrow" for o in manifest["outputs"]):
+        return []
+    return artifacts.read_ipc(ingest_dir(cfg, phase) / "heldout.arrow")["text"].to_pylist()
 
 
 def phase_merges(cfg: Config, phase: Phase) -> pa.Table:
-    """A phase's ``merges.arrow``: rank, left, right, bytes, count."""
+    """A phase's ``merges.arrow``: rank, left, right, bytes, count (verified
+    against its train manifest)."""
+    train_manifest(cfg, phase)
     return artifacts.read_ipc(train_dir(cfg, phase) / "merges.arrow")
 
 

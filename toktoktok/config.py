@@ -168,6 +168,7 @@ class Config:
     export_hf: bool = False
     max_piece_bytes: int = 1 << 20
     on_bad_file: str = "fail"
+    pattern_timeout_s: float = 10.0  # per MiB of a document, for a custom pattern (regex)
     vocab_size: int | None = None
     hf: HfSettings | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -181,7 +182,7 @@ TOP_KEYS = (
     "output", "working_set_mb", "threads", "verbose", "special_tokens", "phases",
     "warm_start", "hardcoded_merges", "pattern", "seed", "work_dir",
     "min_frequency", "heldout_share", "pad_to_multiple_of", "max_token_bytes",
-    "export_hf", "max_piece_bytes", "on_bad_file", "vocab_size", "hf",
+    "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s", "vocab_size", "hf",
 )  # fmt: skip
 PHASE_KEYS = ("name", "merges", "sources")
 SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude")
@@ -692,6 +693,8 @@ def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
         "export_hf": _bool(ctx, *get("export_hf")),
         "max_piece_bytes": _int(ctx, *get("max_piece_bytes"), 1024),
         "on_bad_file": _choice(ctx, *get("on_bad_file"), ("fail", "skip")),
+        "pattern_timeout_s": _number(ctx, *get("pattern_timeout_s"), "a number of seconds between 0.01 and 3600",
+                                     lambda x: 0.01 <= x <= 3600),
     }
 
 

@@ -73,6 +73,52 @@ def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return buf, off, counts.astype(np.int64)
 
 
+def cut_long_pieces(table: pa.Table, limit: int) -> tuple[pa.Table, int]:
+    """Cut every piece longer than ``limit`` bytes into parts of at most ``limit``
+    bytes, each cut at the last UTF-8 character boundary at or below it; returns
+    the table (parts summed in) and the number of cuts (weighted by count).
+
+    This is ``max_piece_bytes``: the one place where a memory bound wins over
+    exactness (a run of one letter a megabyte long is one piece to the pattern).
+
+        >>> t, cuts = cut_long_pieces(from_lists([b"ab", "ééé".encode()], [1, 2]), 4)
+        >>> t.to_pylist(), cuts
+        ([{'piece': b'ab', 'count': 1}, {'piece': b'\\xc3\\xa9\\xc3\\xa9', 'count': 2}, {'piece': b'\\xc3\\xa9', 'count': 2}], 2)
+    """
+    import pyarrow.compute as pc
+
+    longer = pc.greater(pc.binary_length(table["piece"]), limit)
+    if not pc.any(longer).as_py():
+        return table, 0
+    pieces: list[bytes] = []
+    numbers: list[int] = []
+    cuts = 0
+    long_rows = table.filter(longer)
+    for piece, count in zip(long_rows["piece"].to_pylist(), long_rows["count"].to_pylist()):
+        parts = utf8_parts(piece, limit)
+        cuts += (len(parts) - 1) * count
+        pieces += parts
+        numbers += [count] * len(parts)
+    return sum_tables([table.filter(pc.invert(longer)), from_lists(pieces, numbers)]), cuts
+
+
+def utf8_parts(data: bytes, limit: int) -> list[bytes]:
+    """``data`` in parts of at most ``limit`` bytes, cut before a UTF-8 lead byte.
+
+        >>> utf8_parts("aé€".encode(), 3)
+        [b'a\\xc3\\xa9', b'\\xe2\\x82\\xac']
+    """
+    parts, start = [], 0
+    while len(data) - start > limit:
+        end = start + limit
+        while end > start + 1 and data[end] & 0xC0 == 0x80:  # a continuation byte: not a boundary
+            end -= 1
+        parts.append(data[start:end])
+        start = end
+    parts.append(data[start:])
+    return parts
+
+
 def sum_tables(tables: Sequence[pa.Table]) -> pa.Table:
     """Sum counts by piece over ``tables`` (order of first occurrence).
 

@@ -98,7 +98,8 @@ def split_special(text: str | bytes, special_tokens: Sequence[str]) -> list:
     return [seg for seg in _special_regex(tokens, isinstance(text, bytes)).split(text) if seg]
 
 
-def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> list[str]:
+def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = (), *,
+           timeout: float | None = None) -> list[str]:
     """The pattern's matches over each segment between special tokens.
 
         >>> from toktoktok.patterns import resolve_pattern
@@ -109,13 +110,14 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> l
     out: list[str] = []
     for seg in split_special(text, special_tokens):
         if compiled.groups:  # a custom regex with groups: keep whole matches
-            out.extend(m.group() for m in compiled.finditer(seg))
+            out.extend(m.group() for m in compiled.finditer(seg, timeout=timeout))
         else:
-            out.extend(compiled.findall(seg))
+            out.extend(compiled.findall(seg, timeout=timeout))
     return out
 
 
-def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = ()) -> tuple[list[bytes], list[int]]:
+def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = (), *,
+                timeout: float | None = None) -> tuple[list[bytes], list[int]]:
     """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).
 
     This runs in ingest's worker processes for patterns without the numba
@@ -127,7 +129,7 @@ def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence
     """
     counted: Counter[str] = Counter()
     for text in texts:
-        counted.update(pieces(text, pattern, special_tokens))
+        counted.update(pieces(text, pattern, special_tokens, timeout=timeout))
     return [p.encode("utf-8", "surrogatepass") for p in counted], list(counted.values())
 
 
