@@ -203,6 +203,8 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
                + (" (up to date)" if m.get("skipped") else ""))
+    if m.get("hf"):
+        click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
 
 @toktok.command()
@@ -214,7 +216,9 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
     Reads the config and its sources (compressed files are decompressed as a
     stream to measure their text). Writes nothing: no output or work folder,
     no lock. Prints the effective configuration (defaults filled in, paths
-    resolved) as YAML; per phase, its files with format, size on disk and
+    resolved) as YAML; the id layout (bytes, hardcoded merges or the warm
+    start's base, each phase, special tokens, padding: first and last id of
+    each); per phase, its files with format, size on disk and
     text bytes, the totals, whether the phase will be sampled and at what
     share, and its expected peak memory; then the run's expected peak memory.
     """

@@ -45,9 +45,9 @@ from toktoktok import fileset
 from stages.progress import Progress
 from stages.workdir import MissingInput
 from toktoktok.atomic import atomic_write_bytes
-from toktoktok.config import Config, config_fingerprint
+from toktoktok.config import Config, HfSettings, config_fingerprint
 from toktoktok.counts import inventory
-from toktoktok.hf import write_hf
+from toktoktok.hf import hf_roles, write_hf
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
@@ -280,6 +280,9 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]
     vocab = workdir.vocab_after(cfg, len(cfg.phases))
     specials = special_ids(cfg, len(vocab))
+    if cfg.vocab_size is not None and vocab_size(vocab, specials) != cfg.vocab_size:
+        raise ExportError(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
+                          f"{cfg.vocab_size:,} (trained with other settings? rerun `toktok train`)")
     meta = meta_document(cfg, vocab, specials, train_manifests)
     staged = folder / "staged"
     staged.mkdir()
@@ -298,10 +301,16 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     progress.done()
     if failures:
         raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
-    hf_differing = None
+    hf_differing = hf_manifest = None
     if cfg.export_hf:
         hf_folder = staged / workdir.hf_dir(cfg).name
-        write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken)
+        hf = cfg.hf or HfSettings()
+        roles = hf_roles(specials, hf.roles)
+        write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken, roles=roles,
+                 model_max_length=hf.model_max_length, chat_template=hf.chat_template)
+        hf_manifest = {"folder": str(workdir.hf_dir(cfg)),
+                       "roles": {role: {"token": token, "id": specials[token]} for role, token in roles.items()},
+                       "chat_template": hf.chat_template is not None, "model_max_length": hf.model_max_length}
         hf_differing = hf_disagreements(hf_folder, enc, texts, specials)
         if hf_differing:
             raise ExportError(f"the Hugging Face export gives other ids than tiktoken on {hf_differing} texts")
@@ -324,6 +333,7 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
             "round_trip_texts": len(texts),
             "hf_texts_differing": hf_differing,
         },
+        "hf": hf_manifest,
         "seconds": {"write": round(written - started, 3), "validate": round(time.perf_counter() - written, 3)},
     }
     return Built(key=key, folder=staged, meta=meta, manifest=manifest, started=started)

@@ -124,9 +124,13 @@ def train(
     _refuse_moved(texts, config, options)
     if texts is None:
         raise ValueError("train(): give texts (an iterable of strings, each one document)")
-    if merges is None:
-        raise ValueError("train(): merges is required with texts (the number of new tokens to learn)")
-    settings = _settings(merges, special_tokens, options)
+    vocab_size = options.pop("vocab_size", None)
+    if merges is None and vocab_size is None:
+        raise ValueError("train(): merges is required with texts (the number of new tokens to learn), "
+                         "unless vocab_size is given (the number of ids in all)")
+    settings = _settings(0 if merges is None else merges, special_tokens, options)
+    if vocab_size is not None:
+        merges = _merges_for(vocab_size, merges, settings)
     docs, sizes = documents(texts)
     started = time.perf_counter()
     with _numba_threads(_resolve_threads(settings["threads"])):
@@ -134,6 +138,9 @@ def train(
         table = count_documents(docs, fates, settings)
         del docs
         result, specials = _learn(table, merges, settings)
+    if vocab_size is not None and result.made < merges:
+        raise RuntimeError(f"train(): made {result.made} of the {merges} merges that vocab_size {vocab_size} needs: "
+                           "give more text, lower min_frequency, or a smaller vocab_size")
     if settings["verbose"]:
         _summary(fates, share, table, result, merges, time.perf_counter() - started)
     return encoding(result.vocab.ranks(), specials, settings["pattern"].tiktoken)
@@ -302,6 +309,29 @@ class _Sums:
 
     def total(self) -> Any:
         return self.counts.sum_tables([self.summed, *self.group])
+
+
+def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -> int:
+    """The merges that make exactly ``vocab_size`` ids (``toktoktok.id_layout``):
+    the base, the merges, the new special tokens and the padding."""
+    from toktoktok import id_layout
+    from toktoktok.warm_start import load_base
+
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size <= id_layout.BYTES:
+        raise ValueError(f"train(): vocab_size must be an integer above {id_layout.BYTES}, got {vocab_size!r}")
+    warm, kept = settings["warm_start"], {}
+    if warm is not None:
+        base = load_base(warm.file, special_tokens=warm.special_tokens)
+        kept = base.special_tokens
+        size = max(len(base.vocab), max(kept.values(), default=-1) + 1)
+    else:
+        size = id_layout.BYTES + (id_layout.HARDCODED_MERGES if settings["hardcoded_merges"] else 0)
+    new = [t for t in settings["special_tokens"] if t not in kept]
+    try:
+        return id_layout.fit_merges(vocab_size, base=size, merges=[merges], specials=len(new),
+                                    pad_to=settings["pad_to_multiple_of"])[0]
+    except id_layout.LayoutError as exc:
+        raise ValueError(f"train(): vocab_size {exc.problem}") from None
 
 
 def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
