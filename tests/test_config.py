@@ -915,3 +915,19 @@ def test_engine_and_ray_options(project: Path) -> None:
                        ("ray: 4", "ray must be a mapping")):
         with pytest.raises(ConfigError, match=re.escape(words)):
             load(project, MINIMAL + bad + "\n")
+
+
+def test_file_uris_are_absolute_and_checked(project: Path) -> None:
+    """A file:// URI names a file wherever the config is; it must exist like a path;
+    other schemes are refused for now."""
+    target = project / "data" / "with space é.txt"
+    target.write_text("hello\n", encoding="utf-8")
+    uri = target.as_uri()
+    assert "%20" in uri
+    cfg = load(project, MINIMAL.replace("- path: data", f"- file: '{uri}'"))
+    assert cfg.phases[0].sources[0].path == target
+    for bad, words in ((uri.replace("with", "without"), "does not exist"),
+                       ("file://relative/x.txt", "is not a usable URI"),
+                       ("s3://bucket/x.txt", "is a s3:// URI: only file:// URIs")):
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            load(project, MINIMAL.replace("- path: data", f"- file: '{bad}'"))

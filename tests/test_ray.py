@@ -65,7 +65,7 @@ def corpus(tmp_path_factory) -> Path:
     return data
 
 
-def run(folder: Path, data: Path, engine: str, **settings) -> Path:
+def run(folder: Path, data: Path | str, engine: str, **settings) -> Path:
     """``toktok run`` in this process (so a Ray engine finds the session's instance); the config."""
     config = write_config(folder, [phase("A", 300, {"path": str(data)})], special_tokens=["<|endoftext|>"],
                           **settings)
@@ -118,10 +118,10 @@ def test_same_as_local_for_any_split_and_workers(tmp_path, corpus, monkeypatch):
 
 def test_sample_and_heldout_same_as_local(tmp_path, corpus):
     """A sample (working_set_mb 1 < the corpus) and a held-out share: one task per file,
-    chosen as the local engine chooses."""
+    chosen as the local engine chooses. The Ray run names its folder by a file:// URI."""
     settings = {"heldout_share": 0.05, "working_set_mb": 1, "seed": 3}
     expected = results(run(tmp_path / "local", corpus, "local", **settings))
-    config = run(tmp_path / "ray", corpus, "ray", **settings)
+    config = run(tmp_path / "ray", corpus.as_uri(), "ray", **settings)
     got = results(config)
     assert expected["heldout"], "nothing was held out: the test would prove nothing"
     assert manifest(config)["sample"]["share"] < 1

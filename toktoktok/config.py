@@ -312,14 +312,44 @@ def _string_list(ctx: Context, path: KeyPath, value: Any) -> tuple[str, ...]:
     return tuple(_string(ctx, path + (i,), item) for i, item in enumerate(items))
 
 
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def _path(ctx: Context, path: KeyPath, value: Any) -> Path:
-    """A path string made absolute against the config's folder (``~`` expanded)."""
+    """A path string made absolute against the config's folder (``~`` expanded),
+    or a URI (``uri_path``), never made relative to anything."""
     text = _string(ctx, path, value, "a path (a non-empty string)")
+    if _URI.match(text):
+        return uri_path(ctx, path, text)
     try:
         candidate = Path(text).expanduser()
         return (ctx.base_dir / candidate).resolve()  # an absolute candidate wins the `/`
     except (OSError, ValueError, RuntimeError) as exc:
         raise ctx.error(path, f"is not a usable path: {exc}") from None
+
+
+def uri_path(ctx: Context, path: KeyPath, uri: str) -> Path:
+    """The file a URI names, through ``pyarrow.fs`` (percent-encoded, as
+    ``Path.as_uri()`` writes it). Only ``file://`` URIs (a local or shared
+    folder, absolute by construction) are read so far; ``s3://`` and ``gs://``
+    are refused until the readers take a ``pyarrow.fs`` filesystem.
+
+        >>> uri_path(Context("c.yaml", Path(".")), ("file",), "file:///data/a%20b.txt")
+        PosixPath('/data/a b.txt')
+    """
+    from pyarrow import fs
+
+    scheme = uri.split("://")[0].lower()
+    if scheme != "file":  # checked first: pyarrow would reach for the network (an S3 bucket's region)
+        raise ctx.error(path, f"is a {scheme}:// URI: only file:// URIs (a local or shared folder) are read so far")
+    try:
+        filesystem, inner = fs.FileSystem.from_uri(uri)
+    except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and friends: one message
+        raise ctx.error(path, f"is not a usable URI ({' '.join(str(exc).split())}); write it percent-encoded, "
+                        "as Path.as_uri() does") from None
+    if not isinstance(filesystem, fs.LocalFileSystem):
+        raise ctx.error(path, "is not a local file:// URI")
+    return Path(inner)
 
 
 def _choice(ctx: Context, path: KeyPath, value: Any, choices: tuple[str, ...]) -> str:
