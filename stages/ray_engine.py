@@ -55,6 +55,7 @@ from toktoktok import counts
 from toktoktok.config import Config, ConfigError, Phase, Source
 
 RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
+MIN_RANGE_BYTES = 4 << 20  # a file is cut for idle CPUs only into ranges at least this large
 FAN_IN = 8  # tables summed by one reduce task
 LOCAL_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # a single-node instance: listen and connect on 127.0.0.1 only
@@ -135,17 +136,24 @@ class Unit:
             return 0
 
 
-def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float) -> list[Unit]:
-    """The tasks of a phase, in file order (ranges of a file in byte order)."""
+def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float, cpus: int = 1) -> list[Unit]:
+    """The tasks of a phase, in file order (ranges of a file in byte order).
+
+    A splittable file is cut into ranges of equal size, at most ``RANGE_BYTES``
+    each, and into more when the phase has fewer files than ``cpus`` (ranges of
+    ``MIN_RANGE_BYTES`` at least): 100 MB in one file on 2 CPUs is 2 tasks of 50 MB.
+    """
     units = []
+    spare = max(1, cpus // max(len(files), 1))
     for index, (src, path) in enumerate(files):
         try:
             size = path.stat().st_size
-            split = size > RANGE_BYTES and splittable(cfg, src, path, share)
+            parts = max(-(-size // RANGE_BYTES), min(spare, size // MIN_RANGE_BYTES))
+            split = parts > 1 and splittable(cfg, src, path, share)
         except OSError:
             split = False  # the task reports it as the local engine does
         if split:
-            units += [Unit(index, src, path, span) for span in plan_spans(path, size, RANGE_BYTES)]
+            units += [Unit(index, src, path, span) for span in plan_spans(path, size, -(-size // parts))]
         else:
             units.append(Unit(index, src, path))
     return units
@@ -154,6 +162,9 @@ def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float) -> l
 def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_before: int,
                threads: int) -> tuple[pa.Table, UnitResult]:
     """What a Ray task runs: the unit's table (to the reduce tree) and the rest (to the driver)."""
+    from stages.ingest.batching import load_kernels
+
+    load_kernels(cfg)  # numba's code, once per worker process (timed apart from the unit)
     result = count_unit(cfg, phase, unit.index, unit.src, unit.path, share, span=unit.span,
                         heldout_before=heldout_before, threads=threads)
     table, result.table = result.table, counts.SCHEMA.empty_table()
@@ -188,7 +199,8 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         threads = cfg.threads if cfg.threads > 0 else 1
         counter = ray.remote(count_task).options(num_returns=2, num_cpus=threads, max_retries=3)
         summer = ray.remote(sum_task).options(num_cpus=1, max_retries=3)
-        units = plan_units(cfg, files, share)
+        cpus = int(ray.cluster_resources().get("CPU", 1)) // threads
+        units = plan_units(cfg, files, share, cpus)
         submitted = [counter.remote(cfg, phase, u, share, 0, threads) for u in units]
         results = wait_in_order(ray, [meta for _, meta in submitted], units, progress)
         redo = heldout_redo(results)
@@ -219,8 +231,10 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         setattr(tally, f, getattr(tally, f) + value if not isinstance(value, list) else getattr(tally, f) + value)
     write_chunks(chunker, table)
     gathered.seconds = {"ray_start": round(ready - started, 3), "count": round(counted - ready, 3),
+                        "tasks_sum": round(sum(r.seconds for r in results), 3),
+                        "tasks_max": round(max((r.seconds for r in results), default=0), 3),
                         "sum": round(summed - counted, 3), "ray_stop": round(time.perf_counter() - summed, 3)}
-    gathered.worker_peaks_kb = {}  # task processes are Ray's, reused between tasks: see the manifest's ray figures
+    gathered.worker_peaks_kb = {}  # task processes are Ray's, reused between tasks: their peaks are not ours
     return gathered
 
 

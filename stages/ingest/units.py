@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ class UnitResult:
     heldout: list[str] = field(default_factory=list)
     specials_found: dict[str, int] = field(default_factory=dict)
     peak_rss_kb: int = 0  # the process that counted it, as it finished
+    seconds: float = 0.0  # reading and counting it
 
 
 def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, share: float, *,
@@ -56,6 +58,7 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     runs in this thread). A bad file with ``on_bad_file: skip`` comes back with
     nothing counted and its error in ``tally.bad_files``.
     """
+    started = time.perf_counter()
     chunker = Chunker(Path(os.devnull), NEVER_WRITE)
     tally = Tally(heldout_bytes=heldout_before)
     heldout: list[str] = []
@@ -80,7 +83,8 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     tally.forced_cuts += batcher.forced_cuts
     tally.heldout_bytes -= heldout_before
     table = chunker.done if chunker.done is not None else counts.SCHEMA.empty_table()
-    return UnitResult(table, tally, heldout, dict(batcher.specials_found), own_peak_kb())
+    return UnitResult(table, tally, heldout, dict(batcher.specials_found), own_peak_kb(),
+                      time.perf_counter() - started)
 
 
 def own_peak_kb() -> int:
