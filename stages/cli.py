@@ -425,7 +425,7 @@ def main() -> None:
 @click.version_option(toktoktok.__version__, prog_name="toktoktok")
 def _legacy(config: Path, verbose: bool, force: bool) -> None:
     """Run the whole pipeline (the original command; same as `toktok run -c CFG`)."""
-    run.callback(config=config, verbose=verbose, force=force)
+    run.callback(config=config, verbose=verbose, force=force, engine=None)
 
 
 def legacy_main() -> None:

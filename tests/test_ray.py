@@ -262,3 +262,23 @@ def test_bad_file_fails_with_its_name(tmp_path):
     cfg = dataclasses.replace(load_config(config), engine="ray")
     with pytest.raises(Exception, match="bad.txt.gz"):
         pipeline.ingest(cfg, progress=Progress())
+
+
+def test_heldout_cap_reached_as_the_local_engine_reaches_it(tmp_path):
+    """Held-out text passes the per-phase cap (8 MiB) in the third of five files: the
+    Ray engine counts that file and the later ones again, knowing what was held out
+    before them, and holds out and trains on exactly what the local engine does."""
+    data = tmp_path / "data"
+    data.mkdir()
+    text = english(20_000_000)
+    step = len(text) // 5
+    for k in range(5):
+        (data / f"{k}.txt").write_text(text[k * step: (k + 1) * step], encoding="utf-8")
+    settings = {"heldout_share": 0.5, "seed": 1}
+    expected = results(run(tmp_path / "local", data, "local", **settings))
+    config = run(tmp_path / "ray", data, "ray", **settings)
+    got = results(config)
+    m = manifest(config)
+    assert m["counts"]["heldout_bytes"] == 8 << 20 and m["engine"]["recounted"] >= 1, m
+    for what in expected:
+        assert got[what] == expected[what], what
