@@ -68,9 +68,14 @@ def locked(cfg: Config) -> Iterator[None]:
 def _prepare(cfg: Config, progress: Progress) -> Config:
     """Check what can be checked before work starts; returns the config every
     stage then uses, with each phase's merges known (``vocab_size`` fitted)."""
-    import numba
+    from toktoktok.fileset import interrupts_held
 
-    from stages import workdir
+    with interrupts_held() as came:  # a Ctrl-C inside an import can leave a module half made (numba's
+        import numba  # own import code swallows it): it is held until the imports are done
+
+        from stages import export, ingest, report, train, workdir  # noqa: F401 - imported here, under the hold
+    if came:
+        raise KeyboardInterrupt
 
     cfg, warnings = workdir.check_ready(cfg)
     for warning in warnings:
