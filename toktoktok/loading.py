@@ -23,8 +23,10 @@ Decisions:
   of it whole (``special_tokens={}`` means "no special tokens").
 - ``pattern=`` takes what a config's ``pattern:`` takes: a name
   (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
-- No companion and no ``pattern=``: the default pattern (SPEC §4) and no
-  special tokens.
+- No companion: OpenAI's ``cl100k_base`` and ``o200k_base`` files, recognised
+  by content (``known_bases``), get their own pattern and special tokens;
+  any other file the default pattern (SPEC §4) and no special tokens.
+  ``pattern=`` and ``special_tokens=`` still win.
 - Everything tiktoken would panic on or silently accept wrongly (duplicate
   ranks, missing bytes, a special id equal to a rank) is checked first and
   raised as ``ValueError``: tiktoken's panics are not ``Exception``s.
@@ -39,22 +41,23 @@ from typing import Any
 
 import tiktoken
 
-from toktoktok.patterns import resolve_pattern
+from toktoktok.known_bases import recognise
+from toktoktok.patterns import NAMED_PATTERNS, resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
 
 META_FORMAT = "toktoktok-meta/1"
 
 
 def split_name(path: str | os.PathLike[str]) -> tuple[Path, str]:
-    """The folder and the NAME of ``DIR/NAME.tiktoken`` (or ``.tiktoken.gz``).
+    """The folder and the NAME of ``DIR/NAME.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``).
 
     >>> split_name("out/demo.tiktoken")
     (PosixPath('out'), 'demo')
-    >>> split_name("base.tiktoken.gz")[1], split_name("vocab.bpe")[1]
-    ('base', 'vocab')
+    >>> split_name("base.tiktoken.gz")[1], split_name("base.tiktoken.zst")[1], split_name("vocab.bpe")[1]
+    ('base', 'base', 'vocab')
     """
     p = Path(path)
-    for suffix in (".tiktoken.gz", ".tiktoken"):
+    for suffix in (".tiktoken.gz", ".tiktoken.zst", ".tiktoken"):
         if p.name.endswith(suffix) and p.name != suffix:
             return p.parent, p.name[: -len(suffix)]
     return p.parent, p.stem
@@ -102,6 +105,15 @@ def _meta_special_tokens(meta: dict[str, Any], source: Path) -> dict[str, int]:
     return dict(special)
 
 
+def _known_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a companion would say of a published vocabulary; ``{}`` for any other file."""
+    known = recognise(path)
+    if known is None:
+        return {}
+    return {"pattern": {"tiktoken": NAMED_PATTERNS[known.pattern].tiktoken},
+            "special_tokens": dict(known.special_tokens)}
+
+
 def load(
     path: str | os.PathLike[str],
     *,
@@ -111,13 +123,14 @@ def load(
     """Load ``DIR/NAME.tiktoken`` (+ ``DIR/NAME.meta.json``) as a ``tiktoken.Encoding``.
 
     ``pattern`` (a name or a regex) and ``special_tokens`` override the
-    companion file. Raises ``ValueError`` naming the file on anything
+    companion file (or, for OpenAI's files without one, what they are known
+    to use). Raises ``ValueError`` naming the file on anything
     invalid or unreadable (``TiktokenFileError`` for the ``.tiktoken`` itself,
     a missing one included).
     """
     ranks = read_tiktoken(path)
     companion = meta_path(path)
-    meta = read_meta(companion) if companion.is_file() else {}
+    meta = read_meta(companion) if companion.is_file() else _known_meta(path)
     pat_str = resolve_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
     if pat_str is None:
         pat_str = resolve_pattern(None).tiktoken

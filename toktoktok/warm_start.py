@@ -5,8 +5,12 @@ Every token and special token of the base keeps its id, gaps included; new
 merges take ids above the highest id the base uses (its special tokens
 included), so the starting ``Vocab`` is the base's ranks padded with gaps up
 to that id. Special ids of a ``.tiktoken`` base come from its companion
-``.meta.json`` when there is one, and ``warm_start.special_tokens`` adds to
-or overrides them.
+``.meta.json`` when there is one, else, for OpenAI's ``cl100k_base`` and
+``o200k_base`` (recognised by content, ``known_bases``), from tiktoken's
+definitions; ``warm_start.special_tokens`` adds to or overrides them. Any
+other base without a companion must list its special tokens (the config
+refuses it otherwise): none would be guessed, and a guessed "none" gives
+their ids to new merges.
 
     >>> import tempfile, pathlib
     >>> from toktoktok.tiktoken_file import write_tiktoken
@@ -24,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from toktoktok.hf import read_hf_tokenizer
+from toktoktok.known_bases import KNOWN_BASES, KnownBase, recognise
 from toktoktok.loading import meta_path, read_meta
 from toktoktok.tiktoken_file import missing_single_bytes, read_tiktoken, validate_special_tokens
 from toktoktok.vocab import Vocab
@@ -46,12 +51,43 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         return ranks, specials
     ranks = read_tiktoken(path)
     companion = meta_path(path)
-    specials = dict(read_meta(companion).get("special_tokens", {})) if companion.is_file() else {}
-    return ranks, specials
+    if companion.is_file():
+        return ranks, dict(read_meta(companion).get("special_tokens", {}))
+    known = published_base(path)
+    return ranks, dict(known.special_tokens) if known is not None else {}
+
+
+def published_base(path: Path) -> KnownBase | None:
+    """OpenAI's vocabulary this base holds, when it has no companion to say more.
+
+    A ``tokenizer.json`` carries its own added tokens and a companion
+    ``.meta.json`` its special tokens and pattern: they are believed first.
+    """
+    path = Path(path)
+    if path.name.endswith(".json") or meta_path(path).is_file():
+        return None
+    return recognise(path)
+
+
+def missing_special_tokens(path: Path) -> str | None:
+    """Why ``warm_start.special_tokens`` must be given for this base, or None.
+
+    A ``.tiktoken`` has no room for special tokens: unless a companion, a
+    ``tokenizer.json`` or the content (OpenAI's files) says which ids they
+    hold, those ids would silently become new merges.
+    """
+    path = Path(path)
+    if path.name.endswith(".json") or meta_path(path).is_file() or published_base(path) is not None:
+        return None
+    known = " or ".join(KNOWN_BASES)
+    return (f"is required: {path.name} has no companion {meta_path(path).name} and is not {known} "
+            "(recognised by content), so the ids its special tokens hold are unknown and would go to new "
+            "merges; list them with their ids (e.g. {'<|endoftext|>': 50256}), or write special_tokens: {} "
+            "if it has none")
 
 
 def load_base(path: Path, *, special_tokens: dict[str, int] | None = None) -> Base:
-    """Read a ``.tiktoken`` (optionally .gz) or byte-level ``tokenizer.json`` base.
+    """Read a ``.tiktoken`` (optionally .gz or .zst) or byte-level ``tokenizer.json`` base.
 
     Each stage asks for the base (the check before work, every phase's
     starting vocabulary, export): the file is read once per process while it
