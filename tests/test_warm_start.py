@@ -280,10 +280,10 @@ def test_cl100k_warm_start_keeps_its_special_tokens_unasked(tmp_path, kind):
     path = variant(CL100K, tmp_path, kind, name="cl100k_base.tiktoken")
     ext = run(tmp_path, {"file": str(path)}, merges=60, pattern=None, specials=("<|endoftext|>", "<|x|>"))
     ranks = read_tiktoken(CL100K)
-    assert ext._pat_str == NAMED_PATTERNS["cl100k"].tiktoken
     out = tmp_path / "out/ext.tiktoken"
     meta = json.loads((tmp_path / "out/ext.meta.json").read_text())
     assert meta["special_tokens"] == CL100K_SPECIALS | {"<|x|>": 100277 + 60}
+    assert ext._pat_str == NAMED_PATTERNS["cl100k"].tiktoken
     own = tiktoken.Encoding("ext", pat_str=meta["pattern"]["tiktoken"],
                             mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(out)),
                             special_tokens=meta["special_tokens"])
