@@ -360,6 +360,17 @@ def test_compare_equals_tiktoken_counted_directly(trained, tmp_path):
     assert row_of(r.out, "tok")[2] == "default", "the pattern of a file with a .meta.json is its own"
 
 
+@pytest.mark.skipif(not CL100K.is_file(), reason="needs ../shared")
+def test_inspect_a_published_file_shows_its_special_tokens(tmp_path):
+    bare = tmp_path / "downloaded.tiktoken.gz"
+    shutil.copy(CL100K, bare)
+    r = toktok("inspect", bare, "--id", 100276)
+    assert r.code == 0, r.err
+    assert "100261 tokens (100256 ranks + 5 special), ids 0..100276, 16 unused ids" in r.out
+    assert "OpenAI's cl100k_base" in r.out and "pattern cl100k" in r.out
+    assert row_of(r.out, "kind")[1] == "special token" and '"<|endofprompt|>"' in r.out
+
+
 @pytest.mark.skipif(not O200K.is_file(), reason="needs ../shared")
 def test_compare_uses_a_published_files_own_pattern(trained, tmp_path):
     """o200k_base without a companion and no --pattern: counted with o200k's pattern (issue 13 §6),
