@@ -684,7 +684,8 @@ def test_work_dir_must_not_hold_the_users_files(project: Path, value: str) -> No
 
 
 def test_output_must_not_overwrite_the_warm_start_file(project: Path) -> None:
-    text = MINIMAL.replace("out/tok.tiktoken", "base.tiktoken") + "warm_start: {file: base.tiktoken, special_tokens: {}}\nwork_dir: wd\n"
+    warm = "warm_start: {file: base.tiktoken, special_tokens: {}}\nwork_dir: wd\n"
+    text = MINIMAL.replace("out/tok.tiktoken", "base.tiktoken") + warm
     assert "line 1: output would overwrite the warm-start file" in error_of(project, text)
 
 

@@ -16,6 +16,7 @@ import tiktoken
 import tiktoken.load
 import zstandard
 
+import toktoktok
 from stages import pipeline
 from stages.progress import Progress
 from tests.conftest import toktok
@@ -155,7 +156,8 @@ def test_known_bases_are_what_tiktoken_defines(name, monkeypatch):
     (its loader is replaced, so nothing is downloaded)."""
     openai_public = pytest.importorskip("tiktoken_ext.openai_public")
     hashes = []
-    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash: hashes.append(expected_hash) or {})
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe",
+                        lambda url, expected_hash: hashes.append(expected_hash) or {})
     spec = openai_public.ENCODING_CONSTRUCTORS[name]()
     known = KNOWN_BASES[name]
     assert dict(known.special_tokens) == spec["special_tokens"]
@@ -292,3 +294,26 @@ def test_cl100k_warm_start_keeps_its_special_tokens_unasked(tmp_path, kind):
     new = {t: r for t, r in own._mergeable_ranks.items() if t not in ranks}
     assert len(new) == 60 and min(new.values()) == 100277 and max(new.values()) == 100276 + 60
     assert all(own._mergeable_ranks[t] == r for t, r in ranks.items())
+
+
+def test_the_python_api_refuses_it_too(tmp_path):
+    base = small_base(tmp_path)
+    with pytest.raises(ValueError, match=r"^train\(\): warm_start.special_tokens is required: small.tiktoken"):
+        toktoktok.train(["hello world"] * 20, merges=3, warm_start=base)
+
+
+def test_the_stages_keys_follow_the_special_tokens_the_base_resolves_to(tmp_path):
+    """Where the base's special tokens sit decides where new merges start: a work folder
+    trained when they were read otherwise (another companion, or cl100k_base before it was
+    recognised) must not be taken as current."""
+    from stages import workdir
+
+    base = small_base(tmp_path)
+    config = config_with(tmp_path, f"{{file: {base}}}")
+    keys = []
+    for eot in (300, 302):
+        (tmp_path / "small.meta.json").write_text(json.dumps({"format": "toktoktok-meta/1",
+                                                              "special_tokens": {"<|endoftext|>": eot}}))
+        keys.append(workdir.base_description(load_config(config)))
+    assert keys[0] != keys[1]
+    assert keys[1]["warm_start_special_tokens"] == {"<|endoftext|>": 302}

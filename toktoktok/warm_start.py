@@ -91,16 +91,20 @@ def load_base(path: Path, *, special_tokens: dict[str, int] | None = None) -> Ba
 
     Each stage asks for the base (the check before work, every phase's
     starting vocabulary, export): the file is read once per process while it
-    is unchanged (same size and mtime).
+    and its companion are unchanged (same size and mtime).
     """
     st = Path(path).stat()
     extra = tuple(sorted((special_tokens or {}).items()))
-    base = _load(str(path), st.st_size, st.st_mtime_ns, extra)
+    companion = meta_path(path)
+    meta_st = companion.stat() if companion.is_file() else None
+    meta_key = (meta_st.st_size, meta_st.st_mtime_ns) if meta_st else None
+    base = _load(str(path), st.st_size, st.st_mtime_ns, meta_key, extra)
     return Base(base.vocab, dict(base.special_tokens))
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, size: int, mtime_ns: int, extra: tuple[tuple[str, int], ...]) -> Base:
+def _load(path: str, size: int, mtime_ns: int, companion: tuple[int, int] | None,
+          extra: tuple[tuple[str, int], ...]) -> Base:
     ranks, specials = _read(Path(path))
     specials |= dict(extra)
     validate_special_tokens(ranks, specials)
