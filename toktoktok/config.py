@@ -621,7 +621,10 @@ def _warm_start(ctx: _Context, raw: Any) -> WarmStart | None:
     if raw_specials is None:
         from toktoktok.warm_start import missing_special_tokens  # reads the base (imports numpy)
 
-        problem = missing_special_tokens(file)
+        try:
+            problem = missing_special_tokens(file)
+        except ValueError as exc:
+            raise ctx.error(path + ("file",), f"is not a usable base vocabulary: {exc}") from None
         if problem:
             raise ctx.error(path + ("special_tokens",), problem)
         return WarmStart(file, None)

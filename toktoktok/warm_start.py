@@ -74,11 +74,14 @@ def missing_special_tokens(path: Path) -> str | None:
 
     A ``.tiktoken`` has no room for special tokens: unless a companion, a
     ``tokenizer.json`` or the content (OpenAI's files) says which ids they
-    hold, those ids would silently become new merges.
+    hold, those ids would silently become new merges. A file that is no
+    vocabulary at all says so first (``TiktokenFileError``): listing special
+    tokens would not help it.
     """
     path = Path(path)
-    if path.name.endswith(".json") or meta_path(path).is_file() or published_base(path) is not None:
+    if path.name.endswith(".json") or meta_path(path).is_file() or recognise(path) is not None:
         return None
+    read_tiktoken(path)  # only on the way to an error: its own problem first
     known = " or ".join(KNOWN_BASES)
     return (f"is required: {path.name} has no companion {meta_path(path).name} and is not {known} "
             "(recognised by content), so the ids its special tokens hold are unknown and would go to new "
