@@ -265,7 +265,8 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
 @click.option("--pattern", default=None,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
+                   "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
 def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, out: Path, separator: str | None,
            shard_tokens: int, text_column: str, threads: int, allow_special: bool, pattern: str | None,
@@ -297,7 +298,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
 @click.option("--pattern", default=None,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
+                   "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
@@ -306,7 +308,8 @@ def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tupl
     """Compare tokenizers' compression on the same texts.
 
     Reads each TOKENIZER .tiktoken (any, e.g. cl100k_base.tiktoken.gz; pattern
-    from its .meta.json, else --pattern, else the default) and the --text
+    from its .meta.json, else --pattern, else its own for OpenAI's cl100k_base
+    and o200k_base, else the default) and the --text
     files or folders. Writes nothing; prints UTF-8 bytes per token of each
     tokenizer on each text, side by side (higher is better).
     """
