@@ -32,7 +32,7 @@ import click  # noqa: E402
 
 import toktoktok  # noqa: E402
 from stages import pipeline  # noqa: E402
-from stages.progress import Progress  # noqa: E402
+from stages.progress import Progress, human_bytes  # noqa: E402
 from toktoktok import memory  # noqa: E402
 
 CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
@@ -150,7 +150,7 @@ def ingest(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     done = _guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
     for m in done:
         c = m["counts"]
-        click.echo(f"ingest {m['phase']}: {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
+        click.echo(f"ingest {m['phase']}: {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
                    f"{c['pieces']} pieces in {c['chunks']} chunks" + (" (up to date)" if m.get("skipped") else ""))
 
 
@@ -344,7 +344,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     files, size = _guarded(lambda: work_dir_contents(work), verbose)
     if not yes:
         try:
-            confirmed = click.confirm(f"remove {work} ({files} files, {size / 1e6:.1f} MB)?", default=False)
+            confirmed = click.confirm(f"remove {work} ({files} files, {human_bytes(size)})?", default=False)
         except click.Abort:
             _guarded(lambda: refuse(f"no answer to the confirmation; nothing removed (use --yes to remove {work})"),
                      verbose)
@@ -354,7 +354,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     from stages.workdir import publish_journal
 
     _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
-    click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
+    click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
 
 
 def _plain_warnings() -> None:
