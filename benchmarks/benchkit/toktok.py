@@ -10,7 +10,7 @@ Python's start-up, imports and loading numba's compiled code from its cache.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -18,16 +18,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench_corpus import Corpus
-from bench_runs import Measured, run_measured
+from benchkit.corpus import Corpus
+from benchkit.measure import Measured, run_measured
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 
 
+@functools.cache
 def default_pattern() -> str:
-    from toktoktok.patterns import NAMED_PATTERNS
+    """toktoktok's default pattern, as its public loader gives it to a ``.tiktoken`` without a companion.
 
-    return NAMED_PATTERNS["default"].tiktoken
+    (The loader's rule: no ``NAME.meta.json`` and no ``pattern=``, the default pattern.)
+    """
+    import base64
+    import tempfile
+
+    import toktoktok
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bytes.tiktoken"
+        path.write_bytes(b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256)))
+        return toktoktok.load(path)._pat_str
 
 
 def toktok_bin() -> str:
@@ -60,7 +71,7 @@ def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[li
         cfg = toktok_config(corpus, tokens, folder)
         return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
     out = folder / f"{trainer}.tiktoken"
-    return [sys.executable, str(HERE / "peers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
+    return [sys.executable, str(HERE / "peer_trainers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
             str(tokens), "--pattern", default_pattern(), "--out", str(out)], out
 
 
@@ -78,22 +89,14 @@ def fresh(folder: Path) -> Path:
 
 
 def run_once(trainer: str, corpus: Corpus, tokens: int, folder: Path, env: dict[str, str]) -> tuple[Measured, Path]:
-    """One whole run of ``trainer`` in a fresh ``folder``.
+    """One whole run of ``trainer`` in a fresh ``folder``, measured from outside (``Measured``).
 
-    toktoktok's ``rss_mb`` is the larger of ``ru_maxrss`` and its stage manifests' peaks
-    (``manifest_peak_mb``): each stage resets the process's high-water mark when it starts
-    (``/proc/self/clear_refs`` 5), so ``ru_maxrss`` at exit sees only the last stage.
+    Every trainer is measured alike: its true peak is ``Measured.peak_mb``. The
+    peaks toktoktok's stage manifests record are its own account and are shown
+    apart (``toktok_stages``), never mixed into the outside figure.
     """
     cmd, out = command(trainer, corpus, tokens, fresh(folder))
-    measured = run_measured(cmd, folder / "log.txt", env=env)
-    if trainer == "toktoktok":
-        try:
-            stages = manifest_peak_mb(folder)
-        except (OSError, ValueError):  # a failed run may leave no readable manifest
-            stages = None
-        if stages is not None and stages > measured.rss_mb:
-            measured = dataclasses.replace(measured, rss_mb=stages)
-    return measured, out
+    return run_measured(cmd, folder / "log.txt", env=env), out
 
 
 def run_ingest(corpus: Corpus, threads: int, folder: Path, env: dict[str, str]) -> Measured:
@@ -141,6 +144,10 @@ def toktok_stages(folder: Path) -> dict[str, float]:
     loop = sum(m["seconds"]["train"] for m in train)
     return {
         "ingest": sum(m["seconds"]["total"] for m in ingest),
+        "ingest_kernels": sum(m["seconds"].get("kernels", 0) for m in ingest),
+        "ingest_bytes": sum(m["counts"]["bytes_read"] for m in ingest),
+        "documents": sum(m["counts"]["documents"] for m in ingest),
+        "train_kernels": sum(m["seconds"].get("kernels", 0) for m in train),
         "train_load": sum(m["seconds"]["load"] for m in train),
         "merge_loop": loop,
         "train": sum(m["seconds"]["total"] for m in train),

@@ -9,7 +9,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("toktoktok", "tokenizers", "rustbpe", "tiktoken", "numba", "numpy", "regex")
 
 
@@ -61,6 +61,10 @@ def versions() -> str:
         except metadata.PackageNotFoundError:
             found.append(f"{name} (not installed)")
     return ", ".join(found)
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def now() -> str:

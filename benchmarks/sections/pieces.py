@@ -56,9 +56,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 import yaml
-from bench_corpus import zst_head
+from benchkit.corpus import zst_head
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 MB = 1 << 20
 PATTERNS = ("default", "cl100k", "o200k", "gpt2")
@@ -66,7 +66,7 @@ SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 TXT_CORPORA = ("english", "code", "german")
 
 # SPEC §4's .txt document rule: the benchmarks' own copy (bench_corpus.py), not toktoktok's.
-from bench_corpus import split_documents as txt_documents  # noqa: E402
+from benchkit.corpus import split_documents as txt_documents  # noqa: E402
 
 
 @dataclass

@@ -2,10 +2,10 @@
 """Peak memory of ``toktok run`` against ``working_set_mb`` (SPEC §6), whether sampling is representative,
 and whether one huge line or row group is streamed.
 
-    make bench-memory                                  # = .venv/bin/python benchmarks/bench_memory.py
-    .venv/bin/python benchmarks/bench_memory.py --merges 2000 --report /tmp/MEMORY.md
-    .venv/bin/python benchmarks/bench_memory.py --demo --report /tmp/MEMORY.md   # the fallback corpus
-    .venv/bin/python benchmarks/bench_memory.py --huge-mb 0 --report /tmp/MEMORY.md  # without the streaming checks
+    make bench-memory                                  # = .venv/bin/python benchmarks/run.py --section memory
+    .venv/bin/python benchmarks/run.py --section memory --merges 2000 --report /tmp/MEMORY.md
+    .venv/bin/python benchmarks/run.py --section memory --demo --report /tmp/MEMORY.md   # the fallback corpus
+    .venv/bin/python benchmarks/run.py --section memory --huge-mb 0 --report /tmp/MEMORY.md  # without the streaming checks
 
 The promise measured: a run's peak resident memory stays at or below
 ``working_set_mb`` plus a fixed overhead, whatever the corpus size. Every run
@@ -94,20 +94,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bench_corpus
-import bench_report
+from benchkit import corpus as bench_corpus
+from benchkit import report as bench_report
 import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
-from bench_corpus import SHARED_CORPORA
-from bench_report import md_table, num
-from bench_runs import Measured, run_measured
-from bench_toktok import _manifests as stage_manifests
-from bench_toktok import fresh, run_env, toktok_bin
+from benchkit.corpus import SHARED_CORPORA
+from benchkit.report import md_table, num
+from benchkit.measure import Measured, run_measured
+from benchkit.toktok import _manifests as stage_manifests
+from benchkit.toktok import fresh, run_env, toktok_bin
 
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE, capacity
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 TRAIN_FILES = ("english.txt.zst", "code.txt.zst", "german.txt.zst", "mixed.parquet")
 DOMAINS = ("english", "code", "german")
 BUDGETS = (64, 256, 1024)
@@ -856,7 +856,7 @@ def stream_notes(f: Findings) -> list[str]:
 
 def report(f: Findings, setup: Setup, args: argparse.Namespace, facts: dict[str, str]) -> str:
     """MEMORY.md."""
-    command = " ".join(["benchmarks/bench_memory.py", *sys.argv[1:]])
+    command = " ".join(["benchmarks/run.py", *sys.argv[1:]])
     domains = list(setup.heldout)
     corpus = "demo corpus" if setup.demo else "shared corpora (4 files)"
     rep_rows, rep = representativeness(f, domains)
@@ -938,7 +938,7 @@ def report(f: Findings, setup: Setup, args: argparse.Namespace, facts: dict[str,
                   md_table(["held-out", "whole corpus", "quarter sample", "difference", "within 1%"], rep_rows), ""]
     lines += stream_section(f, args.huge_mb)
     lines += ["## Notes", "", *notes(f, setup), "",
-              f"All figures above were measured in this run ({facts['date']}) by benchmarks/bench_memory.py.", ""]
+              f"All figures above were measured in this run ({facts['date']}) by benchmarks/run.py --section memory.", ""]
     return "\n".join(lines)
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import regex
 import zstandard
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+REPO = Path(__file__).resolve().parents[2]
+SHARED_CORPORA = REPO.parent / "shared" / "corpora"  # /work/shared beside the checkout
 HELDOUT_MB = 2
 DEMO_HELDOUT_SHARE = 0.05
 MB = 1_000_000  # decimal, as the corpora's README counts

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench_report import md_table
+from benchkit.report import md_table
 
 
 @dataclass
