@@ -4,18 +4,24 @@
     .venv/bin/python benchmarks/run.py --section SECTION [the section's options]
     .venv/bin/python benchmarks/run.py --section SECTION --help
 
-| section   | writes                  | what it measures                                               | make              |
-|-----------|-------------------------|----------------------------------------------------------------|-------------------|
-| `peers`   | `RESULTS.md`            | toktoktok, rustbpe and HF on 100 MB corpora; with `--parts`    | `make bench`      |
-|           |                         | also ingest alone, the merge-loop rate, time against size      |                   |
-| `ingest`  | `RESULTS.md` (or `--out`)| `peers --parts ingest`: ingest at 1 and 2 threads against a   |                   |
-|           |                         | `regex.findall` + `Counter` loop                               |                   |
-| `memory`  | `MEMORY.md`             | peak RSS of `toktok run` against `working_set_mb`, sampling,   | `make bench-memory` |
-|           |                         | streaming of huge lines and row groups                         |                   |
-| `scale`   | `SCALE.md`              | the three trainers on 0.1 / 0.3 / 1.2 GB of kernel source      | `make bench-scale`  |
-| `scanner` | stdout (or `--json`)    | the numba scanner's MB/s against `regex.findall`               |                   |
-| `pieces`  | stdout                  | ingest counts exactly `regex.findall`'s pieces on real corpora |                   |
-| `corpus`  | `/work/scale-data`      | builds the scale corpora from Debian's `linux-source-6.1`      |                   |
+Sections (what each writes; the make target that runs it):
+
+- ``peers`` -> ``RESULTS.md`` (``make bench``): toktoktok, rustbpe and Hugging
+  Face on the same 100 MB corpora; its ``--parts`` add ingest alone, the
+  merge-loop rate and time against size;
+- ``ingest`` -> ``--out`` (default a temp file): ``peers --parts ingest``,
+  toktoktok's ingest at 1 and 2 threads against a ``regex.findall`` +
+  ``Counter`` loop;
+- ``memory`` -> ``MEMORY.md`` (``make bench-memory``): peak RSS of ``toktok
+  run`` against ``working_set_mb``, sampling, huge lines and row groups;
+- ``scale`` -> ``SCALE.md`` (``make bench-scale``): the three trainers on
+  0.1, 0.3 and 1.2 GB of the Linux kernel's source;
+- ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
+  ``regex.findall``;
+- ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
+  real corpora;
+- ``corpus`` -> ``/work/scale-data``: the scale corpora, from Debian's
+  ``linux-source-6.1``.
 
 Where things live:
 
@@ -42,6 +48,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -66,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if {"-h", "--help"} & set(rest) else 2
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
-    if args.section == "ingest":
-        rest = ["--parts", "ingest", "--only", "toktoktok", *rest]
+    if args.section == "ingest":  # RESULTS.md's ingest part alone, into its own file unless told
+        out = [] if "--out" in rest else ["--out", str(Path(tempfile.gettempdir()) / "toktok-INGEST.md")]
+        rest = ["--parts", "ingest", "--only", "toktoktok", *out, *rest]
     module = importlib.import_module(SECTIONS[args.section])
     return module.main(rest) or 0
 

@@ -105,25 +105,14 @@ def run_ingest(corpus: Corpus, threads: int, folder: Path, env: dict[str, str]) 
     return run_measured([toktok_bin(), "ingest", "-c", str(cfg), "--force"], folder / "log.txt", env=env)
 
 
-def _manifests(work: Path, stage: str) -> list[dict[str, Any]]:
+def stage_manifests(work: Path, stage: str) -> list[dict[str, Any]]:
+    """The manifests of every phase of ``stage`` (``ingest``, ``train``) in the work folder ``work``."""
     return [json.loads(p.read_text()) for p in sorted((work / stage).glob("*/manifest.json"))]
-
-
-def manifest_peak_mb(folder: Path) -> float | None:
-    """The highest ``peak_rss_mb`` (and ``all_processes_peak_rss_mb``, when a stage had worker
-    processes) of the ingest, train and export manifests of the run in ``folder``; None without any."""
-    work = folder / "toktoktok.work"
-    found = [*_manifests(work, "ingest"), *_manifests(work, "train")]
-    export = work / "export" / "manifest.json"
-    if export.exists():
-        found.append(json.loads(export.read_text()))
-    peaks = [m[key] for m in found for key in ("peak_rss_mb", "all_processes_peak_rss_mb") if m.get(key) is not None]
-    return max(peaks) if peaks else None
 
 
 def ingest_manifest(folder: Path) -> dict[str, float]:
     """Seconds, pieces and distinct pieces of the ingest stage run in ``folder``."""
-    found = _manifests(folder / "toktoktok.work", "ingest")
+    found = stage_manifests(folder / "toktoktok.work", "ingest")
     return {
         "seconds": sum(m["seconds"]["ingest"] for m in found),  # without loading numba's code
         "kernels": sum(m["seconds"]["kernels"] for m in found),
@@ -137,8 +126,8 @@ def ingest_manifest(folder: Path) -> dict[str, float]:
 def toktok_stages(folder: Path) -> dict[str, float]:
     """Seconds per stage, merges made and the merge-loop rate, from the manifests."""
     work = folder / "toktoktok.work"
-    ingest = _manifests(work, "ingest")
-    train = _manifests(work, "train")
+    ingest = stage_manifests(work, "ingest")
+    train = stage_manifests(work, "train")
     export = json.loads((work / "export" / "manifest.json").read_text())
     made = sum(m["counts"]["merges_made"] for m in train)
     loop = sum(m["seconds"]["train"] for m in train)

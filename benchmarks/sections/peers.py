@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark toktoktok against Hugging Face ``tokenizers`` and ``rustbpe``.
 
     make bench              # = .venv/bin/python benchmarks/run.py --section peers
@@ -20,15 +19,14 @@ demo corpus with its last 5% of documents held out.
 
 How (benchkit/measure.py): every trainer runs as a whole separate process, from
 start-up to its ``.tiktoken`` on disk: toktoktok as ``toktok run -c CFG
---force`` in a fresh work folder, the peers as ``peers.py hf|rustbpe``. Each
-run is timed for wall time, CPU time (user + system, from ``os.wait4``) and
-peak RSS (``ru_maxrss``; also the sampled peak of the whole process tree,
-which counts toktoktok's worker processes together). toktoktok's peak RSS is
-the larger of ``ru_maxrss`` and the peaks its stage manifests record
-(``peak_rss_mb``, and ``all_processes_peak_rss_mb`` with worker processes;
-``bench_toktok.run_once``): each stage resets the process's high-water mark
-when it starts, so ``ru_maxrss`` alone sees only the last stage (export).
-toktoktok's numba code
+--force`` in a fresh work folder, the peers as ``peer_trainers.py hf|rustbpe``.
+Each run is measured from outside, every trainer alike: wall time, CPU time
+(user + system, from ``os.wait4``) and true peak RSS, the larger of
+``ru_maxrss`` and the sampled peak of the whole process tree (which counts
+toktoktok's worker processes together, and sees every stage: toktoktok's
+stages reset the kernel's high-water mark when they start, so its
+``ru_maxrss`` alone sees only the last stage, export). The peaks toktoktok's
+stage manifests record are shown apart, in its stage table. toktoktok's numba code
 is compiled once into a fresh ``NUMBA_CACHE_DIR`` by a warm-up run, reported
 apart as "first run (numba compile)"; the timed runs load it from that cache.
 Runs are repeated ``--reps`` times (trainers interleaved) and medians are
@@ -196,7 +194,7 @@ def run_corpus(corpus: Corpus, args: argparse.Namespace, work: Path, env: dict[s
                         log(f"  cannot read toktoktok's manifests in {folder}: {exc!r}")
             status = "ok" if measured.returncode == 0 else f"FAILED (exit {measured.returncode}, see {measured.log})"
             log(f"  {corpus.name} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, "
-                f"{measured.cpu:.1f} s CPU, {measured.rss_mb:.0f} MB peak RSS, {status}")
+                f"{measured.cpu:.1f} s CPU, {measured.peak_mb:.0f} MB true peak RSS, {status}")
     score(outcomes, corpus.heldout_text)
     return outcomes
 
@@ -251,16 +249,17 @@ def trainer_rows(outcomes: dict[str, Outcome], first: Measured | None) -> list[l
         ratio = f"{wall / base:.2f}×" if wall is not None and base else "–"
         first_equal = "–" if o.first_equal is None or name == "toktoktok" else f"{o.first_equal:,}"
         shared = "–" if o.shared is None or name == "toktoktok" else f"{100 * o.shared:.1f}%"
-        rows.append([label, num(wall), o.spread("wall"), num(o.median("cpu")), num(o.median("rss_mb"), 0),
-                     num(o.median("tree_mb"), 0), num(o.vocab, 0), num(o.bytes_per_token, 3), ratio,
+        rows.append([label, num(wall), o.spread("wall"), num(o.median("cpu")), num(o.median("peak_mb"), 0),
+                     num(o.median("rss_mb"), 0), num(o.median("tree_mb"), 0), num(o.vocab, 0), num(o.bytes_per_token, 3), ratio,
                      first_equal, shared])
     if first is not None:
-        rows.append(["toktoktok, first run (numba compile)", num(first.wall), "–", num(first.cpu), num(first.rss_mb, 0),
-                     num(first.tree_mb, 0), "–", "–", f"{first.wall / base:.2f}×" if base else "–", "–", "–"])
+        rows.append(["toktoktok, first run (numba compile)", num(first.wall), "–", num(first.cpu), num(first.peak_mb, 0),
+                     num(first.rss_mb, 0), num(first.tree_mb, 0), "–", "–", f"{first.wall / base:.2f}×" if base else "–", "–", "–"])
     return rows
 
 
-TRAINER_HEADERS = ["trainer", "wall s", "wall min–max", "CPU s", "peak RSS MB", "tree peak MB", "vocab",
+TRAINER_HEADERS = ["trainer", "wall s", "wall min–max", "CPU s", "true peak RSS MB", "ru_maxrss MB", "tree peak MB",
+                   "vocab",
                    "held-out bytes/token", "wall ÷ toktoktok", "first merges = toktoktok", "tokens shared"]
 STAGE_HEADERS = ["corpus", "ingest s", "train: load s", "train: merge loop s", "train s", "export s",
                  "rest of process s", "process wall s", "share: ingest / train / export / rest", "merges",
@@ -387,10 +386,10 @@ def report(args: argparse.Namespace, f: Findings, facts: dict[str, str]) -> str:
     if results:
         lines += [
             "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`). "
-            "CPU s = user + system of the process and its waited-for children; peak RSS = `ru_maxrss` "
-            "(largest single process; for toktoktok the larger of it and its stage manifests' peaks, since each "
-            "stage resets the high-water mark that `ru_maxrss` reports); tree peak = largest sampled sum over the process and its live "
-            "children. Held-out bytes/token: tiktoken with the default pattern "
+            "CPU s = user + system of the process and its waited-for children; true peak RSS = the larger of "
+            "`ru_maxrss` (largest single process) and the tree peak (largest sum over the process and its live "
+            "children, sampled from `/proc` every 50 ms), measured from outside for every trainer alike (toktoktok's "
+            "stages reset the high-water mark that `ru_maxrss` reports, so for it the tree peak is the figure). Held-out bytes/token: tiktoken with the default pattern "
             "(higher is better). wall ÷ toktoktok > 1 means slower than toktoktok.", ""]
     for corpus in corpora:
         outcomes = results.get(corpus.name)
@@ -505,7 +504,3 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if args.work is None and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()

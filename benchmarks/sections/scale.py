@@ -45,11 +45,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import regex
-
 import scale_corpus
 from benchkit import report as bench_report
-from benchkit.corpus import Corpus
+from benchkit.corpus import DOC_BOUNDARY, Corpus
 from benchkit.measure import Measured, exponent, median_of
 from benchkit.report import md_table, num
 from benchkit.toktok import run_env, run_once, toktok_stages
@@ -61,8 +59,6 @@ TRAINERS = ("toktoktok", "rustbpe", "hf")
 LABELS = {"toktoktok": "toktoktok", "hf": "HF tokenizers", "rustbpe": "rustbpe"}
 TINY_BYTES = 1_000_000
 MB = 1_000_000
-# The document boundary (toktoktok/documents.py); a safe cut for the default pattern.
-DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
 
 def log(message: str) -> None:
@@ -106,7 +102,7 @@ def tiny_corpus(source: Path, folder: Path) -> Path:
 
 
 def heldout_chunks(text: str, chunk_chars: int = 1 << 20) -> list[str]:
-    """``text`` cut at document boundaries into parts of about ``chunk_chars``.
+    """``text`` cut at document boundaries (``DOC_BOUNDARY``) into parts of about ``chunk_chars``.
 
     The boundary is a safe place of the default pattern (its pieces never
     cross it), so encoding the parts gives the tokens of the whole:
@@ -206,11 +202,11 @@ def growth_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes
     for label, (attr, stage) in GROWTH.items():
         trainers = TRAINERS if attr else ("toktoktok",)
         for trainer in trainers:
-            run = [s for s in sizes if (trainer, s) in cells]
-            if len(run) < 2:
+            if sum((trainer, s) in cells for s in sizes) < 2:
                 continue
-            ys = [cells[(trainer, s)].med(attr) if attr else cells[(trainer, s)].stage(stage) for s in run]
-            k = exponent([size_bytes[s] for s in run], ys)
+            ys = [None if (trainer, s) not in cells else
+                  cells[(trainer, s)].med(attr) if attr else cells[(trainer, s)].stage(stage) for s in sizes]
+            k = exponent([size_bytes[s] for s in sizes], ys)
             name = f"{LABELS[trainer]} {label}" if attr else label
             rows.append([name, ", ".join(f"{y:,.2f}" if y is not None else "–" for y in ys), num(k, 2)])
     return rows

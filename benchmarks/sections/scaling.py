@@ -18,7 +18,6 @@ least-squares fit ``seconds ∝ size^k`` on log-log axes over the points
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable

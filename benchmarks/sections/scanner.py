@@ -198,7 +198,3 @@ def main(argv: list[str] | None = None) -> None:
             "mb": args.mb, "repeat": args.repeat,
             "scan_1": best["scan_default, 1 thread"], "count_1": best["count_pieces, 1 thread"],
             "count_2": best["count_pieces, 2 threads + merge_counts"]}))
-
-
-if __name__ == "__main__":
-    main()
