@@ -990,7 +990,8 @@ def notes(f: Findings, setup: Setup) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Peak RSS of toktok run against working_set_mb, and sampling.")
+    parser = argparse.ArgumentParser(prog="run.py --section memory",
+                                     description="Peak RSS of toktok run against working_set_mb, and sampling.")
     parser.add_argument("--merges", type=int, default=8000, help="merges of the corpus runs (default 8000)")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
                         help="comma-separated working_set_mb values in MiB (default 64,256,1024)")

@@ -45,6 +45,7 @@ import regex
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchkit.corpus import SHARED_CORPORA, split_documents  # noqa: E402
 from toktoktok.patterns import DEFAULT_PATTERN  # noqa: E402
 from toktoktok.scanner import (  # noqa: E402
     DEFAULT,
@@ -54,9 +55,7 @@ from toktoktok.scanner import (  # noqa: E402
     unicode_tables,
 )
 
-SHARED_CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 MB = 1_000_000
-DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
 
 def load_text(name: str, mb: int) -> tuple[str, str]:
@@ -85,16 +84,10 @@ def load_text(name: str, mb: int) -> tuple[str, str]:
 
 def documents(text: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The UTF-8 buffer, the documents' byte offsets, and the documents."""
-    docs = _split_keep(text)
+    docs = split_documents(text)
     raws = [d.encode() for d in docs]
     off = np.concatenate([[0], np.cumsum([len(r) for r in raws])]).astype(np.int64)
     return np.frombuffer(b"".join(raws), dtype=np.uint8), off, docs
-
-
-def _split_keep(text: str) -> list[str]:
-    """Cut after each boundary match, keeping every character."""
-    cuts = [m.end() for m in DOC_BOUNDARY.finditer(text)]
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if b > a]
 
 
 def timed(fn, repeat: int) -> tuple[float, float, float]:
@@ -116,7 +109,7 @@ def halves(off: np.ndarray) -> list[np.ndarray]:
     return [off[: mid + 1], off[mid:]]
 
 
-def bench(name: str, mb: int, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench(name: str, mb: int, repeat: int, kernels_only: bool = False) -> list[tuple[str, float, float, float]]:
     text, source = load_text(name, mb)
     buf, off, docs = documents(text)
     size = len(buf)
@@ -161,6 +154,8 @@ def bench(name: str, mb: int, repeat: int) -> list[tuple[str, float, float, floa
         ("count_pieces, 2 threads", count_two_only, repeat),
         ("count_pieces, 2 threads + merge_counts", count_two_merged, repeat),
     ]
+    if kernels_only:
+        rows = rows[2:]
     out = []
     print(f"  {'':40s} {'median':>8s} {'best':>8s} {'per cpu-s':>10s}  (MB/s)")
     for label, fn, reps in rows:
@@ -179,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="run.py --section scanner", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--file", type=Path, default=None, help="a UTF-8 text to measure instead of english and code")
+    ap.add_argument("--file", type=Path, default=None,
+                    help="a UTF-8 text to measure instead of english and code (the kernels only, no regex rows)")
     ap.add_argument("--json", type=Path, default=None,
                     help="write the --file's best MB/s (scan_1, count_1, count_2) here (the scale section reads it)")
     args = ap.parse_args(argv)
@@ -192,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
         for name in ("english", "code"):
             bench(name, args.mb, args.repeat)
         return
-    best = {label: b for label, _, b, _ in bench(str(args.file), args.mb, args.repeat)}
+    best = {label: b for label, _, b, _ in bench(str(args.file), args.mb, args.repeat, kernels_only=True)}
     if args.json is not None:
         args.json.write_text(json.dumps({
             "mb": args.mb, "repeat": args.repeat,
