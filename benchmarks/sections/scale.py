@@ -332,6 +332,7 @@ def main(argv: list[str]) -> None:
             scanner = scanner_rates(folder / "train-0.1GB.txt", args.scanner_mb, work)
             log(f"  {scanner}")
         cells: dict[tuple[str, str], Cell] = {}
+        text = ""
         for size in args.sizes:
             path = folder / f"train-{size}.txt"
             corpus = corpus_of(path, size, heldout, manifest["train"][size]["bytes"])
@@ -356,11 +357,12 @@ def main(argv: list[str]) -> None:
 
                     cell.bytes_per_token = bytes_per_token(cell.out, chunks, default_pattern())
                     log(f"{size} {trainer}: held-out {cell.bytes_per_token:.4f} bytes/token")
-        text = report(args, facts, cells, fixed, warm, scanner)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+            # the report so far after every size: an hour-long run stopped late still leaves its figures
+            text = report(args, facts, cells, fixed, warm, scanner)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text, encoding="utf-8")
+            log(f"wrote {args.out} (sizes so far: {', '.join(args.sizes[:args.sizes.index(size) + 1])})")
         print(text)
-        log(f"wrote {args.out}")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
