@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -208,7 +209,8 @@ def growth_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes
                   cells[(trainer, s)].med(attr) if attr else cells[(trainer, s)].stage(stage) for s in sizes]
             k = exponent([size_bytes[s] for s in sizes], ys)
             name = f"{LABELS[trainer]} {label}" if attr else label
-            rows.append([name, ", ".join(f"{y:,.2f}" if y is not None else "–" for y in ys), num(k, 2)])
+            rows.append([name, ", ".join("–" if y is None else f"{y:,.0f}" if y >= 1000 else f"{y:,.2f}" for y in ys),
+                         num(k, 2)])
     return rows
 
 
@@ -219,7 +221,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
     sizes = [s for s in args.sizes if any((t, s) in cells for t in TRAINERS)]
     mb = {s: manifest["train"][s]["bytes"] / MB for s in SIZES}
     size_bytes = {s: manifest["train"][s]["bytes"] for s in SIZES}
-    command = " ".join(["benchmarks/run.py", *facts["argv"]])  # type: ignore[list-item]
+    command = shlex.join(["benchmarks/run.py", *facts["argv"]])  # type: ignore[list-item]
     lines = [
         "# toktoktok at scale: the Linux kernel's source, 0.1 to 1.2 GB", "",
         *([f"**{args.note}**", ""] if args.note else []),
