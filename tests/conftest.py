@@ -400,6 +400,13 @@ def replay(piece: bytes, ranks_before: dict[bytes, int], merges: list[tuple[int,
 
 # ---------------------------------------------------------------- Ray
 
+# stages.ray_engine.LOCAL_ENV, set now: Ray reads it when imported, and test modules
+# import ray when collected (pytest.importorskip), before any fixture runs. Without
+# it the tests' instance would listen on every interface (test_ray checks the copy).
+RAY_LOCAL_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+for _key, _value in RAY_LOCAL_ENV.items():
+    os.environ.setdefault(_key, _value)
+
 
 @pytest.fixture(scope="session")
 def ray_local():

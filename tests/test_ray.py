@@ -17,6 +17,7 @@ import gzip
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import stdlib_text
-from tests.conftest_robust import finish, phase, read_arrow, signal_group, start, wait_for, write_config
+from tests.conftest_robust import TOKTOK, finish, phase, read_arrow, signal_group, start, wait_for, write_config
 
 pytest.importorskip("ray")
 
@@ -282,3 +283,37 @@ def test_heldout_cap_reached_as_the_local_engine_reaches_it(tmp_path):
     assert m["counts"]["heldout_bytes"] == 8 << 20 and m["engine"]["recounted"] >= 1, m
     for what in expected:
         assert got[what] == expected[what], what
+
+
+def test_the_instance_listens_on_loopback_only(ray_local):
+    from tests.conftest import RAY_LOCAL_ENV
+
+    assert RAY_LOCAL_ENV == ray_engine.LOCAL_ENV
+    assert ray_local.get_runtime_context().gcs_address.startswith("127.0.0.1:")
+
+
+def test_joining_a_running_instance(tmp_path, corpus, ray_local):
+    """``ray: {address: auto}`` joins the instance ``RAY_ADDRESS`` names (here the
+    session's, from another process) and starts no Ray process of its own; the
+    instance keeps running after it."""
+    expected = results(run(tmp_path / "local", corpus, "local"))
+    config = write_config(tmp_path / "ray", [phase("A", 300, {"path": str(corpus)})],
+                          special_tokens=["<|endoftext|>"], engine="ray", ray={"address": "auto"})
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address}
+    proc = subprocess.Popen([str(TOKTOK), "run", "-c", str(config)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    names: set[bytes] = set()
+    while proc.poll() is None:
+        for pid in descendants(proc.pid):
+            try:
+                names.add(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0])
+            except OSError:
+                pass
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err
+    assert not [n for n in names if b"raylet" in n or b"gcs_server" in n], names
+    got = results(config)
+    for what in expected:
+        assert got[what] == expected[what], what
+    assert ray_local.get(ray_local.put(7)) == 7  # still running
