@@ -36,6 +36,7 @@ Ray for that many CPUs: ``num_cpus / threads`` tasks run at once
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -225,10 +226,11 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         heldout += result.heldout
         add_found(gathered.specials_found, result.specials_found)
     gathered.specials_found = {tok: gathered.specials_found.get(tok, 0) for tok in cfg.special_tokens}
-    total = combine_tallies(parts)
-    for f in total.__dataclass_fields__:
-        value = getattr(total, f)
-        setattr(tally, f, getattr(tally, f) + value if not isinstance(value, list) else getattr(tally, f) + value)
+    total = combine_tallies([tally, *parts])
+    for f in dataclasses.fields(Tally):
+        setattr(tally, f.name, getattr(total, f.name))
+    for bad in total.bad_files:
+        progress.note(f"skipped bad file {bad['path']}: {bad['error']}")
     write_chunks(chunker, table)
     gathered.seconds = {"ray_start": round(ready - started, 3), "count": round(counted - ready, 3),
                         "tasks_sum": round(sum(r.seconds for r in results), 3),

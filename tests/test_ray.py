@@ -317,3 +317,18 @@ def test_joining_a_running_instance(tmp_path, corpus, ray_local):
     for what in expected:
         assert got[what] == expected[what], what
     assert ray_local.get(ray_local.put(7)) == 7  # still running
+
+
+def test_a_bad_file_skipped_as_the_local_engine_skips_it(tmp_path, corpus):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text(english(50_000), encoding="utf-8")
+    (data / "bad.txt.gz").write_bytes(b"not gzip at all")
+    expected = results(run(tmp_path / "local", data, "local", on_bad_file="skip"))
+    config = run(tmp_path / "ray", data, "ray", on_bad_file="skip")
+    got = results(config)
+    for what in expected:
+        assert got[what] == expected[what], what
+    m = manifest(config)
+    assert [b["path"] for b in m["counts"]["bad_files"]] == [str(data / "bad.txt.gz")]
+    assert m["counts"]["files"] == 1
