@@ -7,20 +7,13 @@ line on stderr; ``--verbose`` adds the Python traceback.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
+from stages import interrupted_while_starting  # noqa: E402
 
-def _interrupted_while_starting(signum: int, frame: object) -> None:
-    """Ctrl-C before a command has begun (while Python loads the modules): one line,
-    exit 130, nothing was done."""
-    os.write(2, b"\ninterrupted: nothing was done\n")
-    os._exit(130)
-
-
-if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _interrupted_while_starting)  # first thing: imports below take ~0.2 s
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # run as ``python -m stages.cli``
+    signal.signal(signal.SIGINT, interrupted_while_starting)  # first thing: imports below take ~0.2 s
 
 import gc  # noqa: E402
 import traceback  # noqa: E402
