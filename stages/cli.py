@@ -368,7 +368,9 @@ def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pa
         values = _guarded(lambda: decoding.parse_ids(ids), verbose)
     data = _guarded(lambda: decoding.decode_ids(enc, values), verbose)
     if raw:
-        click.get_binary_stream("stdout").write(data)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
     else:
         click.echo(data.decode("utf-8", "replace"))
 
@@ -400,7 +402,7 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
 
     enc = _encoding(tokenizer, config, pattern, verbose)
     if text is None or text == "-":
-        text = click.get_binary_stream("stdin").read().decode("utf-8", "replace")
+        text = sys.stdin.buffer.read().decode("utf-8", "replace")
     ids = showing.encode_text(enc, text, allow_special=allow_special)
     coloured = color == "always" or (color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     click.echo(showing.render(enc, ids, color=coloured, dots=dots), color=coloured)
