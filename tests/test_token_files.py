@@ -15,6 +15,7 @@ the inputs (``conftest.split_txt_documents`` for the blank-line rule).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -51,8 +52,10 @@ def make_tokenizer(folder: Path, name: str = "tok", top: int | None = None) -> P
     path = folder / f"{name}.tiktoken"
     write_tiktoken(path, ranks)
     first = max(ranks.values()) + 1
-    meta = {"format": "toktoktok-meta/1", "pattern": {"tiktoken": NAMED_PATTERNS["default"].tiktoken},
-            "special_tokens": {EOT: first, BOS: first + 1}}
+    meta = {"format": "toktoktok-meta/2", "pattern": {"tiktoken": NAMED_PATTERNS["default"].tiktoken},
+            "special_tokens": {EOT: first, BOS: first + 1},
+            "tiktoken": {"sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "ranks": len(ranks),
+                         "bytes": path.stat().st_size}}
     path.with_name(f"{name}.meta.json").write_text(json.dumps(meta))
     return path
 
