@@ -112,6 +112,7 @@ from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index
 FORMATS = ("npy", "bin", "megatron")
 DEFAULT_SHARD_TOKENS = 100_000_000
 DEFAULT_BIN_VAL_SHARE = 0.0005
+NANOGPT_BLOCK_SIZE = 1024  # nanoGPT's default context: a val.bin must hold more tokens than this
 INDEX = "index.json"
 INDEX_FORMATS = {"npy": "toktoktok-shards/1", "bin": "toktoktok-bin/1", "megatron": "toktoktok-megatron/1"}
 INDEX_FORMAT = INDEX_FORMATS["npy"]
@@ -584,6 +585,10 @@ def summary(index: dict[str, Any], out: Path) -> str:
         lines.append(f"warning: no document fell in the validation split ({index['documents']} documents at "
                      f"--val-share {index['val_share']:g}): raise --val-share, or cut the text into more "
                      f"documents (--documents line)")
+    elif index["format"] == INDEX_FORMATS["bin"] and index["val_tokens"] <= NANOGPT_BLOCK_SIZE:
+        lines.append(f"warning: val.bin holds {index['val_tokens']} tokens; nanoGPT draws windows of block_size + 1 "
+                     f"tokens from it ({NANOGPT_BLOCK_SIZE} + 1 by default) and fails on a shorter file: raise "
+                     f"--val-share")
     if index.get("removed"):
         lines.append(f"removed {len(index['removed'])} files of an earlier encode: {', '.join(index['removed'][:4])}"
                      + (", ..." if len(index["removed"]) > 4 else ""))

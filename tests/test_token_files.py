@@ -242,8 +242,12 @@ def test_val_split_is_seeded_and_stable(corpus, tmp_path):
     both = val_bin("d", files[0], files[1], "--seed", 7)
     assert both.startswith(first) and len(both) > len(first), "a file added after the others moves none of theirs"
     default = tmp_path / "default"  # bin's default share: 0.0005
-    assert toktok("encode", "-t", corpus["tok"], files[0], "-o", default, "--format", "bin").code == 0
-    assert json.loads((default / "index.json").read_text())["val_share"] == 0.0005
+    r = toktok("encode", "-t", corpus["tok"], files[0], "-o", default, "--format", "bin")
+    assert r.code == 0
+    index = json.loads((default / "index.json").read_text())
+    assert index["val_share"] == 0.0005
+    assert index["val_tokens"] <= 1024 and "warning: " in r.out and "raise --val-share" in r.out, \
+        "a val.bin too short for nanoGPT's default block_size is said"
 
 
 # ---------------------------------------------------------------- documents and standard input
