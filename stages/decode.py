@@ -82,10 +82,11 @@ def decode_ids(enc: tiktoken.Encoding, ids: Sequence[int] | np.ndarray) -> bytes
         ...                         special_tokens={"<|e|>": 257})
         >>> decode_ids(enc, [104, 105, 257])
         b'hi<|e|>'
-        >>> decode_ids(enc, [104, 256])
-        Traceback (most recent call last):
-        ...
-        toktoktok.config.ConfigError: id 256 is not in the vocabulary of t (ids 0 to 257, with gaps)
+        >>> try:
+        ...     decode_ids(enc, [104, 256])
+        ... except ConfigError as refused:
+        ...     print(refused)
+        id 256 is not in the vocabulary of t (ids 0 to 257, with gaps)
     """
     ids = np.asarray(ids, dtype=np.int64)
     bad = ids[(ids < 0) | (ids > enc.max_token_value)]

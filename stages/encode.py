@@ -178,12 +178,12 @@ class ValSplit:
     Fed the parts of ``iter_parts`` batch by batch, in order; a document's
     parts all get its document's answer.
 
-        >>> split = ValSplit(seed=0, share=0.5)
         >>> parts = [("a", True, 0), ("b", False, 0), ("c", True, 0), ("d", True, 1)]
-        >>> split.flags(parts) == split.flags(parts[:0]) + ValSplit(0, 0.5).flags(parts)
+        >>> whole = ValSplit(seed=0, share=0.5).flags(parts)
+        >>> whole[1] == whole[2]  # "b" and "c" are one document
         True
-        >>> flags = ValSplit(0, 0.5).flags(parts)
-        >>> flags[1] == flags[2]
+        >>> cut = ValSplit(seed=0, share=0.5)  # batches cut anywhere: the same answers
+        >>> cut.flags(parts[:2]) + cut.flags(parts[2:]) == whole
         True
     """
 
@@ -192,13 +192,14 @@ class ValSplit:
         self._file, self._doc = -1, 0  # the file being read and its open document's number
 
     def flags(self, batch: Sequence[tuple[str, bool, int]]) -> list[bool]:
-        files = np.empty(len(batch), dtype=np.int64)
-        docs = np.empty(len(batch), dtype=np.int64)
-        for i, (_, end, index) in enumerate(batch):
+        file_of, doc_of = [], []
+        for _, end, index in batch:
             if index != self._file:
                 self._file, self._doc = index, 0
-            files[i], docs[i] = index, self._doc
+            file_of.append(index)
+            doc_of.append(self._doc)
             self._doc += end
+        files, docs = np.array(file_of, dtype=np.int64), np.array(doc_of, dtype=np.int64)
         out = np.zeros(len(batch), dtype=bool)
         if self.share <= 0 or not len(batch):
             return out.tolist()
