@@ -15,10 +15,10 @@ Documents:
   stays at the end of the earlier document: ``"a\\n\\nb"`` gives ``"a\\n\\n"``
   and ``"b"``; ``"a\\n\\n b"`` is one document (the indented line continues
   it, as in code); ``"a\\r\\n\\r\\nb"`` gives ``"a\\r\\n\\r\\n"`` and ``"b"``.
-  ``iter_blocks(documents=...)`` (``toktok encode --documents``) may choose another rule for ``.txt`` and
-  ``iter_stream_blocks`` (standard input), of ``TXT_DOCUMENTS``: ``line``, every non-empty line without
-  its break, or ``file``, the whole text; a config's sources always use the
-  blank-line rule.
+  ``iter_blocks(documents=...)`` and ``iter_stream_blocks`` (standard
+  input; ``toktok encode --documents``) may take another of
+  ``TXT_DOCUMENTS``: ``line``, every non-empty line without its break, or
+  ``file``, the whole text. A config's sources use the blank-line rule.
 - ``.jsonl``: each non-blank line is a JSON object; its ``text_column`` value
   is the document. A ``null`` value is skipped and not counted (a row with
   no text is no document); an empty string is a document with no text.
