@@ -341,7 +341,12 @@ def test_a_file_never_appears_under_its_final_name_half_written(corpus, tmp_path
                 assert (out / name).read_bytes() == (ref / name).read_bytes(), name
 
     def shards(n):
-        return lambda o: sum(1 for p in o.iterdir() if re.fullmatch(r"shard-\d+\.npy", p.name)) >= n
+        """Ready when ``n`` shards are final and the next one is being written."""
+        def ready(o: Path) -> bool:
+            names = [p.name for p in o.iterdir()]
+            return (sum(1 for name in names if re.fullmatch(r"shard-\d+\.npy", name)) >= n
+                    and any(name.startswith(".shard-") and name.endswith(".tmp") for name in names))
+        return ready
 
     caught_mid_shard = False
     for i, n in enumerate((1, 3, 8)):
