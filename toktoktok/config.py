@@ -39,7 +39,13 @@ Decisions
 - Numbers: a plain (unquoted) scalar such as ``5e-3`` or ``1e3``, which
   YAML 1.1 reads as a string, is read as a float, as YAML 1.2 does. Integer
   keys never accept floats (``merges: 3e4`` is an error: write ``30000``).
-- ``seed`` is an integer in [0, 2**63); ``merges`` at most 2**31 - 1.
+- Every numeric key has an upper bound as well as a lower one (``BOUNDS``,
+  README's table): far above any real run, low enough that no value makes a
+  step take more than linear time or memory in it. ``seed`` is an integer in
+  [0, 2**63); ``merges`` at most 2**31 - 1 (training sizes its arrays for the
+  merges the text can give, never more); ``pad_to_multiple_of`` at most
+  65,536 (every padding token is a special token, which export, load and
+  encode pay for); ``threads`` at most 1,024 worker processes.
 - ``pattern`` names are matched case-insensitively, and tiktoken's encoding
   names are accepted as aliases (``cl100k_base``, ``o200k_base``,
   ``r50k_base``/``p50k_base`` = ``gpt2``): a regex that literally matches
@@ -93,6 +99,7 @@ from toktoktok.config_errors import (
 # toktoktok.config_errors (format_key_path, imported above, is one of them).
 from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
 from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern
+from toktoktok.tiktoken_file import find_nested
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,35 @@ MAX_MERGES = 2**31 - 1
 MAX_SEED = 2**63 - 1
 SLUG_MAX_CHARS = 60
 
+# The bounds of every numeric key, checked when the config is read (exit 2).
+# Each is far beyond what a real run needs, and each keeps the cost of the
+# value sane: no step of a run costs more than linear time in any of them.
+MAX_WORKING_SET_MB = 4 * 1024 * 1024  # 4 TiB: plan, sampling and chunk sizes scale with it
+MAX_THREADS = 1024  # one worker process each
+MAX_MIN_FREQUENCY = 2**63 - 1  # counts are 64-bit
+MAX_HELDOUT_SHARE = 0.5
+MAX_PAD_TO_MULTIPLE_OF = 65_536  # up to 65,535 reserved special tokens, each costs export time
+MAX_PIECE_BYTES = 64 * 1024 * 1024  # a piece is held whole in memory
+MIN_PIECE_BYTES = 1024
+MAX_TOKEN_BYTES = MAX_PIECE_BYTES  # a token never outgrows a piece
+MAX_WEIGHT = 1_000_000.0  # counts are multiplied by it
+MAX_SPECIAL_ID = 2**32 - 2  # tiktoken ranks are u32, u32::MAX is its sentinel
+
+BOUNDS: dict[str, tuple[object, object]] = {
+    "working_set_mb": (1, MAX_WORKING_SET_MB),
+    "threads": (-1, MAX_THREADS),
+    "phases[].merges": (0, MAX_MERGES),
+    "min_frequency": (1, MAX_MIN_FREQUENCY),
+    "heldout_share": (0, MAX_HELDOUT_SHARE),
+    "pad_to_multiple_of": (1, MAX_PAD_TO_MULTIPLE_OF),
+    "max_token_bytes": (2, MAX_TOKEN_BYTES),
+    "max_piece_bytes": (MIN_PIECE_BYTES, MAX_PIECE_BYTES),
+    "seed": (0, MAX_SEED),
+    "sources[].weight": ("> 0", MAX_WEIGHT),
+    "warm_start.special_tokens ids": (0, MAX_SPECIAL_ID),
+}
+"""Every numeric key's (lowest, highest) accepted value, as README's table shows them."""
+
 
 # --------------------------------------------------------------------------
 # Value checkers: each returns the checked value or raises ConfigError
@@ -214,16 +250,30 @@ def _int(ctx: Context, path: KeyPath, value: Any, low: int, high: int | None = N
     if not _is_int(value) or value < low:
         raise ctx.error(path, f"must be an integer >= {low}, got {describe(value)}")
     if high is not None and value > high:
-        raise ctx.error(path, f"must be an integer <= {high}, got {describe(value)}")
+        raise ctx.error(path, f"must be an integer <= {high}, got {describe(value)}{_why_bound(path)}")
     return value
 
 
-def _optional_int(ctx: Context, path: KeyPath, value: Any, low: int) -> int | None:
+def _optional_int(ctx: Context, path: KeyPath, value: Any, low: int, high: int) -> int | None:
+    """null, or an integer in [low, high]."""
     if value is None:
         return None
     if not _is_int(value) or value < low:
         raise ctx.error(path, f"must be an integer >= {low} or null, got {describe(value)}")
+    if value > high:
+        raise ctx.error(path, f"must be an integer <= {high:_} or null, got {describe(value)}{_why_bound(path)}")
     return value
+
+
+def _why_bound(path: KeyPath) -> str:
+    """What an upper bound protects, said after a value above it."""
+    reasons = {
+        "pad_to_multiple_of": "each padding token is a special token that export, load and encode pay for",
+        "threads": "each thread is a worker process",
+        "working_set_mb": "that is 4 TiB of memory",
+    }
+    reason = reasons.get(str(path[-1]))
+    return f" ({reason})" if reason else ""
 
 
 def _number(ctx: Context, path: KeyPath, value: Any, wanted: str, ok: Any) -> float:
@@ -332,7 +382,8 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
     text_column = entry.get("text_column", "text")
     if not isinstance(text_column, str) or not text_column:
         raise ctx.error(path + ("text_column",), f"must be a non-empty string, got {describe(text_column)}")
-    weight = _number(ctx, path + ("weight",), entry.get("weight", 1.0), "a positive number", lambda w: w > 0)
+    weight = _number(ctx, path + ("weight",), entry.get("weight", 1.0),
+                     f"a positive number at most {MAX_WEIGHT:,.0f}", lambda w: 0 < w <= MAX_WEIGHT)
     include = _string_list(ctx, path + ("include",), entry.get("include"))
     exclude = _string_list(ctx, path + ("exclude",), entry.get("exclude"))
     return Source(location, is_dir, text_column, weight, include, exclude)
@@ -387,15 +438,20 @@ def _check_nesting(ctx: Context, tokens: list[tuple[KeyPath, str]]) -> None:
     """No special token may sit inside another (tiktoken would pick by hash order).
 
     The same token listed in two places (top level and warm start) is allowed.
+    The error is raised at the later of the two in the file's order. The search
+    is ``find_nested``'s, linear in the tokens' total length (a pairwise
+    comparison would take minutes for 100,000 tokens).
     """
-    for j, (path_b, b) in enumerate(tokens):
-        for path_a, a in tokens[:j]:
-            if a == b:
-                continue
-            if a in b or b in a:
-                outer, inner = (b, a) if a in b else (a, b)
-                both = f"{b!r} and {format_key_path(path_a)} {a!r}"
-                raise ctx.error(path_b, f"{both} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
+    found = find_nested(token for _, token in tokens)
+    if found is None:
+        return
+    first: dict[str, int] = {}
+    for i, (_, token) in enumerate(tokens):
+        first.setdefault(token, i)
+    inner, outer = found
+    (path_a, a), (path_b, b) = sorted((tokens[first[inner]], tokens[first[outer]]), key=lambda t: first[t[1]])
+    both = f"{b!r} and {format_key_path(path_a)} {a!r}"
+    raise ctx.error(path_b, f"{both} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
 
 
 def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
@@ -415,7 +471,7 @@ def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
         where = path + ("special_tokens", token)
         if not token:
             raise ctx.error(where, "is an empty special token")
-        _int(ctx, where, token_id, 0, 2**32 - 1)
+        _int(ctx, where, token_id, 0, MAX_SPECIAL_ID)
         if token_id in by_id:
             raise ctx.error(where, f"has id {token_id}, already used by {by_id[token_id]!r}")
         by_id[token_id] = token
@@ -552,19 +608,20 @@ def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
     threads_path, threads = get("threads")
     if not _is_int(threads) or not (threads == -1 or threads >= 1):
         raise ctx.error(threads_path, f"must be -1 (all cores) or an integer >= 1, got {describe(threads)}")
-    share_ok = lambda x: 0 <= x <= 0.5  # noqa: E731
+    _int(ctx, threads_path, threads, -1, MAX_THREADS)
+    share_ok = lambda x: 0 <= x <= MAX_HELDOUT_SHARE  # noqa: E731
     return {
-        "working_set_mb": _int(ctx, *get("working_set_mb"), 1),
+        "working_set_mb": _int(ctx, *get("working_set_mb"), 1, MAX_WORKING_SET_MB),
         "threads": threads,
         "verbose": _bool(ctx, *get("verbose")),
         "hardcoded_merges": _bool(ctx, *get("hardcoded_merges")),
         "seed": _int(ctx, *get("seed"), 0, MAX_SEED),
-        "min_frequency": _int(ctx, *get("min_frequency"), 1),
-        "heldout_share": _number(ctx, *get("heldout_share"), "a number between 0 and 0.5", share_ok),
-        "pad_to_multiple_of": _optional_int(ctx, *get("pad_to_multiple_of"), 1),
-        "max_token_bytes": _optional_int(ctx, *get("max_token_bytes"), 2),
+        "min_frequency": _int(ctx, *get("min_frequency"), 1, MAX_MIN_FREQUENCY),
+        "heldout_share": _number(ctx, *get("heldout_share"), f"a number between 0 and {MAX_HELDOUT_SHARE}", share_ok),
+        "pad_to_multiple_of": _optional_int(ctx, *get("pad_to_multiple_of"), 1, MAX_PAD_TO_MULTIPLE_OF),
+        "max_token_bytes": _optional_int(ctx, *get("max_token_bytes"), 2, MAX_TOKEN_BYTES),
         "export_hf": _bool(ctx, *get("export_hf")),
-        "max_piece_bytes": _int(ctx, *get("max_piece_bytes"), 1024),
+        "max_piece_bytes": _int(ctx, *get("max_piece_bytes"), MIN_PIECE_BYTES, MAX_PIECE_BYTES),
         "on_bad_file": _choice(ctx, *get("on_bad_file"), ("fail", "skip")),
     }
 
