@@ -31,6 +31,20 @@ def _fail(message: str, code: int, verbose: bool) -> None:
     sys.exit(code)
 
 
+def _check_pattern(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--pattern``: a regex that does not compile, or that the probe refuses (it can
+    match the empty string, or leaves a character unmatched), is a usage error (exit 2)."""
+    if value is None:
+        return None
+    from toktoktok.patterns import checked_pattern
+
+    try:
+        checked_pattern(value)
+    except ValueError as exc:
+        raise click.BadParameter(" ".join(str(exc).split()), ctx=ctx, param=param) from None
+    return value
+
+
 def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
     """Run ``action`` and turn every failure into a message and an exit code.
 
@@ -246,7 +260,7 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
-@click.option("--pattern", default=None,
+@click.option("--pattern", default=None, callback=_check_pattern,
               help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
 def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, out: Path, separator: str | None,
@@ -278,7 +292,7 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
               help="A text file or folder to measure on; repeat for several (one row each).")
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
-@click.option("--pattern", default=None,
+@click.option("--pattern", default=None, callback=_check_pattern,
               help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")

@@ -52,7 +52,10 @@ Decisions
   ``CL100K`` is never what was meant. A custom regex must compile in both
   engines (``regex`` via ``resolve_pattern``, and tiktoken's own), so a
   construct only one of them knows (``\\X``, ``(?V1)``) fails here, not at
-  export time. An empty pattern is an error.
+  export time. An empty pattern is an error, and so is a regex that can
+  match the empty string or leaves a character unmatched (``probe_pattern``
+  runs it over every Unicode category and line-break and space contexts):
+  tiktoken panics on the first and silently drops the text of the second.
 - A ``file:`` must have a readable suffix (``.txt``, ``.jsonl``, ``.parquet``,
   ``.txt``/``.jsonl`` + ``.zst``/``.gz``). A ``path:`` directory is not
   scanned here: the scanner reports a directory with no readable files.
@@ -98,7 +101,7 @@ from toktoktok.config_errors import (
 # Re-exported: callers (stages/, tests/) import these from here; their home is
 # toktoktok.config_errors (format_key_path, imported above, is one of them).
 from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
-from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern
+from toktoktok.patterns import NAMED_PATTERNS, Pattern, UnsafePattern, resolve_pattern, tiktoken_rejects
 from toktoktok.tiktoken_file import find_nested
 
 
@@ -490,28 +493,14 @@ def _pattern(ctx: Context, raw: Any) -> Pattern:
         return NAMED_PATTERNS[name]
     try:
         pattern = resolve_pattern(raw)
+    except UnsafePattern as exc:
+        raise ctx.error(("pattern",), f"is refused: it {exc}") from None
     except ValueError as exc:
         raise ctx.error(("pattern",), f"is not a valid regex: {exc}") from None
-    problem = _tiktoken_rejects(pattern.tiktoken)
+    problem = tiktoken_rejects(pattern.tiktoken)
     if problem:
         raise ctx.error(("pattern",), f"is a regex tiktoken cannot use: {problem}")
     return pattern
-
-
-def _tiktoken_rejects(pattern: str) -> str | None:
-    """tiktoken's engine (fancy-regex) differs from ``regex``: try it on 256 bytes."""
-    try:
-        import tiktoken
-    except ImportError:  # pragma: no cover - tiktoken is a dependency
-        return None
-    ranks = {bytes([b]): b for b in range(256)}
-    try:
-        tiktoken.Encoding("toktoktok-check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # pyo3 panics are BaseExceptions
-        return " ".join(str(exc).split()) or type(exc).__name__
-    return None
 
 
 def _output(ctx: Context, raw: Any) -> Path:

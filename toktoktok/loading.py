@@ -22,7 +22,10 @@ Decisions:
 - Keyword arguments win over the companion file; each one replaces that part
   of it whole (``special_tokens={}`` means "no special tokens").
 - ``pattern=`` takes what a config's ``pattern:`` takes: a name
-  (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
+  (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex, checked
+  as a config's is (``checked_pattern``): a regex that can match the empty
+  string or leaves a character unmatched raises ``UnsafePattern``, a
+  ``ValueError``, instead of a tiktoken panic at the first encode.
 - No companion and no ``pattern=``: the default pattern (SPEC §4) and no
   special tokens.
 - A companion records the digest of its ``.tiktoken`` (``toktoktok-meta/2``):
@@ -46,7 +49,7 @@ from typing import Any
 
 import tiktoken
 
-from toktoktok.patterns import resolve_pattern
+from toktoktok.patterns import checked_pattern, resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
 
 META_FORMAT = "toktoktok-meta/2"
@@ -171,7 +174,7 @@ def load(
     meta = read_meta(companion) if companion.is_file() else {}
     if meta:
         check_companion(path, meta, ranks)
-    pat_str = resolve_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
+    pat_str = checked_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
     if pat_str is None:
         pat_str = resolve_pattern(None).tiktoken
     special = dict(special_tokens) if special_tokens is not None else _meta_special_tokens(meta, companion)

@@ -115,20 +115,71 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> l
     return out
 
 
+class PatternMiss(ValueError):
+    """A document where the pattern matched the empty string or left text
+    unmatched (tiktoken would panic on the first and drop the second): the run
+    stops there. The message names the byte offset in the document; ingest
+    adds the file."""
+
+
 def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = ()) -> tuple[list[bytes], list[int]]:
     """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).
 
     This runs in ingest's worker processes for patterns without the numba
     scanner: the module imports only ``regex``, so a worker stays small.
+    The config's probe (``patterns.probe_pattern``) cannot prove a custom
+    pattern covers every text, so the batch is checked here: no piece may be
+    empty, and the pieces' lengths (each distinct piece's length times its
+    count) must add up to the segments' (the matches never overlap, so then
+    they tile every segment). That costs a pass over the distinct pieces, not
+    over every match; only a batch that fails is searched again for the first
+    place, which ``PatternMiss`` names.
 
         >>> from toktoktok.patterns import resolve_pattern
         >>> count_texts(["a a a"], resolve_pattern(None))
         ([b'a', b' a'], [1, 2])
     """
+    compiled = _compiled(pattern.python)
     counted: Counter[str] = Counter()
+    covered = 0
     for text in texts:
-        counted.update(pieces(text, pattern, special_tokens))
+        for seg in split_special(text, special_tokens):
+            covered += len(seg)
+            if compiled.groups:  # a custom regex with groups: keep whole matches
+                counted.update(m.group() for m in compiled.finditer(seg))
+            else:
+                counted.update(compiled.findall(seg))
+    if "" in counted or sum(len(p) * n for p, n in counted.items()) != covered:
+        misses = (_miss(compiled, text, special_tokens) for text in texts)
+        raise next((m for m in misses if m is not None), PatternMiss("the pattern does not tile a batch"))
     return [p.encode("utf-8", "surrogatepass") for p in counted], list(counted.values())
+
+
+def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str]) -> PatternMiss | None:
+    """The first place in ``text`` (special tokens left out) the pattern does not tile, or None.
+
+        >>> print(_miss(regex.compile(r"[a-z]+|\\s+"), "ok <|e|>fine, no", ["<|e|>"]))
+        the pattern leaves ',' (U+002C, category Po) unmatched at byte 12 of a document ('ok <|e|>fine, no'): tiktoken would drop that text; stopping (fix the pattern)
+    """
+    from toktoktok.patterns import first_miss, miss_words
+
+    tokens = tuple(t for t in special_tokens if t)
+    bounds = [0]
+    if tokens:
+        for m in _special_regex(tokens).finditer(text):
+            bounds += [m.start(), m.end()]
+    bounds.append(len(text))
+    for start, end in zip(bounds[::2], bounds[1::2]):
+        miss = first_miss(compiled, text[start:end])
+        if miss is None:
+            continue
+        at = start + miss[0]
+        what = miss_words(text[start:end], *miss)
+        byte = len(text[:at].encode("utf-8", "surrogatepass"))
+        shown = repr(text[:40] + ("..." if len(text) > 40 else ""))
+        return PatternMiss(f"the pattern {what} at byte {byte} of a document ({shown}): tiktoken would "
+                           f"{'panic there' if miss[0] == miss[1] else 'drop that text'}; stopping (fix the pattern)")
+    return None
 
 
 def _inside_special(text: str, p: int, special_tokens: Sequence[str]) -> bool:

@@ -86,6 +86,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
         for index, (src, path) in enumerate(files):
             held_before = len(heldout)
+            batcher.paths[index] = path
             try:
                 ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
                 batcher.file_done()

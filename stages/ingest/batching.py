@@ -9,6 +9,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from multiprocessing import get_context
 
@@ -21,7 +22,7 @@ from stages.workdir import resolve_threads
 from toktoktok import counts, documents, scanner
 from toktoktok.config import Config
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import split_special
+from toktoktok.pretokenize import PatternMiss, split_special
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 
@@ -101,6 +102,7 @@ class Batcher:
         self.weight = 1.0
         self.file_index = 0
         self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int]] = []
+        self.paths: dict[int, Path] = {}  # file index -> its path, to name it in an error
 
     def add(self, parts: list[str], weight: float, file_index: int) -> None:
         if weight != self.weight or file_index != self.file_index:
@@ -117,7 +119,7 @@ class Batcher:
             return
         args = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
         if self.pool is None:
-            job = self.count(*args)
+            job = self._named(lambda: self.count(*args), self.file_index)
         else:
             with sigint_ignored():  # a worker process spawned now inherits it: no traceback of its own
                 job = self.pool.submit(self.count, *args)
@@ -132,13 +134,21 @@ class Batcher:
         if job is None:  # a file ended here: chunk boundaries follow the data, not the timing
             self.chunker.file_done()
             return
-        table = job.result() if isinstance(job, Future) else job
+        table = self._named(job.result, file_index) if isinstance(job, Future) else job
         if isinstance(table, tuple):  # (pieces, counts, pid, peak) from the regex path
             found, numbers, pid, peak = table
             if self.pool is not None:
                 self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
             table = counts.from_lists(found, numbers)
         self.chunker.add(counts.weighted(table, weight), file_index)
+
+    def _named(self, work, file_index: int):
+        """``work()``; a ``PatternMiss`` (the pattern matched the empty string or left
+        text unmatched, in a worker) is raised again with the file's name."""
+        try:
+            return work()
+        except PatternMiss as exc:
+            raise PatternMiss(f"{self.paths.get(file_index, 'a file')}: {exc}") from None
 
     def file_done(self) -> None:
         self.send()
