@@ -15,7 +15,9 @@ Decisions:
   forge document boundaries or chat markup, and the only special ids in the
   shards are the separators. ``allow_special=True`` (``--allow-special``)
   encodes the tokenizer's special tokens in the text as their ids instead
-  (``encode_batch(..., allowed_special="all")``), as training cut them out.
+  (as ``encode_batch(..., allowed_special="all")`` would, split at them by
+  ``SpecialIndex``: linear in the text, not in the number of special tokens),
+  as training cut them out.
 - The separator must be one of the tokenizer's special tokens (else a usage
   error); its id follows every document, the last one included, so each
   document's tokens end with it.
@@ -76,6 +78,7 @@ from stages.workdir import resolve_threads
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.config import ConfigError
 from toktoktok.sources import file_format
+from toktoktok.tiktoken_file import SpecialIndex
 
 DEFAULT_SHARD_TOKENS = 100_000_000
 INDEX = "index.json"
@@ -109,10 +112,34 @@ def shard_dtype(enc: tiktoken.Encoding) -> np.dtype:
 
 
 def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> Callable[[list[str]], list[list[int]]]:
-    """tiktoken's batch encoder: ordinary text, or with the special tokens as ids."""
-    if allow_special:
-        return lambda texts: enc.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=())
-    return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
+    """tiktoken's batch encoder: ordinary text, or with the special tokens as ids.
+
+    With special tokens the texts are split at them here (``SpecialIndex``) and
+    the stretches between encoded as ordinary text, which is what tiktoken's
+    ``encode_batch(..., allowed_special="all")`` does, without its cost of
+    copying every special token on every document (0.14 s a document with
+    65,536 of them).
+    """
+    if not allow_special or not enc.special_tokens_set:
+        return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
+    index = SpecialIndex({tok: enc.encode_single_token(tok) for tok in enc.special_tokens_set})
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        splits = [index.split(text) for text in texts]
+        stretches = [part for parts in splits for part in parts if isinstance(part, str)]
+        encoded = iter(enc.encode_ordinary_batch(stretches, num_threads=threads))
+        out = []
+        for parts in splits:
+            ids: list[int] = []
+            for part in parts:
+                if isinstance(part, str):
+                    ids.extend(next(encoded))
+                else:
+                    ids.append(part)
+            out.append(ids)
+        return out
+
+    return encode
 
 
 # ---------------------------------------------------------------- writing
