@@ -118,7 +118,9 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> l
 class PatternMiss(ValueError):
     """A document where the pattern matched the empty string or left text
     unmatched (tiktoken would panic on the first and drop the second): the run
-    stops there. The message names the byte offset in the document; ingest
+    stops there. The message names the byte offset in the text a worker was
+    given (a row, or a run of a ``.txt`` file's training documents, which a
+    custom pattern matches as one stream) and how that text starts; ingest
     adds the file."""
 
 
@@ -159,7 +161,7 @@ def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str]
     """The first place in ``text`` (special tokens left out) the pattern does not tile, or None.
 
         >>> print(_miss(regex.compile(r"[a-z]+|\\s+"), "ok <|e|>fine, no", ["<|e|>"]))
-        the pattern leaves ',' (U+002C, category Po) unmatched at byte 12 of a document ('ok <|e|>fine, no'): tiktoken would drop that text; stopping (fix the pattern)
+        the pattern leaves ',' (U+002C, category Po) unmatched at byte 12 of the text starting 'ok <|e|>fine, no': tiktoken would drop that text; stopping (fix the pattern)
     """
     from toktoktok.patterns import first_miss, miss_words
 
@@ -177,7 +179,7 @@ def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str]
         what = miss_words(text[start:end], *miss)
         byte = len(text[:at].encode("utf-8", "surrogatepass"))
         shown = repr(text[:40] + ("..." if len(text) > 40 else ""))
-        return PatternMiss(f"the pattern {what} at byte {byte} of a document ({shown}): tiktoken would "
+        return PatternMiss(f"the pattern {what} at byte {byte} of the text starting {shown}: tiktoken would "
                            f"{'panic there' if miss[0] == miss[1] else 'drop that text'}; stopping (fix the pattern)")
     return None
 
