@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from toktoktok import fileset
 from toktoktok.config import ConfigError
 
 WORK_ENTRIES = {"ingest": "dir", "train": "dir", "export": "dir", ".lock": "file"}
@@ -42,8 +43,13 @@ def work_dir_contents(work: Path) -> tuple[int, int]:
     return files, size
 
 
-def remove_work_dir(work: Path) -> tuple[int, int]:
-    """Delete ``work`` (checked with ``work_dir_contents``) while holding its lock."""
+def remove_work_dir(work: Path, *, journal: Path | None = None) -> tuple[int, int]:
+    """Delete ``work`` (checked with ``work_dir_contents``) while holding its lock.
+
+    ``journal``: the record of a publish a killed run left in ``work``; it is
+    finished or undone first (``toktoktok.fileset.recover``), else the outputs
+    could stay a mixed set with nothing left to repair them.
+    """
     import fcntl
     import shutil
 
@@ -56,6 +62,8 @@ def remove_work_dir(work: Path) -> tuple[int, int]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise RuntimeError(f"another toktoktok run is using {work}; nothing removed") from None
+        if journal is not None:
+            fileset.recover(journal)
         shutil.rmtree(work)
     finally:
         if fd is not None:

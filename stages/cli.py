@@ -1,27 +1,41 @@
 """The command line: ``toktok run|ingest|train|export|plan|...`` and ``toktoktok -c CFG``.
 
-Exit codes (SPEC §7b): 0 done (warnings allowed), 1 a data or runtime
+Exit codes (docs/cli.md): 0 done (warnings allowed), 1 a data or runtime
 failure, 2 a usage or configuration error, 130 interrupted. Errors are one
 line on stderr; ``--verbose`` adds the Python traceback.
 """
 
 from __future__ import annotations
 
-import gc
+import os
+import signal
 import sys
-import traceback
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-import click
 
-import toktoktok
-from stages import pipeline
-from stages.progress import Progress
-from toktoktok import memory
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C before a command has begun (while Python loads the modules): one line,
+    exit 130, nothing was done."""
+    os.write(2, b"\ninterrupted: nothing was done\n")
+    os._exit(130)
 
-CONFIG_HELP = "the YAML configuration (SPEC §2)"
+
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)  # first thing: imports below take ~0.2 s
+
+import gc  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import click  # noqa: E402
+
+import toktoktok  # noqa: E402
+from stages import pipeline  # noqa: E402
+from stages.progress import Progress  # noqa: E402
+from toktoktok import memory  # noqa: E402
+
+CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
 
 
 def _fail(message: str, code: int, verbose: bool) -> None:
@@ -82,7 +96,7 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         _fail(os_message(exc), 1, verbose)
     except Exception as exc:  # noqa: BLE001 - the stages' own errors, then a last resort
         # looked up, not imported: importing the stages costs most of a second
-        expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("toktoktok.sources", "SourceError"),
+        expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("stages.artifacts", "DamagedArtifact"), *raised_by("toktoktok.sources", "SourceError"),
                     *raised_by("stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
         if isinstance(exc, expected):
             _fail(one_line(exc), 1, verbose)
@@ -191,6 +205,8 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
                + (" (up to date)" if m.get("skipped") else ""))
+    if m.get("hf"):
+        click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
 
 @toktok.command()
@@ -202,7 +218,9 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
     Reads the config and its sources (compressed files are decompressed as a
     stream to measure their text). Writes nothing: no output or work folder,
     no lock. Prints the effective configuration (defaults filled in, paths
-    resolved) as YAML; per phase, its files with format, size on disk and
+    resolved) as YAML; the id layout (bytes, hardcoded merges or the warm
+    start's base, each phase, special tokens, padding: first and last id of
+    each); per phase, its files with format, size on disk and
     text bytes, the totals, whether the phase will be sampled and at what
     share, and its expected peak memory; then the run's expected peak memory.
     """
@@ -344,7 +362,9 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
         if not confirmed:
             click.echo(f"kept {work}")
             return
-    _guarded(lambda: remove_work_dir(work), verbose)
+    from stages.workdir import publish_journal
+
+    _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
     click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
 
 
@@ -358,12 +378,47 @@ def _plain_warnings() -> None:
     warnings.showwarning = show
 
 
-def main() -> None:
-    """Entry point of ``toktok``."""
+def _start(command: click.Command, prog_name: str) -> None:
+    """Run a click command so that every Ctrl-C, whenever it comes, ends the same
+    way: one line and exit 130 (click alone would say "Aborted!" and exit 1
+    for an interrupt it catches first)."""
     _plain_warnings()
     gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
     memory.configure_allocators()
-    toktok(prog_name="toktok")
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, KeyboardInterrupt
+    try:
+        code = _run_command(command, prog_name)
+    finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def _run_command(command: click.Command, prog_name: str) -> int:
+    """``command`` with click's own handling of errors, as an exit code."""
+    try:
+        code = command.main(prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Abort as exc:
+        if not isinstance(exc.__context__ or exc.__cause__, KeyboardInterrupt):
+            click.echo("error: aborted", err=True)
+            return 1
+        click.echo("\ninterrupted: stopped before any work was done", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: stopped before any work was done", err=True)
+        return 130
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except SystemExit as exc:  # the commands' own exits (_fail, Ctrl-C in _guarded)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    """Entry point of ``toktok``."""
+    _start(toktok, "toktok")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -377,7 +432,4 @@ def _legacy(config: Path, verbose: bool, force: bool) -> None:
 
 def legacy_main() -> None:
     """Entry point of ``toktoktok``."""
-    _plain_warnings()
-    gc.freeze()
-    memory.configure_allocators()
-    _legacy(prog_name="toktoktok")
+    _start(_legacy, "toktoktok")

@@ -33,15 +33,36 @@ import pyarrow as pa
 
 from stages import artifacts
 from toktoktok import counts, sampling
-from toktoktok.config import Config, ConfigError, Phase, Source, config_error, default_work_dir
+from toktoktok.config import (
+    Config,
+    ConfigError,
+    Phase,
+    Source,
+    config_error,
+    default_work_dir,
+    resolve_vocab_size,
+)
 from toktoktok.loading import meta_path, split_name
 from toktoktok.sources import SourceError, list_source_files, text_bytes
 from toktoktok.vocab import Vocab
-from toktoktok.warm_start import load_base
+from toktoktok.warm_start import Base, load_base
 
 
 class MissingInput(Exception):
     """A stage's input artifacts are absent; the message says what to run first."""
+
+
+class DamagedInput(MissingInput):
+    """A stage's input artifact does not match its manifest; the message names the
+    file and the command that makes it anew."""
+
+
+def _verified(cfg: Config, folder: Path, manifest: dict[str, Any], redo: str) -> dict[str, Any]:
+    """``manifest``, once every output it lists is as written; else DamagedInput."""
+    damage = artifacts.damaged_output(folder, manifest)
+    if damage is not None:
+        raise DamagedInput(f"{damage}: run `{redo}` to make it anew")
+    return manifest
 
 
 # ---------------------------------------------------------------- places
@@ -101,9 +122,10 @@ def resolve_threads(threads: int) -> int:
 # ---------------------------------------------------------------- a phase's inputs
 
 
-def phase_files(phase: Phase) -> list[tuple[Source, Path]]:
-    """Every (source, file) of a phase, in config then path order."""
-    return [(src, path) for src in phase.sources for path in list_source_files(src)]
+def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None) -> list[tuple[Source, Path]]:
+    """Every (source, file) of a phase, in config then path order; ``skipped``
+    collects what a folder scan passed by (broken symbolic links)."""
+    return [(src, path) for src in phase.sources for path in list_source_files(src, skipped=skipped)]
 
 
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:
@@ -189,6 +211,8 @@ def base_description(cfg: Config) -> dict[str, Any]:
 
 def train_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
     """The settings a phase's training depends on (recorded in its manifest)."""
+    if phase.merges is None:  # a caller that skipped check_ready, which fits vocab_size
+        raise RuntimeError(f"phase '{phase.name}': its merges (the rest of vocab_size) are not known yet")
     return {
         "stage": "train",
         "phase": phase.slug,
@@ -204,30 +228,36 @@ def ingest_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
     manifest = artifacts.read_manifest(ingest_dir(cfg, phase))
     if manifest is None:
         raise MissingInput(f"phase '{phase.name}' has not been ingested: run `toktok ingest -c {cfg.path}` first")
-    return manifest
+    return _verified(cfg, ingest_dir(cfg, phase), manifest,
+                     f"toktok ingest -c {cfg.path} --phase '{phase.name}' --force")
+
+
+def train_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
+    """A phase's finished train manifest, its merges verified; MissingInput when it
+    was never trained."""
+    manifest = artifacts.read_manifest(train_dir(cfg, phase))
+    if manifest is None:
+        raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
+    return _verified(cfg, train_dir(cfg, phase), manifest,
+                     f"toktok train -c {cfg.path} --phase '{phase.name}' --force")
 
 
 def train_key(cfg: Config, phase: Phase) -> str:
     """What a phase's merges depend on: its pieces, the earlier phases, settings."""
     before = []
     for earlier in cfg.phases[: phase.index - 1]:
-        manifest = artifacts.read_manifest(train_dir(cfg, earlier))
-        if manifest is None:
-            raise MissingInput(f"phase '{earlier.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-        before.append(artifacts.outputs_key(manifest))
+        before.append(artifacts.outputs_key(train_manifest(cfg, earlier)))
     pieces = artifacts.outputs_key(ingest_manifest(cfg, phase))
     return artifacts.key_of({**train_settings(cfg, phase), "pieces": pieces, "before": before})
 
 
 def current_train_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
     """A phase's train manifest, if it matches its inputs now; else MissingInput."""
-    if artifacts.read_manifest(train_dir(cfg, phase)) is None:
-        raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-    key = train_key(cfg, phase)
-    if not artifacts.is_current(train_dir(cfg, phase), key):
+    manifest = train_manifest(cfg, phase)
+    if manifest.get("key") != train_key(cfg, phase):
         raise MissingInput(f"phase '{phase.name}' is not trained on its current inputs (an earlier phase or its "
                            f"settings changed): run `toktok train -c {cfg.path}` first")
-    return artifacts.read_manifest(train_dir(cfg, phase))
+    return manifest
 
 
 # ---------------------------------------------------------------- upstream artifacts
@@ -250,13 +280,18 @@ def phase_inventory(cfg: Config, phase: Phase, manifest: dict[str, Any] | None =
 
 
 def heldout_texts(cfg: Config, phase: Phase) -> list[str]:
-    """A phase's held-out documents (none when it has no held-out file)."""
-    path = ingest_dir(cfg, phase) / "heldout.arrow"
-    return artifacts.read_ipc(path)["text"].to_pylist() if path.is_file() else []
+    """A phase's held-out documents (none when it has no held-out file), verified
+    against its ingest manifest."""
+    manifest = ingest_manifest(cfg, phase)
+    if not any(o["name"] == "heldout.arrow" for o in manifest["outputs"]):
+        return []
+    return artifacts.read_ipc(ingest_dir(cfg, phase) / "heldout.arrow")["text"].to_pylist()
 
 
 def phase_merges(cfg: Config, phase: Phase) -> pa.Table:
-    """A phase's ``merges.arrow``: rank, left, right, bytes, count."""
+    """A phase's ``merges.arrow``: rank, left, right, bytes, count (verified
+    against its train manifest)."""
+    train_manifest(cfg, phase)
     return artifacts.read_ipc(train_dir(cfg, phase) / "merges.arrow")
 
 
@@ -294,16 +329,25 @@ def inventory_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarra
 # ---------------------------------------------------------------- before any work
 
 
-def check_ready(cfg: Config) -> list[str]:
-    """Everything that can be checked before work starts; returns warnings.
+def check_ready(cfg: Config) -> tuple[Config, list[str]]:
+    """Everything that can be checked before work starts; returns the config
+    with every phase's merges known, and warnings.
 
     Raises ConfigError naming the key (and its YAML line) for a warm start
     that is not a usable vocabulary, a source with no readable file (with
     ``on_bad_file: fail``: any listed file that cannot be opened, or a broken
     symbolic link), and an output or work folder that cannot be written.
+
+    With a warm start, ``vocab_size`` is fitted here, where the base is read
+    (the loader knows the size of every other block, and reading a base of
+    100,000 tokens takes a second that ``--help`` and a typo should not wait
+    for): its size is its highest id + 1, gaps and special tokens included.
+    A ``hf:`` role naming one of the base's own special tokens is checked here too.
     """
     if cfg.warm_start is not None:
-        _check_warm_start(cfg)
+        base = _check_warm_start(cfg)
+        cfg = resolve_vocab_size(cfg, base_size=len(base.vocab), base_specials=base.special_tokens)
+        _check_hf_roles(cfg, base.special_tokens)
     warnings = list(cfg.warnings)
     strict = cfg.on_bad_file == "fail"
     for phase in cfg.phases:
@@ -314,10 +358,20 @@ def check_ready(cfg: Config) -> list[str]:
             except (SourceError, OSError) as exc:
                 raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
     _check_writable(cfg)
-    return warnings
+    return cfg, warnings
 
 
-def _check_warm_start(cfg: Config) -> None:
+def _check_hf_roles(cfg: Config, base_specials: dict[str, int]) -> None:
+    """Each ``hf:`` role names a special token of the config or of the warm start."""
+    declared = set(cfg.special_tokens) | set(base_specials)
+    for role, token in (cfg.hf.roles if cfg.hf else {}).items():
+        if token is not None and token not in declared:
+            known = ", ".join(repr(t) for t in sorted(declared)) or "none are declared"
+            raise config_error(cfg.path, ("hf", role), f"is {token!r}, not a declared special token "
+                                                       f"(special tokens of the config and the warm start: {known})")
+
+
+def _check_warm_start(cfg: Config) -> Base:
     """The base vocabulary must be valid and leave room for the new special tokens."""
     from toktoktok.tiktoken_file import validate_special_tokens
 
@@ -338,6 +392,7 @@ def _check_warm_start(cfg: Config) -> None:
         validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
     except ValueError as exc:
         raise config_error(cfg.path, ("special_tokens",), f"do not fit the warm start's: {exc}") from exc
+    return base
 
 
 def _check_writable(cfg: Config) -> None:

@@ -149,18 +149,18 @@ def test_config_nesting_check_uses_the_linear_search(project: Path, monkeypatch)
 
 
 def test_padding_draws_each_reserved_name_once(monkeypatch) -> None:
-    """special_ids_for draws at most padding + tokens names: 65,535 at the bound."""
-    from stages import export
+    """special_ids draws at most padding + tokens names: 65,535 at the bound."""
+    from toktoktok import vocab
 
     drawn = []
-    monkeypatch.setattr(export, "reserved_name", lambda k: drawn.append(k) or f"<|reserved_special_token_{k}|>")
-    ids = export.special_ids_for(["<|endoftext|>"], 1, pad_to=65536)
+    monkeypatch.setattr(vocab, "reserved_name", lambda k: drawn.append(k) or f"<|reserved_special_token_{k}|>")
+    ids = vocab.special_ids(["<|endoftext|>"], 1, pad_to=65536)
     assert len(ids) == 65535 and max(ids.values()) == 65535 and len(drawn) == 65534
     drawn.clear()
-    taken = {f"<|reserved_special_token_{k}|>" for k in range(0, 2000, 2)}
-    ids = export.special_ids_for(["<|reserved_special_token_1|>"], 1000, pad_to=4096, taken=taken)
-    assert len(ids) == 3096 and len(drawn) <= 3096 + len(taken) + 1
-    assert not taken & set(ids) and sorted(ids.values()) == list(range(1000, 4096))
+    kept = {f"<|reserved_special_token_{k}|>": 10 + k for k in range(0, 2000, 2)}
+    ids = vocab.special_ids(["<|reserved_special_token_1|>"], 3000, kept=kept, pad_to=4096)
+    assert len(ids) == 1096 + len(kept) and len(drawn) <= 1096 + len(kept) + 1
+    assert sorted(v for v in ids.values() if v >= 3000) == list(range(3000, 4096))
 
 
 class CountingEncoding:
@@ -182,7 +182,8 @@ class CountingEncoding:
 
 def _round_trip_work(n: int) -> tuple[int, int]:
     import toktoktok
-    from stages.export import SAMPLES, round_trip_failures, special_ids_for
+    from stages.export import SAMPLES, round_trip_failures
+    from toktoktok.vocab import special_ids as special_ids_for
     from toktoktok.tiktoken_file import write_tiktoken
 
     folder = Path(__import__("tempfile").mkdtemp())
@@ -216,7 +217,7 @@ def test_the_bound_itself_completes() -> None:
 def _encoder_with_specials(n: int):
     import tiktoken
 
-    from stages.export import special_ids_for
+    from toktoktok.vocab import special_ids as special_ids_for
 
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b" <": 257, b"|>": 258}
     specials = special_ids_for(["<|endoftext|>", "<|im_start|>"], 259, pad_to=n)

@@ -153,11 +153,13 @@ def test_count_texts_stops_at_the_first_miss() -> None:
     """A pattern the probe passes but a document defeats (ž is no probe character)."""
     pattern = resolve_pattern(r"[^\sž]+|\s+")
     assert count_texts(["plain text"], pattern)[1] == [1, 1, 1]
-    with pytest.raises(PatternMiss, match=r"leaves 'ž' \(U\+017E, category Ll\) unmatched at byte 10 of the text starting"):
-        count_texts(["fine", "éé <|x|>ž and ž"], pattern, ["<|x|>"])  # 2 + 2 + 1 + 5 bytes before it
+    with pytest.raises(PatternMiss, match=r"leaves 'ž' \(U\+017E, category Ll\) unmatched, after 'éé <\|x\|>'") as info:
+        count_texts(["fine", "éé <|x|>ž and ž"], pattern, ["<|x|>"])
+    assert (info.value.index, info.value.offset) == (1, 8)  # the second text, its 9th character
     empty = resolve_pattern(r"[^\sž]+|\s+|(?=ž)")
-    with pytest.raises(PatternMiss, match="matches the empty string at byte 3 of the text starting"):
+    with pytest.raises(PatternMiss, match="matches the empty string, after 'abc'") as info:
         count_texts(["abcž"], empty)
+    assert (info.value.index, info.value.offset) == (0, 3)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -169,6 +171,6 @@ def test_ingest_stops_naming_the_file_and_offset(tmp_path: Path, corpus: Path, t
     result = cli("run", "-c", config)
     assert result.code == 1, result.err
     line = error_line(result.err)
-    assert f"{corpus / 'b.txt'}: the pattern leaves 'ž'" in line and "at byte 2 of the text starting 'zaž'" in line
+    assert f"{corpus / 'b.txt'}: the pattern leaves 'ž'" in line and "at character 2 of what this file trains on" in line
     assert "Traceback" not in result.err and "PanicException" not in result.err
     assert not (tmp_path / "p" / "out" / "tok.tiktoken").exists()

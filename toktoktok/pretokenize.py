@@ -1,4 +1,4 @@
-"""Pre-tokenization: special tokens, safe cut places, and pieces (SPEC §4).
+"""Pre-tokenization: special tokens, safe cut places, and pieces (docs/pretokenization.md).
 
 Three pure text tools, shared by ingest and by the tests:
 
@@ -98,7 +98,8 @@ def split_special(text: str | bytes, special_tokens: Sequence[str]) -> list:
     return [seg for seg in _special_regex(tokens, isinstance(text, bytes)).split(text) if seg]
 
 
-def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> list[str]:
+def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = (), *,
+           timeout: float | None = None) -> list[str]:
     """The pattern's matches over each segment between special tokens.
 
         >>> from toktoktok.patterns import resolve_pattern
@@ -109,22 +110,28 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = ()) -> l
     out: list[str] = []
     for seg in split_special(text, special_tokens):
         if compiled.groups:  # a custom regex with groups: keep whole matches
-            out.extend(m.group() for m in compiled.finditer(seg))
+            out.extend(m.group() for m in compiled.finditer(seg, timeout=timeout))
         else:
-            out.extend(compiled.findall(seg))
+            out.extend(compiled.findall(seg, timeout=timeout))
     return out
 
 
 class PatternMiss(ValueError):
-    """A document where the pattern matched the empty string or left text
-    unmatched (tiktoken would panic on the first and drop the second): the run
-    stops there. The message names the byte offset in the text a worker was
-    given (a row, or a run of a ``.txt`` file's training documents, which a
-    custom pattern matches as one stream) and how that text starts; ingest
-    adds the file."""
+    """The pattern matched the empty string or left text unmatched in
+    ``texts[index]`` at character ``offset`` (tiktoken would panic on the first
+    and drop the second): the run stops there. ``words`` says what happened and
+    where, in a few words; ingest adds the file and the offset in it."""
+
+    def __init__(self, words: str, index: int = 0, offset: int = 0) -> None:
+        super().__init__(words, index, offset)
+        self.words, self.index, self.offset = words, index, offset
+
+    def __str__(self) -> str:
+        return self.words
 
 
-def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = ()) -> tuple[list[bytes], list[int]]:
+def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = (), *,
+                timeout: float | None = None) -> tuple[list[bytes], list[int]]:
     """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).
 
     This runs in ingest's worker processes for patterns without the numba
@@ -148,20 +155,21 @@ def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence
         for seg in split_special(text, special_tokens):
             covered += len(seg)
             if compiled.groups:  # a custom regex with groups: keep whole matches
-                counted.update(m.group() for m in compiled.finditer(seg))
+                counted.update(m.group() for m in compiled.finditer(seg, timeout=timeout))
             else:
-                counted.update(compiled.findall(seg))
+                counted.update(compiled.findall(seg, timeout=timeout))
     if "" in counted or sum(len(p) * n for p, n in counted.items()) != covered:
-        misses = (_miss(compiled, text, special_tokens) for text in texts)
+        misses = (_miss(compiled, text, special_tokens, i) for i, text in enumerate(texts))
         raise next((m for m in misses if m is not None), PatternMiss("the pattern does not tile a batch"))
     return [p.encode("utf-8", "surrogatepass") for p in counted], list(counted.values())
 
 
-def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str]) -> PatternMiss | None:
+def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str], index: int = 0) -> PatternMiss | None:
     """The first place in ``text`` (special tokens left out) the pattern does not tile, or None.
 
-        >>> print(_miss(regex.compile(r"[a-z]+|\\s+"), "ok <|e|>fine, no", ["<|e|>"]))
-        the pattern leaves ',' (U+002C, category Po) unmatched at byte 12 of the text starting 'ok <|e|>fine, no': tiktoken would drop that text; stopping (fix the pattern)
+        >>> miss = _miss(regex.compile(r"[a-z]+|\\s+"), "ok <|e|>fine, no", ["<|e|>"])
+        >>> print(miss, miss.offset)
+        the pattern leaves ',' (U+002C, category Po) unmatched, after 'ok <|e|>fine': tiktoken would drop that text 12
     """
     from toktoktok.patterns import first_miss, miss_words
 
@@ -177,10 +185,9 @@ def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str]
             continue
         at = start + miss[0]
         what = miss_words(text[start:end], *miss)
-        byte = len(text[:at].encode("utf-8", "surrogatepass"))
-        shown = repr(text[:40] + ("..." if len(text) > 40 else ""))
-        return PatternMiss(f"the pattern {what} at byte {byte} of the text starting {shown}: tiktoken would "
-                           f"{'panic there' if miss[0] == miss[1] else 'drop that text'}; stopping (fix the pattern)")
+        harm = "panic there" if miss[0] == miss[1] else "drop that text"
+        return PatternMiss(f"the pattern {what}, after {text[max(0, at - 30):at]!r}: tiktoken would {harm}",
+                           index, at)
     return None
 
 

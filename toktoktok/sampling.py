@@ -100,3 +100,58 @@ def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) ->
     of the sample. (Until this version it was a blake2b of each document's place;
     ``RULE`` is in ingest's key, so a work folder made before is ingested again.)"""
     return chosen(seed, slug, file_index, doc, share, salt=HELDOUT)
+
+
+HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most (the document that crosses it is cut)
+TRAIN, HELD, LEFT_OUT = 0, 1, 2  # a document's fate (``document_fates``)
+
+
+def document_fates(
+    sizes: np.ndarray | list[int],
+    *,
+    seed: int,
+    slug: str,
+    file_index: int = 0,
+    first: int = 0,
+    heldout_share: float,
+    sample_share: float = 1.0,
+    heldout_cap: int = HELDOUT_CAP_BYTES,
+    heldout_bytes: int = 0,
+) -> tuple[np.ndarray, int]:
+    """Each document's fate, in reading order: ``HELD`` (held out), ``TRAIN`` or
+    ``LEFT_OUT`` (not in the sample); and the phase's held-out bytes after them.
+
+    ``sizes``: the UTF-8 bytes of documents ``first, first + 1, ...`` of file
+    ``file_index`` of the phase ``slug``; ``heldout_bytes``: what the phase
+    held out before them (earlier files, earlier calls). A document is held
+    out if its held-out hash falls in ``heldout_share`` while the phase has
+    held out less than ``heldout_cap`` bytes; the one that crosses the cap is
+    still held out (cut at the cap, so the phase never holds more). Every
+    other document is trained on if its sample hash falls in ``sample_share``.
+    This is the rule ingest applies as it reads; the choice needs the sizes
+    only for the cap.
+
+    Since the held-out bytes only grow, the held-out documents are the
+    candidates up to the one that reaches the cap: one cumulative sum, no
+    loop over documents.
+
+        >>> fates, held = document_fates([500, 2000, 700, 300, 900, 100], seed=0, slug="01-train",
+        ...                              heldout_share=0.5, sample_share=0.5, heldout_cap=2400)
+        >>> fates.tolist(), held
+        ([1, 1, 0, 2, 0, 2], 2400)
+
+    Documents 0, 1, 3 and 4 are held-out candidates: 0 and 1 are held out (1
+    crosses the cap: ingest keeps its first 1,900 bytes), and by 3 the cap is
+    reached, so 3 and 4 go to the sample like the others, where 3 and 5 are
+    left out.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    count = len(sizes)
+    candidate = chosen_many(file_key(seed, slug, file_index, HELDOUT), first, count, heldout_share)
+    sampled = chosen_many(file_key(seed, slug, file_index, SAMPLE), first, count, sample_share)
+    fates = np.where(sampled, TRAIN, LEFT_OUT).astype(np.uint8)
+    where = np.flatnonzero(candidate)
+    before = heldout_bytes + np.cumsum(sizes[where]) - sizes[where]  # held out before each candidate
+    held = where[before < heldout_cap]
+    fates[held] = HELD
+    return fates, min(heldout_cap, heldout_bytes + int(sizes[held].sum()))

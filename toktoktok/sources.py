@@ -1,4 +1,4 @@
-"""Reading source files into documents (SPEC §2 and §4).
+"""Reading source files into documents (docs/configuration.md and docs/pretokenization.md).
 
 A source is a file or a directory scanned recursively for ``.txt``,
 ``.jsonl``, ``.parquet``, and ``.txt``/``.jsonl`` compressed as ``.zst`` or
@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import codecs
 import errno
-import fnmatch
+import functools
+import itertools
 import gzip
 import json
 import os
@@ -103,6 +104,7 @@ class ReadStats:
     documents: int = 0
     replaced_chars: int = 0  # U+FFFD inserted for invalid UTF-8
     files: int = 0  # files read to the end
+    recoded_files: int = 0  # files whose byte order mark said UTF-16 or UTF-32: decoded as such
 
 
 # ---------------------------------------------------------------- listing
@@ -163,22 +165,70 @@ def _walk_files(root: Path) -> Iterator[tuple[Path, bool]]:
 
 def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
     """include (empty = all) and not exclude, globs on the relative posix path."""
-    if include and not any(fnmatch.fnmatchcase(rel, g) for g in include):
+    if include and not any(glob_match(rel, g) for g in include):
         return False
-    return not any(fnmatch.fnmatchcase(rel, g) for g in exclude)
+    return not any(glob_match(rel, g) for g in exclude)
 
 
-def list_source_files(source: Source, *, strict: bool = False) -> list[Path]:
+def glob_match(rel: str, pattern: str) -> bool:
+    """Whether the ``/``-separated relative path ``rel`` matches ``pattern``.
+
+    ``*`` and ``?`` never cross ``/``; ``**/`` is zero or more folders (and a
+    final ``**`` anything); ``[...]`` is a set of characters; a pattern
+    without ``/`` matches a file's name at any depth.
+
+        >>> [glob_match(p, "**/*.txt") for p in ("a.txt", "x/a.txt", "x/y/a.txt", "a.md")]
+        [True, True, True, False]
+        >>> [glob_match(p, "*.txt") for p in ("a.txt", "x/a.txt")], glob_match("x/a.txt", "x/*")
+        ([True, True], True)
+        >>> glob_match("x/y/a.txt", "x/*"), glob_match("x/y/a.txt", "x/**")
+        (False, True)
+    """
+    if "/" not in pattern:
+        rel = rel.rpartition("/")[2]
+    return _glob_regex(pattern).fullmatch(rel) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> regex.Pattern:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1 : end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(regex.escape(pattern[i]))
+            i += 1
+    return regex.compile("".join(out), regex.DOTALL)
+
+
+def list_source_files(source: Source, *, strict: bool = False,
+                      skipped: list[dict[str, str]] | None = None) -> list[Path]:
     """The files a source reads, in a deterministic order.
 
     A ``file:`` source is itself; a ``path:`` directory is scanned
     recursively for supported files, filtered by the include/exclude globs
-    (``fnmatch`` on the path relative to the directory, ``/`` separated;
-    ``*`` also matches ``/``) and sorted by that relative path.
+    (``glob_match`` on the path relative to the directory, ``/`` separated)
+    and sorted by that relative path.
 
     ``strict``: a selected symbolic link that leads to no file, or a listed
     file that cannot be opened for reading, raises SourceError naming it
-    (by default the first is skipped and the second fails when read).
+    (by default the first is skipped, and listed in ``skipped`` when given,
+    and the second fails when read).
     """
     path = Path(source.path)
     if not source.is_dir:
@@ -198,6 +248,8 @@ def list_source_files(source: Source, *, strict: bool = False) -> list[Path]:
                 found.append((rel, file))
             elif strict:
                 raise SourceError(f"{file}: {_broken_link(file)}")
+            elif skipped is not None:
+                skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
     files = _unique_real(sorted(found))
     if not files:
         raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
@@ -290,14 +342,56 @@ def _zstd_outputs(path: Path, fh: BinaryIO) -> Iterator[bytes]:
         raise SourceError(f"{path}: truncated or empty zstd data (the last frame is incomplete)")
 
 
-def raw_chunks(path: Path, size: int) -> Iterator[bytes]:
-    """The file's bytes, decompressed, in chunks of about ``size`` bytes."""
+def raw_chunks(path: Path, size: int, stats: ReadStats | None = None) -> Iterator[bytes]:
+    """The file's bytes, decompressed, in chunks of about ``size`` bytes; a file
+    whose byte order mark says UTF-16 or UTF-32 comes as UTF-8 (``recoded``)."""
     compression = file_format(path)[1]
     if compression == "zst":
-        return _zstd_chunks(path, size)
-    if compression == "gz":
-        return _gzip_chunks(path, size)
-    return _plain_chunks(path, size)
+        chunks = _zstd_chunks(path, size)
+    elif compression == "gz":
+        chunks = _gzip_chunks(path, size)
+    else:
+        chunks = _plain_chunks(path, size)
+    return recoded(chunks, stats)
+
+
+# UTF-32 first: its little-endian mark begins with UTF-16's
+_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+              (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def recoded(chunks: Iterable[bytes], stats: ReadStats | None = None) -> Iterator[bytes]:
+    """``chunks`` as they are, or, when they begin with a UTF-16 or UTF-32 byte
+    order mark, decoded as that encoding (invalid units replaced) and given as
+    UTF-8: such a text must never be trained on as bytes (every other byte 0).
+
+        >>> b"".join(recoded([b"\\xff\\xfeh\\x00", b"i\\x00"]))
+        b'hi'
+        >>> b"".join(recoded([b"plain"]))
+        b'plain'
+    """
+    chunks = iter(chunks)
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= 4:
+            break
+    encoding = next((enc for bom, enc in _WIDE_BOMS if head.startswith(bom)), None)
+    if encoding is None:
+        if head:
+            yield head
+        yield from chunks
+        return
+    if stats is not None:
+        stats.recoded_files += 1
+    decoder = codecs.getincrementaldecoder(encoding)("replace")  # it drops the mark itself
+    for chunk in itertools.chain([head], chunks):
+        text = decoder.decode(chunk)
+        if text:
+            yield text.encode("utf-8", "surrogatepass")
+    rest = decoder.decode(b"", final=True)
+    if rest:
+        yield rest.encode("utf-8", "surrogatepass")
 
 
 # ------------------------------------------------------------ decoding
@@ -403,7 +497,7 @@ def _txt_windows(path: Path, block_bytes: int, stats: ReadStats) -> Iterator[Txt
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
     started = False
-    for chunk in raw_chunks(path, block_bytes):
+    for chunk in raw_chunks(path, block_bytes, stats):
         stats.bytes_read += len(chunk)
         if not started:
             pending += chunk
@@ -501,7 +595,7 @@ def _jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
 
 def _jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
     doc = 0
-    for lineno, raw in enumerate(_iter_lines(_counted(raw_chunks(path, block_chars), stats)), 1):
+    for lineno, raw in enumerate(_iter_lines(_counted(raw_chunks(path, block_chars, stats), stats)), 1):
         line = _decode_line(raw, stats)
         if lineno == 1:
             line = line.removeprefix("\ufeff")
@@ -637,11 +731,18 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
                 for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[text_column], use_threads=False):
                     total += pc.sum(pc.binary_length(_as_strings(batch.column(0)))).as_py() or 0
             return total
-        if compression is None:
+        if compression is None and not _wide_bom(path):
             return path.stat().st_size
         return sum(len(chunk) for chunk in raw_chunks(path, 1 << 22))
     except _READ_ERRORS as exc:
         raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
+
+
+def _wide_bom(path: Path) -> bool:
+    """Whether a plain file starts with a UTF-16 or UTF-32 byte order mark."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    return any(head.startswith(bom) for bom, _ in _WIDE_BOMS)
 
 
 def _reason(exc: BaseException) -> str:

@@ -43,6 +43,7 @@ chunk files); this module runs them for a phase and writes the manifest.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -50,7 +51,7 @@ from typing import Any
 import pyarrow as pa
 
 from stages import artifacts, workdir
-from stages.ingest.batching import Batcher, Workers, load_kernels
+from stages.ingest.batching import Batcher, PatternMissAt, PatternTooSlow, Workers, load_kernels
 from stages.ingest.chunking import Chunker, chunk_bytes
 from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
@@ -59,17 +60,82 @@ from toktoktok.config import Config, Phase
 from toktoktok.sources import SourceError
 
 
+SPECIAL_WARN_SHARE = 0.001  # a special token found this often per document, if also a word, is warned about
+
+
+def special_token_warnings(cfg: Config, phase: Phase, found: dict[str, int], documents: int) -> list[str]:
+    """Special tokens cut out of the text that look like ordinary text: the pattern
+    returns one as a single piece (``"the"``, ``" "``) and it occurs at least
+    ``SPECIAL_WARN_SHARE`` times per document of the phase. (Occurrences, not
+    documents holding them, are counted: a bound from above, decided so that
+    counting stays one pass in the workers.)"""
+    from toktoktok.pretokenize import pieces
+
+    out = []
+    for tok, n in found.items():
+        if n and n >= SPECIAL_WARN_SHARE * max(documents, 1) and pieces(tok, cfg.pattern) == [tok]:
+            out.append(f"special token {tok!r} occurs {n} times in phase '{phase.name}' ({documents} documents): "
+                       "the pattern reads it as an ordinary piece of text, and every occurrence is cut out of "
+                       "the training text; is it meant to be a special token?")
+    return out
+
+
+class PatternTimeoutError(RuntimeError):
+    """A custom pattern too slow on a document (exit 1, whatever ``on_bad_file``
+    says: a tokenizer must not depend on the machine's load)."""
+
+
+class PatternMissError(ValueError):
+    """A custom pattern matched the empty string or left a character unmatched in
+    a document (exit 1, whatever ``on_bad_file`` says: tiktoken would panic on
+    the first and silently drop the second)."""
+
+
+def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
+              progress: Progress, share: float) -> Batcher:
+    """Read every file of the phase through the workers; returns the batcher (its
+    counters). A bad file is skipped with ``on_bad_file: skip``: what it had
+    counted is taken back out of the tally unless part of it was already written."""
+    with Workers(cfg) as pool:
+        batcher = Batcher(cfg, chunker, pool)
+        chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
+        for index, (src, path) in enumerate(files):
+            held_before, counted_before = len(heldout), dataclasses.replace(tally)
+            try:
+                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
+                batcher.file_done()
+                tally.files += 1
+            except (SourceError, FileNotFoundError) as exc:
+                if cfg.on_bad_file == "fail":
+                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+                dropped = batcher.discard(index)
+                del heldout[held_before:]
+                if dropped:  # nothing of it was written: the counts go back to what they were
+                    bad = tally.bad_files
+                    for f in dataclasses.fields(tally):
+                        setattr(tally, f.name, getattr(counted_before, f.name))
+                    tally.bad_files = bad
+                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
+                progress.note(f"skipped bad file {path}: {exc}")
+        batcher.drain()
+    return batcher
+
+
 def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """Ingest one phase unless its artifacts are current; returns its manifest."""
     folder = workdir.ingest_dir(cfg, phase)
-    files = workdir.phase_files(phase)
+    skipped_links: list[dict[str, str]] = []  # broken symbolic links a folder scan passed by
+    files = workdir.phase_files(phase, skipped=skipped_links if cfg.on_bad_file == "skip" else None)
     fingerprints = [workdir.fingerprint(src, path) for src, path in files]
     started = time.perf_counter()
     sizes = workdir.measure_text(cfg, phase, files, fingerprints)
     share = workdir.phase_share(cfg, sizes)
     key = workdir.ingest_key(cfg, phase, fingerprints, share)
-    if not force and artifacts.is_current(folder, key):
+    stale = artifacts.stale_reason(folder, key)
+    if not force and stale is None:
         return {**artifacts.read_manifest(folder), "skipped": True}
+    if artifacts.is_damage(stale):
+        progress.note(f"warning: {stale}: ingesting phase '{phase.name}' again")
     if share < 1:
         progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MB of text, more than "
                       f"working_set_mb ({cfg.working_set_mb}): sampling {share:.1%} of its documents")
@@ -81,24 +147,22 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     chunker = Chunker(folder, chunk_bytes(cfg))
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
-    with Workers(cfg) as pool:
-        batcher = Batcher(cfg, chunker, pool)
-        chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
-        for index, (src, path) in enumerate(files):
-            held_before = len(heldout)
-            batcher.paths[index] = path
-            try:
-                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
-                batcher.file_done()
-                tally.files += 1
-            except (SourceError, FileNotFoundError) as exc:
-                if cfg.on_bad_file == "fail":
-                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
-                dropped = batcher.discard(index)
-                del heldout[held_before:]
-                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
-                progress.note(f"skipped bad file {path}: {exc}")
-        batcher.drain()
+    try:
+        batcher = _read_all(cfg, phase, files, chunker, tally, heldout, progress, share)
+    except PatternMissAt as exc:
+        raise PatternMissError(
+            f"{files[exc.file_index][1]}: {exc.words}, at character {exc.offset} of what this file trains on; "
+            "a pattern must match every character, never the empty string: stopping") from None
+    except PatternTooSlow as exc:
+        raise PatternTimeoutError(
+            f"{files[exc.file_index][1]}: the pattern took more than {exc.seconds:.3g} s (pattern_timeout_s: "
+            f"{cfg.pattern_timeout_s:g} per MiB) on the text at character {exc.offset} of what this file trains "
+            "on; a pattern that backtracks without end cannot train a tokenizer") from None
+    tally.forced_cuts += batcher.forced_cuts
+    tally.bad_files[:0] = skipped_links
+    warnings = special_token_warnings(cfg, phase, batcher.specials_found, tally.documents)
+    for warning in warnings:
+        progress.note(f"warning: {warning}")
     chunker.flush()
     progress.done()
     held_table = pa.table({"text": pa.array(heldout, type=pa.large_string())})
@@ -112,7 +176,9 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         "sample": {"working_set_mb": cfg.working_set_mb, "capacity_bytes": sampling.capacity(cfg.working_set_mb),
                    "text_bytes": sum(s or 0 for s in sizes), "share": share},
         "outputs": outputs,
-        "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs)},
+        "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs),
+                   "special_tokens_found": batcher.specials_found},
+        "warnings": warnings,
         # kernels: loading numba's code; ingest: reading, cutting, counting, writing
         "seconds": {"kernels": round(loaded - loading, 3),
                     "ingest": round(time.perf_counter() - started - (loaded - loading), 3),

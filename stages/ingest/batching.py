@@ -9,15 +9,15 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from multiprocessing import get_context
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from stages.ingest.chunking import Chunker
-from stages.ingest_worker import count_in_worker, ignore_sigint
+from stages.ingest_worker import PatternTimeout, count_in_worker, ignore_sigint
 from stages.workdir import resolve_threads
 from toktoktok import counts, documents, scanner
 from toktoktok.config import Config
@@ -25,6 +25,25 @@ from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import PatternMiss, split_special
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
+
+
+class PatternTooSlow(RuntimeError):
+    """A custom pattern ran past ``pattern_timeout_s`` on a document; the stage
+    names the file (``file_index``) and where its text starts."""
+
+    def __init__(self, file_index: int, offset: int, seconds: float) -> None:
+        super().__init__(file_index, offset, seconds)
+        self.file_index, self.offset, self.seconds = file_index, offset, seconds
+
+
+class PatternMissAt(ValueError):
+    """A custom pattern matched the empty string or left text unmatched
+    (``PatternMiss``) at character ``offset`` of what file ``file_index`` trains
+    on; the stage names the file."""
+
+    def __init__(self, file_index: int, offset: int, words: str) -> None:
+        super().__init__(file_index, offset, words)
+        self.file_index, self.offset, self.words = file_index, offset, words
 
 
 def batch_chars(cfg: Config) -> int:
@@ -53,13 +72,31 @@ def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[s
     """
     if special_tokens:  # a view of a .txt window is split as bytes
         texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
+        found = special_occurrences(texts, special_tokens)
     segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
                 for text in texts for seg in split_special(text, special_tokens)]
     seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
     np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
     joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
     buf = np.frombuffer(joined, dtype=np.uint8)
-    return counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+    table = counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+    return (table, found) if special_tokens else table
+
+
+def special_occurrences(texts: list, special_tokens: tuple[str, ...]) -> dict[str, int]:
+    """How often each special token occurs in ``texts`` (str or bytes): they are cut
+    out of the training text, so a token that is also an ordinary word is worth a
+    warning (see ``stages.ingest``).
+
+        >>> special_occurrences(["a<|e|>b<|e|>", b"<|e|>"], ("<|e|>", "<|x|>"))
+        {'<|e|>': 3, '<|x|>': 0}
+    """
+    found = dict.fromkeys(special_tokens, 0)
+    encoded = {tok: tok.encode("utf-8") for tok in special_tokens}
+    for text in texts:
+        for tok in special_tokens:
+            found[tok] += text.count(encoded[tok] if isinstance(text, bytes) else tok)
+    return found
 
 
 
@@ -101,8 +138,11 @@ class Batcher:
         self.chars = 0
         self.weight = 1.0
         self.file_index = 0
-        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int]] = []
-        self.paths: dict[int, Path] = {}  # file index -> its path, to name it in an error
+        # (job, weight, file index, offset of its first text in the file's trained text, its texts' lengths)
+        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int, int, list[int]]] = []
+        self.sent_chars: dict[int, int] = {}  # characters of each file sent so far
+        self.forced_cuts = 0  # cuts of pieces longer than max_piece_bytes
+        self.specials_found: dict[str, int] = dict.fromkeys(cfg.special_tokens, 0)  # occurrences in the text
 
     def add(self, parts: list[str], weight: float, file_index: int) -> None:
         if weight != self.weight or file_index != self.file_index:
@@ -117,42 +157,62 @@ class Batcher:
     def send(self) -> None:
         if not self.texts:
             return
-        args = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
+        args: tuple = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
+        if self.count is count_in_worker:
+            args += (self.cfg.pattern_timeout_s,)
+        lengths = [len(t) for t in self.texts]
+        first = self.sent_chars.get(self.file_index, 0)
+        self.sent_chars[self.file_index] = first + sum(lengths)
         if self.pool is None:
-            job = self._named(lambda: self.count(*args), self.file_index)
+            job = self._counted(lambda: self.count(*args), self.file_index, first, lengths)
         else:
-            with sigint_ignored():  # a worker process spawned now inherits it: no traceback of its own
+            blocked = sigint_blocked() if isinstance(self.pool, ProcessPoolExecutor) else contextlib.nullcontext()
+            with blocked:  # a worker process spawned now holds Ctrl-C off until it ignores it
                 job = self.pool.submit(self.count, *args)
-        self.inflight.append((job, self.weight, self.file_index))
+        self.inflight.append((job, self.weight, self.file_index, first, lengths))
         self.texts, self.chars = [], 0
         limit = self.pool._max_workers + 1 if self.pool else 0  # bounded memory in flight
         while len(self.inflight) > limit:
             self._collect_one()
 
     def _collect_one(self) -> None:
-        job, weight, file_index = self.inflight.pop(0)
+        job, weight, file_index, first, lengths = self.inflight.pop(0)
         if job is None:  # a file ended here: chunk boundaries follow the data, not the timing
             self.chunker.file_done()
             return
-        table = self._named(job.result, file_index) if isinstance(job, Future) else job
-        if isinstance(table, tuple):  # (pieces, counts, pid, peak) from the regex path
-            found, numbers, pid, peak = table
+        table = self._counted(job.result, file_index, first, lengths) if isinstance(job, Future) else job
+        if isinstance(table, tuple) and len(table) == 2:  # (table, special tokens found) from the scanner
+            table, found = table
+            self._found(found)
+        elif isinstance(table, tuple):  # (pieces, counts, pid, peak, special tokens found) from the regex path
+            pieces, numbers, pid, peak, found = table
             if self.pool is not None:
                 self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
-            table = counts.from_lists(found, numbers)
+            table = counts.from_lists(pieces, numbers)
+            self._found(found)
+        table, cuts = counts.cut_long_pieces(table, self.cfg.max_piece_bytes)
+        self.forced_cuts += cuts
         self.chunker.add(counts.weighted(table, weight), file_index)
 
-    def _named(self, work, file_index: int):
-        """``work()``; a ``PatternMiss`` (the pattern matched the empty string or left
-        text unmatched, in a worker) is raised again with the file's name."""
+    def _found(self, found: dict[str, int]) -> None:
+        for tok, n in found.items():
+            self.specials_found[tok] = self.specials_found.get(tok, 0) + n
+
+    @staticmethod
+    def _counted(result: Any, file_index: int, first: int, lengths: list[int]) -> Any:
+        """``result()``, a too slow custom pattern turned into ``PatternTooSlow``
+        with the file and the character offset of the text it choked on, and a
+        ``PatternMiss`` into ``PatternMissAt`` with the file and the offset."""
         try:
-            return work()
-        except PatternMiss as exc:
-            raise PatternMiss(f"{self.paths.get(file_index, 'a file')}: {exc}") from None
+            return result()
+        except PatternTimeout as exc:
+            raise PatternTooSlow(file_index, first + sum(lengths[: exc.index]), exc.seconds) from None
+        except PatternMiss as exc:  # the pattern matched empty or left text unmatched
+            raise PatternMissAt(file_index, first + sum(lengths[: exc.index]) + exc.offset, exc.words) from None
 
     def file_done(self) -> None:
         self.send()
-        self.inflight.append((None, 1.0, self.file_index))
+        self.inflight.append((None, 1.0, self.file_index, 0, []))
         if self.pool is None:
             self._collect_one()
 
@@ -188,19 +248,33 @@ class Workers:
         return self.pool
 
     def __exit__(self, *exc: object) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+        if self.pool is None:
+            return
+        if exc[0] is not None and isinstance(self.pool, ProcessPoolExecutor):
+            # a worker may be stuck in a pattern that backtracks without end: it is
+            # killed, not waited for (else Ctrl-C would print "interrupted" and hang)
+            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                process.kill()
+        self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
 
 
 @contextlib.contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C for a moment (only in the main thread, where Python handles it)."""
+def sigint_blocked() -> Iterator[None]:
+    """Start worker processes with Ctrl-C held off, without losing it here.
+
+    SIGINT is blocked in this thread while it submits (and so spawns): a worker
+    process inherits the blocked mask, keeps a Ctrl-C pending through its
+    imports, and drops it when its initializer ignores SIGINT and unblocks it
+    (``ingest_worker.ignore_sigint``): no worker prints a traceback of its own.
+    This process keeps its own handler, so its Ctrl-C is never lost (it had
+    been set to SIG_IGN here: a Ctrl-C taken by another thread meanwhile was
+    dropped, and 2 of 36 tries ran on to exit 0).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -37,6 +37,7 @@ class Tally:
     sampled_out_documents: int = 0
     kept_documents: int = 0
     kept_bytes: int = 0
+    recoded_files: int = 0  # UTF-16 or UTF-32 by their byte order mark, decoded as such
     bad_files: list[dict[str, str]] = field(default_factory=list)
 
     def add_read(self, stats: ReadStats) -> None:
@@ -44,6 +45,7 @@ class Tally:
         self.documents += stats.documents
         self.bytes_read += stats.bytes_read
         self.replaced_chars += stats.replaced_chars
+        self.recoded_files += stats.recoded_files
 
 
 

@@ -1,0 +1,194 @@
+"""No hang, no orphan, Ctrl-C always works; and bounds the user set are applied.
+
+- Ctrl-C at any moment of any command: exit 130, one line, no traceback
+  (early: while Python loads the modules; late: in the middle of the work).
+- A custom pattern that backtracks without end stops at ``pattern_timeout_s``
+  (exit 1 naming the file), whatever ``on_bad_file`` says.
+- Killing the main process leaves no worker process behind; Ctrl-C with a
+  worker stuck in such a pattern still exits promptly.
+- ``max_piece_bytes`` cuts longer pieces (at the default and at 1024).
+- ``on_bad_file: skip``: the counts are those of what was trained.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest_robust import (
+    children,
+    cli,
+    finish,
+    manifest,
+    phase,
+    signal_group,
+    start,
+    wait_for,
+    work,
+    write_config,
+)
+
+# a pattern that covers every character, but backtracks without end on a long run of "a"
+# followed by no "b": (?:a|aa)+ tries every way of splitting the run before it fails
+SLOW_PATTERN = r"(?:a|aa)+b|\s+|[^\sa]+|a"
+
+
+def _interrupted(result) -> str:
+    if result.code == -signal.SIGINT:  # before Python ran any of toktoktok: nothing done, nothing said
+        assert result.err == "" and result.out == "", result  # (a shell reports this exit as 130 too)
+        return ""
+    if result.code == 1 and result.err.startswith("Fatal Python error: init_"):  # the interpreter's own start
+        assert "KeyboardInterrupt" in result.err, result  # (its first milliseconds, before any of our code)
+        return ""
+    assert result.code == 130, result
+    assert "Traceback" not in result.err, result.err
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("interrupted"), result.err
+    return lines[-1]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("interrupts")
+    data = root / "data"
+    data.mkdir()
+    words = "the cat sat on the mat and the dog ran far away from home today ".split()
+    text = "\n\n".join(" ".join(words[(i * 7 + j) % len(words)] for j in range(60)) for i in range(3000))
+    (data / "a.txt").write_text(text)
+    config = write_config(root / "p", [phase("A", 300, {"path": str(data)})], threads=2, heldout_share=0.01)
+    assert cli("run", "-c", config).code == 0
+    return config, data
+
+
+COMMANDS = [
+    ["run", "--force"], ["ingest", "--force"], ["train", "--force"], ["export", "--force"], ["plan"],
+    ["inspect", "OUT"], ["encode", "DATA", "-t", "OUT", "-o", "ENC"], ["compare", "OUT", "--text", "DATA"],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_ctrl_c_at_any_moment_of_any_command(tmp_path, small, command):
+    """SIGINT to the process group at several moments: exit 130 with one line; or,
+    if the command was already done, exit 0. The earliest moment always interrupts."""
+    config, data = small
+    out = work(config).parent / "tok.tiktoken"
+    args = [str({"OUT": out, "DATA": data, "ENC": tmp_path / "enc"}.get(a, a)) for a in command]
+    if command[0] in ("run", "ingest", "train", "export", "plan"):
+        args += ["-c", str(config)]
+    interrupted = 0
+    for delay in (0.02, 0.15, 0.4, 0.8, 1.5):
+        proc = start(*args)
+        time.sleep(delay)
+        signal_group(proc, signal.SIGINT)
+        result = finish(proc)
+        if result.code == 0:
+            continue
+        _interrupted(result)
+        interrupted += 1
+    assert interrupted >= 1
+    assert cli("run", "-c", config).code == 0, "a rerun after the interrupts finishes"
+
+
+def test_a_pattern_that_never_ends_stops_at_its_timeout(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "fine.txt").write_text("hello there world\n\n" * 50)
+    (data / "slow.txt").write_text("hello\n\n" + "a" * 60 + " end\n")
+    for threads in (1, 2):
+        config = write_config(tmp_path / f"p{threads}", [phase("A", 10, {"path": str(data)})], threads=threads,
+                              pattern=SLOW_PATTERN, pattern_timeout_s=0.2, on_bad_file="skip")
+        started = time.monotonic()
+        result = cli("run", "-c", config)
+        assert result.code == 1, result
+        assert str(data / "slow.txt") in result.err and "pattern_timeout_s" in result.err, result.err
+        assert time.monotonic() - started < 60
+
+
+def test_killing_the_main_process_leaves_no_worker(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    for k in range(4):
+        (data / f"slow{k}.txt").write_text("a" * 80 + " end\n")
+    config = write_config(tmp_path / "p", [phase("A", 10, {"path": str(data)})], threads=2,
+                          pattern=SLOW_PATTERN, pattern_timeout_s=3600)
+    proc = start("ingest", "-c", config)
+
+    def busy_workers() -> list[int]:
+        found = []
+        for child in children(proc.pid):
+            try:
+                if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    found.append(child)
+            except OSError:
+                pass
+        return found
+
+    assert wait_for(lambda: len(busy_workers()) >= 1, proc), finish(proc)
+    time.sleep(1.0)  # the workers are inside the pattern now
+    workers = busy_workers()
+    proc.kill()  # SIGKILL to the main process alone
+    proc.wait()
+
+    def gone() -> bool:
+        return all(not Path(f"/proc/{w}").exists() or "Z" in Path(f"/proc/{w}/stat").read_text().split()[2]
+                   for w in workers)
+
+    assert wait_for(gone, None, timeout=20), f"workers left running: {workers}"
+
+
+def test_ctrl_c_with_a_worker_stuck_in_the_pattern_exits(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "slow.txt").write_text("a" * 80 + " end\n")
+    config = write_config(tmp_path / "p", [phase("A", 10, {"path": str(data)})], threads=2,
+                          pattern=SLOW_PATTERN, pattern_timeout_s=3600)
+    proc = start("ingest", "-c", config)
+    assert wait_for(lambda: len(children(proc.pid)) >= 1, proc)
+    time.sleep(1.5)
+    signal_group(proc, signal.SIGINT)
+    _interrupted(finish(proc, timeout=30))
+
+
+@pytest.mark.parametrize("limit", [None, 1024])
+def test_max_piece_bytes_cuts_long_pieces(tmp_path, limit):
+    data = tmp_path / "data"
+    data.mkdir()
+    run_a, run_e = "a" * 1_300_000, "é" * 700_000  # one piece each to the pattern: 1.3 MB and 1.4 MB
+    (data / "a.txt").write_text(f"hello world\n\n{run_a} tail\n\n{run_e}\n")
+    settings = {"heldout_share": 0, "threads": 1} | ({"max_piece_bytes": limit} if limit else {})
+    config = write_config(tmp_path / "p", [phase("A", 10, {"path": str(data)})], **settings)
+    assert cli("ingest", "-c", config).code == 0
+    folder = work(config) / "ingest" / "01-a"
+    df = pl.concat([pl.read_ipc(p) for p in sorted(folder.glob("chunk-*.arrow"))])
+    limit = limit or 1 << 20
+    sizes = df["piece"].bin.size()
+    assert sizes.max() <= limit
+    assert (sizes == limit).any(), "the run of 'a' is cut at the limit"
+    pieces = dict(zip(df["piece"].to_list(), df["count"].to_list()))
+    a_bytes = sum(len(p) * n for p, n in pieces.items() if set(p) == {ord("a")})
+    e_bytes = sum(len(p) * n for p, n in pieces.items() if p and set(p) <= set("é".encode()))
+    assert a_bytes == len(run_a) and e_bytes == len(run_e.encode()), "no byte lost or added"
+    assert all(p.decode("utf-8") for p in pieces), "every part is whole characters"
+    assert manifest(folder)["counts"]["forced_cuts"] >= (1_300_000 // limit) + (1_400_000 // limit) - 1
+
+
+def test_skipped_bad_file_is_not_counted(tmp_path):
+    """``on_bad_file: skip``: a file that fails half way is taken out of the counts
+    when none of it was written; the manifest lists it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "good.txt").write_text("one document here\n\nand another one\n")
+    good = "\n".join('{"text": "row %d"}' % i for i in range(500))
+    (data / "broken.jsonl").write_text(good + '\n{"text": "cut here')
+    config = write_config(tmp_path / "p", [phase("A", 10, {"path": str(data)})], threads=1, heldout_share=0,
+                          on_bad_file="skip")
+    result = cli("ingest", "-c", config)
+    assert result.code == 0, result.err
+    m = manifest(work(config) / "ingest" / "01-a")
+    assert m["counts"]["documents"] == 2 and m["counts"]["files"] == 1, m["counts"]
+    assert [b["path"] for b in m["counts"]["bad_files"]] == [str(data / "broken.jsonl")]
