@@ -252,3 +252,8 @@ def test_encode_with_special_tokens_never_copies_them_per_document(monkeypatch) 
     encode = batch_encoder(enc, 2, allow_special=True)
     out = encode(["hello <|endoftext|>", "<|reserved_special_token_60000|>ab"] * 50)
     assert calls == [] and out[0][-1] == 259 and out[1][0] == enc.encode_single_token("<|reserved_special_token_60000|>")
+
+
+def test_vocab_size_has_an_upper_bound(project: Path) -> None:
+    with pytest.raises(ConfigError, match=r"config.yaml line 7: vocab_size must be an integer <= 2_147_483_648"):
+        load_config(_config(project, f"vocab_size: {2**31 + 1}"))

@@ -231,6 +231,7 @@ MAX_WEIGHT = 1_000_000.0  # counts are multiplied by it
 MAX_SPECIAL_ID = 2**32 - 2  # tiktoken ranks are u32, u32::MAX is its sentinel
 MAX_VOCAB_SIZE = 2**31  # ids 0 to 2**31 - 1, as merges: the phases' arrays are int32
 MIN_PATTERN_TIMEOUT_S, MAX_PATTERN_TIMEOUT_S = 0.01, 3600.0
+MAX_MODEL_MAX_LENGTH = 2**31 - 1  # hf.model_max_length: tokens of context, written into tokenizer_config.json
 
 BOUNDS: dict[str, tuple[object, object]] = {
     "working_set_mb": (1, MAX_WORKING_SET_MB),
@@ -246,6 +247,7 @@ BOUNDS: dict[str, tuple[object, object]] = {
     "warm_start.special_tokens ids": (0, MAX_SPECIAL_ID),
     "vocab_size": (257, MAX_VOCAB_SIZE),
     "pattern_timeout_s": (MIN_PATTERN_TIMEOUT_S, MAX_PATTERN_TIMEOUT_S),
+    "hf.model_max_length": (1, MAX_MODEL_MAX_LENGTH),
 }
 """Every numeric key's (lowest, highest) accepted value, as README's table shows them."""
 
@@ -549,7 +551,8 @@ def _hf(ctx: Context, doc: dict[str, Any], special_tokens: tuple[str, ...],
                 raise ctx.error(path + (role,), f"is {token!r}, not a declared special token "
                                                 f"(special_tokens: {known})")
         roles[role] = token
-    max_length = _optional_int(ctx, path + ("model_max_length",), entry.get("model_max_length"), 1)
+    max_length = _optional_int(ctx, path + ("model_max_length",), entry.get("model_max_length"), 1,
+                               MAX_MODEL_MAX_LENGTH)
     template = entry.get("chat_template")
     if template is not None:
         template = _string(ctx, path + ("chat_template",), template, "a Jinja template (a non-empty string) or null")
