@@ -32,7 +32,7 @@ import click  # noqa: E402
 
 import toktoktok  # noqa: E402
 from stages import pipeline  # noqa: E402
-from stages.progress import Progress  # noqa: E402
+from stages.progress import Progress, human_bytes  # noqa: E402
 from toktoktok import memory  # noqa: E402
 
 CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
@@ -164,7 +164,7 @@ def ingest(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     done = _guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
     for m in done:
         c = m["counts"]
-        click.echo(f"ingest {m['phase']}: {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
+        click.echo(f"ingest {m['phase']}: {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
                    f"{c['pieces']} pieces in {c['chunks']} chunks" + (" (up to date)" if m.get("skipped") else ""))
 
 
@@ -279,7 +279,8 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
 @click.option("--pattern", default=None, callback=_check_pattern,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
+                   "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
 def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, out: Path, separator: str | None,
            shard_tokens: int, text_column: str, threads: int, allow_special: bool, pattern: str | None,
@@ -311,7 +312,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
 @click.option("--pattern", default=None, callback=_check_pattern,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
+                   "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
@@ -320,7 +322,8 @@ def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tupl
     """Compare tokenizers' compression on the same texts.
 
     Reads each TOKENIZER .tiktoken (any, e.g. cl100k_base.tiktoken.gz; pattern
-    from its .meta.json, else --pattern, else the default) and the --text
+    from its .meta.json, else --pattern, else its own for OpenAI's cl100k_base
+    and o200k_base, else the default) and the --text
     files or folders. Writes nothing; prints UTF-8 bytes per token of each
     tokenizer on each text, side by side (higher is better).
     """
@@ -355,7 +358,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     files, size = _guarded(lambda: work_dir_contents(work), verbose)
     if not yes:
         try:
-            confirmed = click.confirm(f"remove {work} ({files} files, {size / 1e6:.1f} MB)?", default=False)
+            confirmed = click.confirm(f"remove {work} ({files} files, {human_bytes(size)})?", default=False)
         except click.Abort:
             _guarded(lambda: refuse(f"no answer to the confirmation; nothing removed (use --yes to remove {work})"),
                      verbose)
@@ -365,7 +368,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     from stages.workdir import publish_journal
 
     _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
-    click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
+    click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
 
 
 def _plain_warnings() -> None:

@@ -353,7 +353,7 @@ def summary(index: dict[str, Any], out: Path) -> str:
         f"bytes: {index['bytes']}",
         "bytes/token: " + (f"{index['bytes'] / index['text_tokens']:.3f}" if index["text_tokens"] else "n/a"),
         f"time: {index['seconds']:.1f} s"
-        + (f" ({index['seconds'] / (index['bytes'] / 1e6):.3f} s/MB)" if index["bytes"] else ""),
+        + (f" ({index['seconds'] / (index['bytes'] / 2**20):.3f} s/MiB)" if index["bytes"] else ""),
     ]
     if index["forced_cuts"]:
         lines.append(f"warning: {index['forced_cuts']} runs of over {MAX_PIECE_CHARS} characters with no safe place "

@@ -28,7 +28,12 @@ MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut an
 
 
 def load_tokenizer(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
-    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion."""
+    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion.
+
+    Without a companion and ``pattern``, ``load`` gives OpenAI's cl100k_base
+    and o200k_base (recognised by content) their own pattern and special
+    tokens, any other file the default pattern and none.
+    """
     path = Path(path)
     if meta_path(path).is_file():
         return load(path)
