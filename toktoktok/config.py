@@ -251,6 +251,7 @@ MAX_WEIGHT = 1_000_000.0  # counts are multiplied by it
 MAX_SPECIAL_ID = 2**32 - 2  # tiktoken ranks are u32, u32::MAX is its sentinel
 MAX_VOCAB_SIZE = 2**31  # ids 0 to 2**31 - 1, as merges: the phases' arrays are int32
 MIN_PATTERN_TIMEOUT_S, MAX_PATTERN_TIMEOUT_S = 0.01, 3600.0
+MAX_RAY_CPUS = 1 << 20  # ray.num_cpus: a local instance's CPUs (Ray starts a worker process per CPU)
 MAX_MODEL_MAX_LENGTH = 2**31 - 1  # hf.model_max_length: tokens of context, written into tokenizer_config.json
 
 BOUNDS: dict[str, tuple[object, object]] = {
@@ -874,7 +875,8 @@ def _ray_options(ctx: Context, value: Any) -> RayOptions:
     if address is not None and not (isinstance(address, str) and (address == "auto" or address.startswith("ray://"))):
         raise ctx.error(("ray", "address"), f"must be auto or ray://host:port (left out: start a local Ray instance), "
                         f"got {describe(address)}")
-    return RayOptions(address=address, num_cpus=_optional_int(ctx, ("ray", "num_cpus"), value.get("num_cpus"), 1))
+    return RayOptions(address=address, num_cpus=_optional_int(ctx, ("ray", "num_cpus"), value.get("num_cpus"), 1,
+                                                                     MAX_RAY_CPUS))
 
 
 def _all_special_tokens(
