@@ -92,8 +92,8 @@ class Session:
         if ray.is_initialized():
             return
         if cfg.ray.address is None:
-            self.guard = ray_guard.start()
             self.temp = tempfile.mkdtemp(prefix="tt-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+            self.guard = ray_guard.start(self.temp)
             ray.init(address="local", num_cpus=cfg.ray.num_cpus, include_dashboard=False, log_to_driver=False,
                      configure_logging=False, object_store_memory=max(256, cfg.working_set_mb) << 20,
                      _temp_dir=self.temp)  # a short path: Ray's sockets live there (107 bytes at most)

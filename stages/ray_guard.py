@@ -40,8 +40,9 @@ ENV_KEY = "TOKTOK_RAY_GUARD"
 TICK_S = 0.2
 
 
-def start(timeout_s: float = 30.0) -> subprocess.Popen | None:
-    """Mark the processes this one starts from now on and start their watchdog.
+def start(temp_dir: str = "", timeout_s: float = 30.0) -> subprocess.Popen | None:
+    """Mark the processes this one starts from now on and start their watchdog,
+    which also removes ``temp_dir`` (Ray's session files) at the end.
 
     Call right before a local ``ray.init`` (never when joining a cluster: this
     process then starts no Ray process). ``stop(watchdog)`` after ``ray.shutdown``.
@@ -51,7 +52,7 @@ def start(timeout_s: float = 30.0) -> subprocess.Popen | None:
     token = secrets.token_hex(8)
     env = {k: v for k, v in os.environ.items() if k != ENV_KEY}
     watchdog = subprocess.Popen(
-        [sys.executable, "-m", "stages.ray_guard", token, str(timeout_s)], stdin=subprocess.PIPE, env=env,
+        [sys.executable, "-m", "stages.ray_guard", token, str(timeout_s), temp_dir], stdin=subprocess.PIPE, env=env,
         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.environ[ENV_KEY] = token
@@ -118,7 +119,7 @@ def marked(needle: bytes, me: int, seen: dict[int, bytes]) -> list[int]:
     return found + [pid for pid, started in seen.items() if pid not in found and _start_time(pid) == started]
 
 
-def watch(token: str, timeout_s: float) -> None:
+def watch(token: str, timeout_s: float, temp_dir: str = "") -> None:
     """Wait for the driver to go, then end what it started (see the module's docstring)."""
     me, driver = os.getpid(), os.getppid()
     needle = f"{ENV_KEY}={token}\0".encode()
@@ -142,7 +143,11 @@ def watch(token: str, timeout_s: float) -> None:
                 pass
         time.sleep(0.5 if first else 0.1)
         first = False
+    if temp_dir:
+        import shutil
+
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    watch(sys.argv[1], float(sys.argv[2]))
+    watch(sys.argv[1], float(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")
