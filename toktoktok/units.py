@@ -72,22 +72,78 @@ def grid(unit_bound: int) -> int:
 
 # ------------------------------------------------------------- safe places
 
-_SAFE_BREAK = regex.compile(rb"(?<=[\r\n])(?=\S)")  # on bytes regex's \S is ASCII: see _ws_before
 _WS = regex.compile(r"\s")
+
+
+def char_offsets(data: bytes) -> tuple[str, list[int]]:
+    """``data`` decoded as ``sources`` does (UTF-8, invalid bytes replaced by U+FFFD)
+    and the byte offset where each character starts (and, last, ``len(data)``).
+
+        >>> char_offsets(b"a\\xc3\\xa9\\xffb")
+        ('aé\\ufffdb', [0, 1, 3, 4, 5])
+    """
+    spans: dict[int, int] = {}
+
+    def record(exc: UnicodeDecodeError) -> tuple[str, int]:
+        spans[exc.start] = exc.end
+        return "\ufffd", exc.end
+
+    import codecs
+
+    codecs.register_error("toktoktok-units-reference", record)
+    text = data.decode("utf-8", "toktoktok-units-reference")
+    at, out = 0, []
+    for ch in text:
+        out.append(at)
+        at = spans[at] if ch == "\ufffd" and at in spans else at + len(ch.encode("utf-8"))
+    return text, [*out, at]
 
 
 def reference_safe(data: bytes, *, breaks: bool) -> list[int]:
     """Every safe place ``0 < p < len(data)`` of UTF-8 ``data`` (special tokens aside),
     judged on the decoded text: the plain reference of ``last_safe``."""
+    text, at = char_offsets(data)
     out = []
-    for p in range(1, len(data)):
-        before, at = data[:p].decode("utf-8", "replace"), data[p:].decode("utf-8", "replace")
-        if data[p] & 0xC0 == 0x80 or not at:
-            continue  # not a character boundary
-        last, first = before[-1], at[0]
+    for i in range(1, len(text)):
+        last, first = text[i - 1], text[i]
         if (breaks and last in "\r\n" and not _WS.match(first)) or (first == " " and not _WS.match(last)):
-            out.append(p)
+            out.append(at[i])
     return out
+
+
+def reference_units(data: bytes, unit_bound: int, *, cut: bool, breaks: bool,
+                    tokens: Sequence[str] = ()) -> list[tuple[int, int]]:
+    """A ``.txt`` file's units as ``(start, end)`` byte offsets, from the decoded
+    text (``documents.reference_ends``) and ``reference_cuts``: the plain
+    reference of ``Splitter``.
+
+        >>> reference_units(b"aa bb cc\\n\\ndd", 4, cut=True, breaks=True)
+        [(0, 2), (2, 5), (5, 10), (10, 12)]
+    """
+    from toktoktok.documents import reference_ends
+
+    text, at = char_offsets(data)
+    ends = [at[e] for e in reference_ends(text)]
+    out = []
+    safe = reference_safe(data, breaks=breaks) if cut else []
+    for s, e in zip([0, *ends], [*ends, len(data)]):
+        if s == e:
+            continue
+        cuts = _cuts_from(safe, data, s, e, grid(unit_bound), tokens) if cut and e - s > unit_bound else []
+        bounds = [s, *cuts, e]
+        out += list(zip(bounds, bounds[1:]))
+    return out
+
+
+def _cuts_from(safe: list[int], data: bytes, start: int, end: int, step: int, tokens: Sequence[str]) -> list[int]:
+    toks = [t.encode() for t in tokens if t]
+    inside = [p for p in safe if start < p < end and not _inside_token(data, p, toks)]
+    cuts = []
+    for g in range((start // step + 1) * step, end, step):
+        here = [p for p in inside if max(start, g - step) < p <= g]
+        if here:
+            cuts.append(here[-1])
+    return cuts
 
 
 @njit(cache=True, nogil=True)
@@ -156,15 +212,7 @@ def reference_cuts(data: bytes, start: int, end: int, *, grid: int, breaks: bool
                    tokens: Sequence[str]) -> list[int]:
     """The cuts of the document ``data[start:end]`` (the stream's origin at 0), from
     ``reference_safe``: the plain reference of the rule."""
-    safe = [p for p in reference_safe(data[:end], breaks=breaks) if start < p]
-    toks = [t.encode() for t in tokens if t]
-    safe = [p for p in safe if not _inside_token(data, p, toks)]
-    cuts = []
-    for g in range((start // grid + 1) * grid, end, grid):
-        inside = [p for p in safe if max(start, g - grid) < p <= g]
-        if inside:
-            cuts.append(inside[-1])
-    return cuts
+    return _cuts_from(reference_safe(data[:end], breaks=breaks), data, start, end, grid, tokens)
 
 
 # --------------------------------------------------------------- streams
