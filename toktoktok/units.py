@@ -41,6 +41,7 @@ rule on bytes is the rule on the decoded text.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -140,9 +141,9 @@ def _cuts_from(safe: list[int], data: bytes, start: int, end: int, step: int, to
     inside = [p for p in safe if start < p < end and not _inside_token(data, p, toks)]
     cuts = []
     for g in range((start // step + 1) * step, end, step):
-        here = [p for p in inside if max(start, g - step) < p <= g]
-        if here:
-            cuts.append(here[-1])
+        k = bisect.bisect_right(inside, g)  # the safe places up to g
+        if k and inside[k - 1] > max(start, g - step):
+            cuts.append(inside[k - 1])
     return cuts
 
 

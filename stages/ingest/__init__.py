@@ -99,6 +99,7 @@ def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], 
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     batcher.add(cutter.feed(text) + cutter.finish(), weight, index)
+    batcher.file_done()  # the chunker takes a file's counts at its end
     tally.forced_cuts += cutter.forced_cuts
     tally.heldout_documents -= 1
     tally.heldout_bytes -= size

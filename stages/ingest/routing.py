@@ -144,17 +144,17 @@ class Router:
             self.fate = sample
         return self.fate
 
-    def plan(self, offsets: np.ndarray) -> tuple[list[str | None], list[str]]:
+    def plan(self, offsets: np.ndarray, row: int = 0) -> tuple[list[str | None], list[str]]:
         """The fates of the units starting at ``offsets`` as far as they are known now:
         TRAIN or SKIP from the sample (decided all at once), None for a held-out
         candidate, which ``open`` decides when it comes (the cap may be reached);
         and every unit's fate in the sample, for ``open``."""
         cfg = self.cfg
         samples = [TRAIN if keep else SKIP
-                   for keep in sampling.chosen_at(self.sample_key, offsets, self.share).tolist()]
+                   for keep in sampling.chosen_at(self.sample_key, offsets, self.share, row=row).tolist()]
         fates: list[str | None] = list(samples)
         if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
-            for k in np.flatnonzero(sampling.chosen_at(self.heldout_key, offsets, cfg.heldout_share)).tolist():
+            for k in np.flatnonzero(sampling.chosen_at(self.heldout_key, offsets, cfg.heldout_share, row=row)).tolist():
                 fates[k] = None
         return fates, samples
 
@@ -361,8 +361,14 @@ def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> N
             parts, over = units.row_parts(text, bound, cut=cut, breaks=cfg.pattern.cut_at_safe_places,
                                           special_tokens=cfg.special_tokens)
             route.tally.units_over_bound += over
-            for offset, part in parts:
-                if route.open(block.offset + offset, row=block.row) is not TRAIN:
+            offsets = np.array([block.offset + offset for offset, _ in parts], dtype=np.uint64)
+            fates, samples = route.plan(offsets, block.row)  # all at once: one hash call per row
+            for k, (offset, part) in enumerate(parts):
+                if fates[k] is None:
+                    route.open(block.offset + offset, samples[k], row=block.row)
+                else:
+                    route.open_many(fates[k], 1)
+                if route.fate is not TRAIN:
                     route.break_stream()
                 route.text(part)
                 if route.fate is TRAIN:
