@@ -11,10 +11,12 @@ Writes, in ``WORK/ingest/NN-slug/``:
 
 The phase's text is measured first (``sources.text_bytes``); if it is more
 than the budget buys (``sampling.capacity``), each document is kept with the
-share capacity / total. The main process reads files, decides for each
-document whether it is held out or left out of the sample (seeded hashes of
-its position, so the choice does not depend on timing or threads), cuts
-documents into parts at the pattern's safe places and sends batches of parts
+share capacity / total. The main process reads files, cuts them into
+sampling units (documents, and parts of large ones: ``toktoktok.units``),
+decides for each unit whether it is held out or left out of the sample
+(seeded hashes of its byte offset, so the choice depends neither on timing,
+threads nor the way the file is read), cuts units into parts at the
+pattern's safe places and sends batches of parts
 to workers, which cut out special tokens, find the pieces and count them.
 For the named patterns (default, cl100k, o200k, gpt2) the workers are threads
 running the numba scanner (``toktoktok.scanner``, proven piece for piece
