@@ -4,7 +4,7 @@
     python benchmarks/baseline_ingest.py --corpus train.txt --pattern REGEX --out counts.json
 
 Reads the same plain ``.txt`` toktoktok ingests, split into the same
-documents (``peers.iter_documents``: SPEC §4's blank-line boundary, streamed
+documents (``peers.iter_documents``: docs/pretokenization.md's blank-line boundary, streamed
 in 1 MB blocks), and counts its pieces with the plainest loop there is::
 
     counts = collections.Counter()

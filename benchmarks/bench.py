@@ -7,7 +7,7 @@
 
 What is compared: the three trainers, one after another, on the same text
 (one plain ``.txt`` per corpus, split into the same documents at blank lines),
-with the same pre-tokenization pattern (toktoktok's default, SPEC §4) and the
+with the same pre-tokenization pattern (toktoktok's default, docs/pretokenization.md) and the
 same vocabulary size (``--tokens``, default 32,768 = 256 bytes + 32,512
 merges; toktoktok with ``hardcoded_merges: false``, ``heldout_share: 0``,
 ``min_frequency: 2``, no special tokens; Hugging Face with ``min_frequency=2``;

@@ -28,7 +28,7 @@ HELDOUT_MB = 2
 DEMO_HELDOUT_SHARE = 0.05
 MB = 1_000_000  # decimal, as the corpora's README counts
 
-# The document boundary of toktoktok.sources (SPEC §4).
+# The document boundary of toktoktok.sources (docs/pretokenization.md).
 DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peak memory of ``toktok run`` against ``working_set_mb`` (SPEC §6), whether sampling is representative,
+"""Peak memory of ``toktok run`` against ``working_set_mb`` (docs/training.md), whether sampling is representative,
 and whether one huge line or row group is streamed.
 
     make bench-memory                                  # = .venv/bin/python benchmarks/bench_memory.py
@@ -56,7 +56,7 @@ keeps at most ``working_set_mb × TEXT_PER_BUDGET_BYTE`` bytes of text
    alone at ``working_set_mb: 64``, ``heldout_share: 0``, ``--reps`` times each, on
    (a) ``--huge-mb`` MiB of English prose (english.txt.zst repeated) with every
    line break replaced by a space (one single line, one document, cut only at
-   SPEC §4's safe places), against the same text with its line breaks; (b) a
+   docs/pretokenization.md's safe places), against the same text with its line breaks; (b) a
    parquet file holding the English documents repeated to about ``--huge-mb``
    MiB of text in ONE row group, against the same rows in row groups of 10,000
    rows. Recorded from the ingest manifest: ``peak_rss_mb``, seconds,
@@ -817,7 +817,7 @@ def stream_section(f: Findings, huge_mb: int) -> list[str]:
         f"`toktok ingest` alone, `working_set_mb: {STREAM_BUDGET}`, `heldout_share: 0`, each input "
         f"{len(f.streams[0].runs)} time(s) (the row is the run with the highest ingest peak). The text inputs: "
         f"english prose repeated to {huge_mb:,} MiB, once with every line break replaced by a space (one line, "
-        "hence one document, which pre-tokenization may cut only at SPEC §4's safe places, here the spaces) and "
+        "hence one document, which pre-tokenization may cut only at docs/pretokenization.md's safe places, here the spaces) and "
         "once as it is. The sample keeps or drops a document whole: the config's `seed` was chosen so that the "
         "one-line document is kept (the line-broken file uses the same seed and keeps about the sample's share). "
         f"The parquet inputs: the english documents repeated to about {huge_mb:,} MiB of text in one row group, "

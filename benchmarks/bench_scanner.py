@@ -5,7 +5,7 @@
 Text: the first ``--mb`` MB of ``../shared/corpora/{english,code}.txt.zst``
 when present, else the docstrings and sources of Python's standard library
 repeated to that size. Segments are documents (a blank line before a
-non-space, SPEC §4), each matched on its own, as ingest does.
+non-space, docs/pretokenization.md), each matched on its own, as ingest does.
 
 Rows: MB/s from the median and from the best wall time of ``--repeat`` runs
 (after one warm-up that loads numba's compile cache), and MB per CPU-second

@@ -1,4 +1,4 @@
-"""Check on real corpora that ingest counts exactly ``regex.findall``'s pieces (SPEC §4).
+"""Check on real corpora that ingest counts exactly ``regex.findall``'s pieces (docs/pretokenization.md).
 
     python benchmarks/check_pieces.py [--mb N] [--patterns default,cl100k,o200k,gpt2]
 
@@ -10,10 +10,10 @@ chunk files, and compares them with plain ``Counter``s of
 tokens, computed here without toktoktok's reader:
 
 - ``diff``: ingest against findall over each whole ``.txt`` file / each
-  parquet row (SPEC §4: "the counted pieces equal regex.findall(pattern,
+  parquet row (docs/pretokenization.md: "the counted pieces equal regex.findall(pattern,
   text) over each whole file or row");
 - ``docs diff`` (``.txt`` only): findall summed over the file's documents
-  (SPEC §4's split: after a blank line followed by a character that is not
+  (docs/pretokenization.md's split: after a blank line followed by a character that is not
   white space) against findall over the whole file. 0 is a theorem for the
   patterns whose safe cut places include that boundary (default, cl100k); for
   gpt2 and o200k it is not 0 (gpt2 matches ``\n\n`` before text as
@@ -65,7 +65,7 @@ PATTERNS = ("default", "cl100k", "o200k", "gpt2")
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 TXT_CORPORA = ("english", "code", "german")
 
-# SPEC §4's .txt document rule: the benchmarks' own copy (bench_corpus.py), not toktoktok's.
+# docs/pretokenization.md's .txt document rule: the benchmarks' own copy (bench_corpus.py), not toktoktok's.
 from bench_corpus import split_documents as txt_documents  # noqa: E402
 
 

@@ -5,7 +5,7 @@
     python benchmarks/peers.py rustbpe --corpus train.txt --tokens 32768 --pattern REGEX --out rustbpe.tiktoken
 
 Both stream the same plain ``.txt`` that toktoktok trains on, split into
-documents the way toktoktok's reader does (SPEC §4: after a blank line that
+documents the way toktoktok's reader does (docs/pretokenization.md: after a blank line that
 is followed by a character that is not white space), and train on whole
 documents, never lines, so the pattern sees the same newlines everywhere.
 Each writes its vocabulary as a ``.tiktoken`` file (standard base64 of the
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import regex
 
-# The document boundary of toktoktok.sources (SPEC §4), kept identical here.
+# The document boundary of toktoktok.sources (docs/pretokenization.md), kept identical here.
 DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
 

@@ -22,7 +22,7 @@ library, one file per document.
 
 Design decisions:
 
-- Documents in a ``.txt`` file are separated by one blank line, and SPEC §4
+- Documents in a ``.txt`` file are separated by one blank line, and docs/pretokenization.md
   splits a ``.txt`` file after a blank line followed by a non-space
   character. English documents therefore have their blank lines removed
   (a docstring's paragraphs become consecutive lines), so each docstring is

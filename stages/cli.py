@@ -1,6 +1,6 @@
 """The command line: ``toktok run|ingest|train|export|plan|...`` and ``toktoktok -c CFG``.
 
-Exit codes (SPEC §7b): 0 done (warnings allowed), 1 a data or runtime
+Exit codes (docs/cli.md): 0 done (warnings allowed), 1 a data or runtime
 failure, 2 a usage or configuration error, 130 interrupted. Errors are one
 line on stderr; ``--verbose`` adds the Python traceback.
 """
@@ -35,7 +35,7 @@ from stages import pipeline  # noqa: E402
 from stages.progress import Progress  # noqa: E402
 from toktoktok import memory  # noqa: E402
 
-CONFIG_HELP = "the YAML configuration (SPEC §2)"
+CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
 
 
 def _fail(message: str, code: int, verbose: bool) -> None:
@@ -191,6 +191,8 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
                + (" (up to date)" if m.get("skipped") else ""))
+    if m.get("hf"):
+        click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
 
 @toktok.command()
@@ -202,7 +204,9 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
     Reads the config and its sources (compressed files are decompressed as a
     stream to measure their text). Writes nothing: no output or work folder,
     no lock. Prints the effective configuration (defaults filled in, paths
-    resolved) as YAML; per phase, its files with format, size on disk and
+    resolved) as YAML; the id layout (bytes, hardcoded merges or the warm
+    start's base, each phase, special tokens, padding: first and last id of
+    each); per phase, its files with format, size on disk and
     text bytes, the totals, whether the phase will be sampled and at what
     share, and its expected peak memory; then the run's expected peak memory.
     """

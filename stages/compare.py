@@ -11,7 +11,7 @@ Each tokenizer is a ``.tiktoken`` (or ``.tiktoken.gz``) file: its pattern
 and special tokens come from its ``NAME.meta.json`` when there is one; a file
 without one (trained elsewhere: ``cl100k_base.tiktoken.gz``) takes
 ``--pattern`` (a name such as ``cl100k`` or a regex), else the default
-pattern of SPEC §4.
+pattern of docs/pretokenization.md.
 
 Decisions: one row per ``--text`` argument (a file, or a folder summed over
 its files) and a row ``all``; one column per tokenizer, named by its file

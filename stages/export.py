@@ -2,7 +2,7 @@
 
 Reads: ``WORK/train/*/merges.arrow`` (the vocabulary), ``WORK/ingest/*/``
 (held-out text and pieces, for validation).
-Writes: the ``.tiktoken`` file and its companion (SPEC §7), atomically, then
+Writes: the ``.tiktoken`` file and its companion (docs/outputs.md), atomically, then
 ``WORK/export/manifest.json`` (last).
 
 Two steps, which the orchestrator calls with the report between them:
@@ -45,14 +45,15 @@ from toktoktok import fileset
 from stages.progress import Progress
 from stages.workdir import MissingInput
 from toktoktok.atomic import atomic_write_bytes
-from toktoktok.config import Config, config_fingerprint
+from toktoktok.config import Config, HfSettings, config_fingerprint
 from toktoktok.counts import inventory
-from toktoktok.hf import write_hf
+from toktoktok.hf import hf_roles, write_hf
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
+from toktoktok.vocab import special_ids as vocab_special_ids
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
 HELDOUT_SAMPLE_CHARS = 200_000  # held-out text of each phase round-tripped
@@ -79,26 +80,9 @@ def hf_disagreements(folder: Path, enc: tiktoken.Encoding, texts: list[str], spe
 
 def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
     """A warm start's special tokens keep their ids; the others come after all
-    merges, in config order, then the padding tokens.
-
-    >>> special_ids_for(["<|a|>"], 1001, pad_to=4)
-    {'<|a|>': 1001, '<|reserved_special_token_0|>': 1002, '<|reserved_special_token_1|>': 1003}
-    """
-    base = workdir.base_special_tokens(cfg)
-    new = [tok for tok in cfg.special_tokens if tok not in base]
-    return base | special_ids_for(new, vocab_size, pad_to=cfg.pad_to_multiple_of, taken=set(base))
-
-
-def special_ids_for(tokens: list[str], vocab_size: int, *, pad_to: int | None, taken: set[str] = frozenset()) -> dict[str, int]:
-    """Ids from ``vocab_size`` on, then reserved tokens up to a multiple of ``pad_to``."""
-    ids = {tok: vocab_size + i for i, tok in enumerate(tokens)}
-    k = 0
-    while pad_to and (vocab_size + len(ids)) % pad_to:
-        name = f"<|reserved_special_token_{k}|>"
-        if name not in ids and name not in taken:
-            ids[name] = vocab_size + len(ids)
-        k += 1
-    return ids
+    merges, in config order, then the padding tokens (``toktoktok.vocab.special_ids``)."""
+    return vocab_special_ids(cfg.special_tokens, vocab_size, kept=workdir.base_special_tokens(cfg),
+                             pad_to=cfg.pad_to_multiple_of)
 
 
 def vocab_size(vocab: Vocab, specials: dict[str, int]) -> int:
@@ -296,6 +280,9 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]
     vocab = workdir.vocab_after(cfg, len(cfg.phases))
     specials = special_ids(cfg, len(vocab))
+    if cfg.vocab_size is not None and vocab_size(vocab, specials) != cfg.vocab_size:
+        raise ExportError(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
+                          f"{cfg.vocab_size:,} (trained with other settings? rerun `toktok train`)")
     meta = meta_document(cfg, vocab, specials, train_manifests)
     staged = folder / "staged"
     staged.mkdir()
@@ -314,10 +301,16 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     progress.done()
     if failures:
         raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
-    hf_differing = None
+    hf_differing = hf_manifest = None
     if cfg.export_hf:
         hf_folder = staged / workdir.hf_dir(cfg).name
-        write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken)
+        hf = cfg.hf or HfSettings()
+        roles = hf_roles(specials, hf.roles)
+        write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken, roles=roles,
+                 model_max_length=hf.model_max_length, chat_template=hf.chat_template)
+        hf_manifest = {"folder": str(workdir.hf_dir(cfg)),
+                       "roles": {role: {"token": token, "id": specials[token]} for role, token in roles.items()},
+                       "chat_template": hf.chat_template is not None, "model_max_length": hf.model_max_length}
         hf_differing = hf_disagreements(hf_folder, enc, texts, specials)
         if hf_differing:
             raise ExportError(f"the Hugging Face export gives other ids than tiktoken on {hf_differing} texts")
@@ -340,6 +333,7 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
             "round_trip_texts": len(texts),
             "hf_texts_differing": hf_differing,
         },
+        "hf": hf_manifest,
         "seconds": {"write": round(written - started, 3), "validate": round(time.perf_counter() - written, 3)},
     }
     return Built(key=key, folder=staged, meta=meta, manifest=manifest, started=started)

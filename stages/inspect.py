@@ -348,7 +348,7 @@ def inspect_merges(path: Path, *, top: int, needle: bytes | None, token_id: int 
 
 
 def _is_hardcoded(by_rank: dict[int, bytes]) -> bool:
-    """Ranks 256..1416 hold SPEC §3's hardcoded merges, in order."""
+    """Ranks 256..1416 hold docs/vocabulary.md's hardcoded merges, in order."""
     return all(by_rank.get(256 + i) == a + b for i, (a, b) in enumerate(hardcoded_merges()))
 
 
@@ -356,7 +356,7 @@ def _segments(ranks: dict[bytes, int], meta: dict[str, Any], by_rank: dict[int, 
     """Rows of the vocabulary breakdown: what each range of ranks is.
 
     Without a companion file the hardcoded merges are recognised by their
-    bytes (SPEC §3) and everything else is "merges".
+    bytes (docs/vocabulary.md) and everything else is "merges".
     """
     singles = [r for t, r in ranks.items() if len(t) == 1]
     rows: list[dict[str, Any]] = [{"part": "single bytes", "first": min(singles), "last": max(singles),

@@ -65,14 +65,23 @@ def locked(cfg: Config) -> Iterator[None]:
         os.close(fd)
 
 
-def _prepare(cfg: Config, progress: Progress) -> None:
-    import numba
+def _prepare(cfg: Config, progress: Progress) -> Config:
+    """Check what can be checked before work starts; returns the config every
+    stage then uses, with each phase's merges known (``vocab_size`` fitted)."""
+    from toktoktok.fileset import interrupts_held
 
-    from stages import workdir
+    with interrupts_held() as came:  # a Ctrl-C inside an import can leave a module half made (numba's
+        import numba  # own import code swallows it): it is held until the imports are done
 
-    for warning in workdir.check_ready(cfg):
+        from stages import export, ingest, report, train, workdir  # noqa: F401 - imported here, under the hold
+    if came:
+        raise KeyboardInterrupt
+
+    cfg, warnings = workdir.check_ready(cfg)
+    for warning in warnings:
         progress.note(f"warning: {warning}")
     numba.set_num_threads(min(workdir.resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
+    return cfg
 
 
 def _report(progress: Progress, what: str, manifest: dict[str, Any]) -> None:
@@ -196,7 +205,7 @@ def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, fo
     from stages import workdir
 
     with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
+        cfg = _prepare(cfg, progress)
         with _work_folder(cfg, progress):
             done = []
             for p in workdir.select_phases(cfg, phase):
@@ -221,7 +230,7 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
     if hf:
         cfg = dataclasses.replace(cfg, export_hf=True)
     with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
+        cfg = _prepare(cfg, progress)
         with _work_folder(cfg, progress):
             manifest = step("export", _export, cfg, force=force, progress=progress)
             _report(progress, "export", manifest)
@@ -234,7 +243,7 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
     from stages.train import run_train
 
     with _interruptible(cfg) as step:
-        _prepare(cfg, progress)
+        cfg = _prepare(cfg, progress)
         with _work_folder(cfg, progress):
             ingested = [step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress)
                         for p in cfg.phases]
@@ -252,8 +261,10 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
 def summary(cfg: Config, result: dict[str, Any]) -> str:
     """A few lines for the user at the end of a run."""
     export = result["export"]["counts"]
-    lines = [f"wrote {cfg.output} ({export['mergeable_ranks']} ranks + {export['special_tokens']} special tokens; "
-             f"ids 0..{export['vocab_size'] - 1})"]
+    size = export["vocab_size"]
+    exact = " = vocab_size" if cfg.vocab_size is not None else ""
+    lines = [f"wrote {cfg.output}: vocabulary size {size}{exact} (ids 0..{size - 1}: {export['mergeable_ranks']} "
+             f"ranks + {export['special_tokens']} special tokens)"]
     for phase, ing, tr in zip(cfg.phases, result["ingest"], result["train"]):
         c, t = ing["counts"], tr["counts"]
         lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
@@ -267,9 +278,29 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
             lines.append(f"    skipped {len(c['bad_files'])} bad files (listed in the ingest manifest)")
         if c.get("recoded_files"):
             lines.append(f"    {c['recoded_files']} files read as UTF-16/UTF-32 (their byte order mark)")
+    short = sum(t["counts"]["merges_requested"] - t["counts"]["merges_made"] for t in result["train"])
+    if short:
+        lines.append(f"  warning: phases made {short} merges fewer than asked: the vocabulary size is {size}, "
+                     f"not {size + short} (special token ids moved down by {short})")
     lines.append(f"  checked with tiktoken: {export['pieces_checked_with_tiktoken']} pieces, "
                  f"{export['pieces_differing_from_tiktoken']} differ; round trip ok")
+    hf = result["export"].get("hf")
+    if hf:
+        lines.append(f"  Hugging Face: {hf['folder']}/ ({hf_roles_line(hf)})")
     return "\n".join(lines)
+
+
+def hf_roles_line(hf: dict[str, Any]) -> str:
+    """Which special token got which role, e.g. ``bos_token and eos_token <|endoftext|> (1419), no pad_token``."""
+    by_token: dict[str, list[str]] = {}
+    for role, entry in hf["roles"].items():
+        by_token.setdefault(f"{entry['token']} ({entry['id']})", []).append(role)
+    parts = [f"{' and '.join(roles)} {token}" for token, roles in by_token.items()]
+    if "pad_token" not in hf["roles"]:
+        parts.append("no pad_token: padding=True fails; declare <|pad|> or set hf.pad_token")
+    if hf.get("chat_template"):
+        parts.append("chat template")
+    return "; ".join(parts) or "no roles"
 
 
 # --- the whole pipeline from Python (what ``toktoktok.train(config=..., output=...)`` did) ---------

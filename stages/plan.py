@@ -1,15 +1,18 @@
 """``toktok plan -c CFG``: what a run would do, shown before any work starts.
 
-The plan has three parts, printed in this order:
+The plan has four parts, printed in this order:
 
 1. the effective configuration, as YAML: ``effective_settings`` (every
-   default filled in, every path absolute) plus ``threads`` resolved to a
-   number of cores;
-2. per phase: each file with its format, its size on disk and its text
+   default filled in, every path absolute, ``vocab_size`` fitted) plus
+   ``threads`` resolved to a number of cores;
+2. the id layout, in the order ids are given (``id_layout``): the bytes and
+   hardcoded merges (or the warm start's base), each phase, the special
+   tokens, the padding, each with its first and last id;
+3. per phase: each file with its format, its size on disk and its text
    bytes, the phase's totals, its capacity (``working_set_mb`` of text),
    whether it will be sampled and at what share, and its expected peak
    memory;
-3. the run's expected peak memory: the largest phase's (phases run one
+4. the run's expected peak memory: the largest phase's (phases run one
    after another), a fixed overhead plus what ``working_set_mb`` bounds.
 
 Design: the plan computes nothing of its own. The files come from
@@ -35,7 +38,8 @@ from typing import Any
 
 import yaml
 
-from toktoktok.config import Config, Phase, effective_settings
+from toktoktok.config import Config, Phase, effective_settings, new_special_tokens
+from toktoktok.id_layout import BYTES, HARDCODED_MERGES, Block, blocks
 
 _UNITS = ("B", "KB", "MB", "GB", "TB")
 
@@ -85,7 +89,7 @@ def phase_plan(cfg: Config, phase: Phase) -> dict[str, Any]:
     share = phase_share(cfg, [f["text_bytes"] for f in files])
     kept = min(text, capacity)  # share * text, when sampled
     return {
-        "name": phase.name, "slug": phase.slug, "merges": phase.merges, "files": files,
+        "name": phase.name, "slug": phase.slug, "merges": phase.merges, "gets_rest": phase.gets_rest, "files": files,
         "size_bytes": sum(f["size_bytes"] for f in files), "text_bytes": text,
         "capacity_bytes": capacity, "sampled": share < 1, "share": share, "kept_text_bytes": kept,
         "expected_peak_mb": memory.expected_peak_mb(working_set_mb=cfg.working_set_mb, kept_text_bytes=kept),
@@ -100,11 +104,14 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     from stages.workdir import check_ready
     from toktoktok import memory
 
-    warnings = check_ready(cfg)
+    cfg, warnings = check_ready(cfg)
     phases = [phase_plan(cfg, phase) for phase in cfg.phases]
+    layout = id_layout(cfg)
     return {
         "config": str(cfg.path),
         "settings": effective_configuration(cfg),
+        "ids": [block.as_dict() for block in layout],
+        "vocab_size": layout[-1].last + 1,
         "phases": phases,
         "working_set_mb": cfg.working_set_mb,
         "fixed_overhead_mb": memory.FIXED_OVERHEAD_MB,
@@ -113,9 +120,39 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     }
 
 
+def id_layout(cfg: Config) -> list[Block]:
+    """The ids a run gives, block by block in the order they are given, if every
+    phase makes all its merges: the bytes and hardcoded merges (or the warm
+    start's base, its gaps and special tokens included), each phase, the new
+    special tokens, the padding."""
+    from stages.workdir import base_special_tokens, base_vocab
+
+    if cfg.warm_start is not None:
+        base = [("warm start base", len(base_vocab(cfg)))]
+        specials = new_special_tokens(cfg, base_special_tokens(cfg))
+    else:
+        base = [("bytes", BYTES)] + ([("hardcoded merges", HARDCODED_MERGES)] if cfg.hardcoded_merges else [])
+        specials = new_special_tokens(cfg)
+    merges = [(p.name, p.merges or 0) for p in cfg.phases]
+    return blocks(base=base, merges=merges, specials=len(specials), pad_to=cfg.pad_to_multiple_of)
+
+
+def render_ids(plan: dict[str, Any]) -> list[str]:
+    """The id layout as a table: ``first..last  count  block``."""
+    given = plan["settings"].get("vocab_size")
+    head = f"ids: {plan['vocab_size']:,} in all" + (" (vocab_size)" if given is not None else
+                                                     " (if every phase makes all its merges)")
+    lines = [head, f"  {'first':>9} {'last':>9} {'count':>9}  block"]
+    for b in plan["ids"]:
+        span = (f"{b['first']:>9} {b['last']:>9}" if b["count"] else f"{'-':>9} {'-':>9}")
+        lines.append(f"  {span} {b['count']:>9}  {b['name']}")
+    return lines
+
+
 def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: int) -> list[str]:
     """The lines of one phase: a table of its files, then totals, sample and memory."""
-    lines = [f"phase {number} of {count}: {p['name']} ({p['slug']}), {p['merges']} merges",
+    rest = " (the rest of vocab_size)" if p["gets_rest"] else ""
+    lines = [f"phase {number} of {count}: {p['name']} ({p['slug']}), {p['merges']} merges{rest}",
              f"  {'format':<9} {'on disk':>9} {'text':>9}  file"]
     for f in p["files"]:
         text = human(f["text_bytes"]) if f["text_bytes"] is not None else "unreadable (skipped)"
@@ -137,6 +174,7 @@ def render(plan: dict[str, Any]) -> str:
     settings = yaml.safe_dump(plan["settings"], sort_keys=False, allow_unicode=True, width=10_000)
     lines = [f"# effective configuration of {plan['config']} (defaults filled in, paths resolved)",
              settings.rstrip("\n"), ""]
+    lines += render_ids(plan) + [""]
     for i, p in enumerate(plan["phases"], 1):
         lines += _render_phase(p, i, len(plan["phases"]), plan["working_set_mb"]) + [""]
     fixed, peak = plan["fixed_overhead_mb"], plan["expected_peak_mb"]

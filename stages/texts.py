@@ -44,7 +44,7 @@ def pattern_name(enc: tiktoken.Encoding) -> str:
 
 
 def can_cut(enc: tiktoken.Encoding) -> bool:
-    """May long documents be cut at SPEC §4's safe places for this encoding's pattern?"""
+    """May long documents be cut at docs/pretokenization.md's safe places for this encoding's pattern?"""
     return any(p.tiktoken == enc._pat_str and p.cut_at_safe_places for p in NAMED_PATTERNS.values())
 
 

@@ -8,7 +8,7 @@ Writes, in ``WORK/train/NN-slug/``:
 - ``merges.arrow``: ``rank, left, right: uint32`` (ranks of the merged token
   and of its two parts), ``bytes: binary``, ``count: uint64`` (the pair's
   count when it was merged), in the order learned. A merge whose bytes were
-  already a token repeats that token's rank (SPEC §5) and adds no rank;
+  already a token repeats that token's rank (docs/training.md) and adds no rank;
 - ``manifest.json``: inputs' digests, counts, rate, timings (last).
 """
 
@@ -46,6 +46,27 @@ def merges_table(result: PhaseResult) -> pa.Table:
     )
 
 
+class TooFewMerges(RuntimeError):
+    """A phase made fewer merges than ``vocab_size`` needs of it (exit 1)."""
+
+
+def too_few_merges(cfg: Config, phase: Phase, made: int) -> str:
+    """Why a run with ``vocab_size`` stops: the phase, what it made and needed, the fixes.
+
+    Without ``vocab_size`` a phase that runs out of pairs only warns: the
+    vocabulary is smaller and every special token's id moves down. With it,
+    the size is a promise to the model, so the run fails instead.
+    """
+    short = phase.merges - made
+    fixes = [f"give phase {phase.name!r} more text", f"lower min_frequency (now {cfg.min_frequency})"]
+    if cfg.max_token_bytes is not None:
+        fixes.append(f"raise max_token_bytes (now {cfg.max_token_bytes})")
+    smaller = "a smaller vocab_size" + ("" if phase.gets_rest else f" with fewer merges in phase {phase.name!r}")
+    fixes.append(f"{smaller} (at least {short:,} fewer)")
+    return (f"phase {phase.name!r} made {made:,} of the {phase.merges:,} merges that vocab_size: {cfg.vocab_size:,} "
+            f"needs of it: no pair left is seen at least {cfg.min_frequency} times; " + ", or ".join(fixes))
+
+
 def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """Train one phase unless its merges are current; returns its manifest."""
     folder = workdir.train_dir(cfg, phase)
@@ -79,6 +100,8 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
                          max_token_bytes=cfg.max_token_bytes, on_progress=progress.set)
     trained = time.perf_counter()
     progress.done(f"{result.made} new tokens")
+    if result.made < phase.merges and cfg.vocab_size is not None:
+        raise TooFewMerges(too_few_merges(cfg, phase, result.made))
     if result.made < phase.merges:
         warnings.append(f"phase '{phase.name}' ran out of pairs seen at least {cfg.min_frequency} times: "
                         f"{result.made} of {phase.merges} merges made")

@@ -33,11 +33,19 @@ import pyarrow as pa
 
 from stages import artifacts
 from toktoktok import counts, sampling
-from toktoktok.config import Config, ConfigError, Phase, Source, config_error, default_work_dir
+from toktoktok.config import (
+    Config,
+    ConfigError,
+    Phase,
+    Source,
+    config_error,
+    default_work_dir,
+    resolve_vocab_size,
+)
 from toktoktok.loading import meta_path, split_name
 from toktoktok.sources import SourceError, list_source_files, text_bytes
 from toktoktok.vocab import Vocab
-from toktoktok.warm_start import load_base
+from toktoktok.warm_start import Base, load_base
 
 
 class MissingInput(Exception):
@@ -203,6 +211,8 @@ def base_description(cfg: Config) -> dict[str, Any]:
 
 def train_settings(cfg: Config, phase: Phase) -> dict[str, Any]:
     """The settings a phase's training depends on (recorded in its manifest)."""
+    if phase.merges is None:  # a caller that skipped check_ready, which fits vocab_size
+        raise RuntimeError(f"phase '{phase.name}': its merges (the rest of vocab_size) are not known yet")
     return {
         "stage": "train",
         "phase": phase.slug,
@@ -319,16 +329,25 @@ def inventory_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarra
 # ---------------------------------------------------------------- before any work
 
 
-def check_ready(cfg: Config) -> list[str]:
-    """Everything that can be checked before work starts; returns warnings.
+def check_ready(cfg: Config) -> tuple[Config, list[str]]:
+    """Everything that can be checked before work starts; returns the config
+    with every phase's merges known, and warnings.
 
     Raises ConfigError naming the key (and its YAML line) for a warm start
     that is not a usable vocabulary, a source with no readable file (with
     ``on_bad_file: fail``: any listed file that cannot be opened, or a broken
     symbolic link), and an output or work folder that cannot be written.
+
+    With a warm start, ``vocab_size`` is fitted here, where the base is read
+    (the loader knows the size of every other block, and reading a base of
+    100,000 tokens takes a second that ``--help`` and a typo should not wait
+    for): its size is its highest id + 1, gaps and special tokens included.
+    A ``hf:`` role naming one of the base's own special tokens is checked here too.
     """
     if cfg.warm_start is not None:
-        _check_warm_start(cfg)
+        base = _check_warm_start(cfg)
+        cfg = resolve_vocab_size(cfg, base_size=len(base.vocab), base_specials=base.special_tokens)
+        _check_hf_roles(cfg, base.special_tokens)
     warnings = list(cfg.warnings)
     strict = cfg.on_bad_file == "fail"
     for phase in cfg.phases:
@@ -339,10 +358,20 @@ def check_ready(cfg: Config) -> list[str]:
             except (SourceError, OSError) as exc:
                 raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
     _check_writable(cfg)
-    return warnings
+    return cfg, warnings
 
 
-def _check_warm_start(cfg: Config) -> None:
+def _check_hf_roles(cfg: Config, base_specials: dict[str, int]) -> None:
+    """Each ``hf:`` role names a special token of the config or of the warm start."""
+    declared = set(cfg.special_tokens) | set(base_specials)
+    for role, token in (cfg.hf.roles if cfg.hf else {}).items():
+        if token is not None and token not in declared:
+            known = ", ".join(repr(t) for t in sorted(declared)) or "none are declared"
+            raise config_error(cfg.path, ("hf", role), f"is {token!r}, not a declared special token "
+                                                       f"(special tokens of the config and the warm start: {known})")
+
+
+def _check_warm_start(cfg: Config) -> Base:
     """The base vocabulary must be valid and leave room for the new special tokens."""
     from toktoktok.tiktoken_file import validate_special_tokens
 
@@ -363,6 +392,7 @@ def _check_warm_start(cfg: Config) -> None:
         validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
     except ValueError as exc:
         raise config_error(cfg.path, ("special_tokens",), f"do not fit the warm start's: {exc}") from exc
+    return base
 
 
 def _check_writable(cfg: Config) -> None:

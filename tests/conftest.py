@@ -1,7 +1,7 @@
 """Shared helpers for the end-to-end tests (test_pipeline.py, test_cli.py).
 
-Everything here is written from the SPEC, not from the code under test: the
-vocabulary layout (§3), the .txt document rule (§4), the piece counts
+Everything here is written from the docs, not from the code under test: the
+vocabulary layout (docs/vocabulary.md), the .txt document rule (docs/pretokenization.md), the piece counts
 (``regex.findall`` over each document after cutting out special tokens) and
 the reading of a finished work directory.
 
@@ -33,6 +33,10 @@ import pyarrow.parquet as pq
 import regex
 import yaml
 
+# Nothing is ever fetched from a model hub: transformers loads only the folders the tests write.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SHARED_DATA = SHARED / "data"
 BIN = Path(sys.executable).parent
@@ -41,7 +45,7 @@ TOKTOKTOK = BIN / "toktoktok"
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
-# SPEC §4, written out here rather than imported, so a change in the code shows.
+# docs/pretokenization.md, written out here rather than imported, so a change in the code shows.
 SPEC_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
     r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
@@ -208,7 +212,7 @@ def toktok(*args: Any, real: bool = False, legacy: bool = False, cwd: Path | Non
     return Run(result.exit_code, result.stdout, result.stderr)
 
 
-# ---------------------------------------------------------------- SPEC §3 layout
+# ---------------------------------------------------------------- docs/vocabulary.md layout
 
 
 def spec_byte_order() -> list[int]:
@@ -217,7 +221,7 @@ def spec_byte_order() -> list[int]:
 
 
 def spec_base_tokens(hardcoded: bool = True) -> list[bytes]:
-    """Rank order of SPEC §3: the 256 bytes, then (if on) the 1,161 hardcoded merges."""
+    """Rank order of docs/vocabulary.md: the 256 bytes, then (if on) the 1,161 hardcoded merges."""
     tokens = [bytes([b]) for b in spec_byte_order()]
     if hardcoded:
         tokens += [f"{n:02d}".encode() for n in range(100)]
@@ -241,7 +245,7 @@ _DOC_END = regex.compile(_BREAK + _BREAK + r"(?=\S)")
 
 
 def split_txt_documents(text: str) -> list[str]:
-    """SPEC §4: a .txt splits after a blank line followed by a non-white-space character."""
+    """docs/pretokenization.md: a .txt splits after a blank line followed by a non-white-space character."""
     docs, start = [], 0
     for m in _DOC_END.finditer(text):
         docs.append(text[start : m.end()])
@@ -335,7 +339,7 @@ def manifest(folder: Path) -> dict[str, Any]:
 
 
 def parse_tiktoken(path: Path) -> list[tuple[bytes, int]]:
-    """Strict reading of SPEC §7's format: padded base64, one space, decimal rank, \\n."""
+    """Strict reading of docs/outputs.md's format: padded base64, one space, decimal rank, \\n."""
     data = path.read_bytes()
     assert data.endswith(b"\n"), "the last line must end with \\n"
     out = []
@@ -367,7 +371,7 @@ def snapshot(*roots: Path) -> dict[str, tuple[int, str]]:
 
 
 def replace_pair(syms: list[int], a: int, b: int, rank: int) -> list[int]:
-    """Replace each (a, b) in ``syms``, left to right, by ``rank`` (SPEC §5's merge step)."""
+    """Replace each (a, b) in ``syms``, left to right, by ``rank`` (docs/training.md's merge step)."""
     out, i = [], 0
     while i < len(syms):
         if i + 1 < len(syms) and syms[i] == a and syms[i + 1] == b:

@@ -1,4 +1,4 @@
-"""The command line (SPEC §7b): versions, help, exit codes, one-line errors,
+"""The command line (docs/cli.md): versions, help, exit codes, one-line errors,
 stage order messages, --phase, and what a failed run leaves behind.
 
 Cases where the process itself matters (exit status, stderr with no Python
@@ -189,7 +189,7 @@ def test_export_hf_flag(project):
 
 def test_warm_start_is_refused_or_keeps_every_base_id(tmp_path, project):
     """The brief: warm_start is refused ("not yet supported", exit 2). If a later
-    version supports it, SPEC §2 holds instead: every base token keeps its id."""
+    version supports it, docs/configuration.md holds instead: every base token keeps its id."""
     base = {bytes([b]): b for b in range(256)} | {b"th": 256, b"the": 257, b" the": 258}
     write_tiktoken(tmp_path / "base.tiktoken", base)
     project.write_text(project.read_text() + f"warm_start: {{file: {tmp_path / 'base.tiktoken'}}}\n")

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import toktoktok
+from stages.pipeline import train_texts
 from tests.conftest import (
     SHARED_DATA,
     SPECIALS,
@@ -152,8 +153,8 @@ def test_inspect_a_warm_started_tokenizer(trained, tmp_path):
     base = dict(parse_tiktoken(trained["out"]))
     out = tmp_path / "warm.tiktoken"
     docs = documents(trained["data"] / "more")
-    toktoktok.train(docs, merges=20, warm_start=trained["out"], special_tokens=["<|endoftext|>", "<|new|>"],
-                    heldout_share=0, threads=1, output=out)
+    train_texts(docs, output=out, merges=20, warm_start=trained["out"], special_tokens=["<|endoftext|>", "<|new|>"],
+                heldout_share=0, threads=1)
     meta = json.loads(out.with_name("warm.meta.json").read_text())
     r = toktok("inspect", out.with_name("warm.meta.json"))  # the companion stands for its .tiktoken
     assert r.code == 0, r.err

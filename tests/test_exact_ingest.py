@@ -1,4 +1,4 @@
-"""The pieces ingest counts are exactly ``regex.findall``'s (SPEC §4).
+"""The pieces ingest counts are exactly ``regex.findall``'s (docs/pretokenization.md).
 
 With ``heldout_share: 0`` (nothing held out) the summed ``(piece, count)`` rows
 of a phase's chunk files must equal a ``Counter`` of
@@ -6,7 +6,7 @@ of a phase's chunk files must equal a ``Counter`` of
 tokens, for every named pattern:
 
 - of each row of a ``.jsonl`` file (one document per row);
-- of each whole ``.txt`` file (SPEC §4: "the counted pieces equal
+- of each whole ``.txt`` file (docs/pretokenization.md: "the counted pieces equal
   regex.findall(pattern, text) over each whole file or row"). A ``.txt`` is
   also split into documents (after a blank line followed by non-white-space);
   the documents concatenated are the file, and for the default and cl100k
@@ -28,7 +28,7 @@ hold a few parts and chunk files a few batches:
   calls of ``toktoktok.atomic`` are skipped: they make writes durable, they do
   not change a byte.
 
-The reference side is written from the SPEC, not from the code under test:
+The reference side is written from the docs, not from the code under test:
 its own ``.txt`` document splitter, its own special-token cutter, plain
 ``regex.findall``.
 """
@@ -71,7 +71,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 MULTILINGUAL = SHARED / "data" / "multilingual"
 
 PATTERN_NAMES = ("default", "cl100k", "o200k", "gpt2")
-# Patterns for which SPEC §4's .txt document boundary is a safe cut place.
+# Patterns for which docs/pretokenization.md's .txt document boundary is a safe cut place.
 TXT_SPLIT_EXACT = ("default", "cl100k")
 TXT_SPLIT_INEXACT = ("o200k", "gpt2")
 
@@ -87,7 +87,7 @@ SPECIAL_SETS = ((), SPECIALS, ODD_SPECIALS)
 
 
 def txt_documents(text: str) -> list[str]:
-    """SPEC §4's .txt documents (tests/conftest.py's reference splitter); a UTF-8
+    """docs/pretokenization.md's .txt documents (tests/conftest.py's reference splitter); a UTF-8
     byte order mark at the very start is not text (sources.py)."""
     return split_txt_documents(text.removeprefix("\ufeff"))
 
@@ -464,7 +464,7 @@ def test_custom_pattern_in_worker_processes(tiny: pytest.MonkeyPatch, tmp_path: 
 
 
 def test_reference_splitter_and_cutter() -> None:
-    """The reference itself, on the SPEC's examples."""
+    """The reference itself, on the docs' examples."""
     assert txt_documents("a\n\nb") == ["a\n\n", "b"]
     assert txt_documents("a\n\n b") == ["a\n\n b"]
     assert txt_documents("a\r\n\r\nb\r\rc\n\rd\n\n\ne") == ["a\r\n\r\n", "b\r\r", "c\n\r", "d\n\n\n", "e"]
@@ -488,7 +488,7 @@ WHOLE_FILE_CASES = [
 @pytest.mark.parametrize(("name", "text"), WHOLE_FILE_CASES)
 def test_txt_counts_equal_findall_over_whole_file(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str,
                                                   text: str) -> None:
-    """SPEC §4: 'the counted pieces equal regex.findall(pattern, text) over each whole file',
+    """docs/pretokenization.md: 'the counted pieces equal regex.findall(pattern, text) over each whole file',
     also where the sum over the file's documents is different (gpt2, o200k)."""
     _set_sizes(tiny, {"block_chars": 4, "part_chars": 3, "batch": 8, "chunk": 16})
     counts, manifest, _ = run_ingest(tmp_path, [write_txt(tmp_path, text)], name, ())
@@ -506,7 +506,7 @@ def test_documents_are_no_safe_split_for_gpt2_and_o200k(name: str, text: str) ->
 
 @pytest.mark.parametrize("name", PATTERN_NAMES)
 def test_special_token_holding_a_blank_line_in_txt(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
-    """SPEC §4: special tokens are cut out of the raw text before the pattern runs, also a token
+    """docs/pretokenization.md: special tokens are cut out of the raw text before the pattern runs, also a token
     that the .txt document rule splits (a blank line followed by non-white-space inside it)."""
     _set_sizes(tiny, {"block_chars": 3, "part_chars": 2, "batch": 4, "chunk": 9})
     specials = ("\n\n<|doc|>",)
@@ -522,8 +522,8 @@ def test_special_token_holding_a_blank_line_in_txt(tiny: pytest.MonkeyPatch, tmp
 
 @pytest.mark.parametrize("name", ["default", "cl100k", "o200k", "gpt2"])
 def test_txt_is_read_in_bounded_parts(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
-    """SPEC §4: 'Files are read in bounded parts, cut only where no match can cross ... each
-    named pattern needs its own proven rule' (and §6: files are streamed, never loaded whole).
+    """docs/pretokenization.md: 'Files are read in bounded parts, cut only where no match can cross ... each
+    named pattern needs its own proven rule' (and README.md#memory: files are streamed, never loaded whole).
 
     o200k and gpt2 may be cut only between a non-space and a following space
     (``cut_at_spaces``), default and cl100k also after line breaks: either way a .txt file

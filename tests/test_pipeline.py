@@ -1,8 +1,8 @@
-"""End to end: `toktok run` on small real corpora, checked against the SPEC.
+"""End to end: `toktok run` on small real corpora, checked against the docs.
 
 Each test reads only what the pipeline wrote (the .tiktoken file, its
 companion, the work directory's Arrow files and manifests) and compares it
-with what the SPEC says it must be, computed here independently: the piece
+with what the docs says it must be, computed here independently: the piece
 counts with ``regex.findall`` over each document, the merges with
 ``toktoktok.merge.train_reference`` (the plain-Python rule), the final
 segmentation by replaying the merges, the encodings with tiktoken itself.
@@ -248,7 +248,7 @@ def test_merges_equal_reference(trained, corpus):
 
 def test_tiktoken_encodes_like_training(trained, corpus):
     """tiktoken, with the ranks after phase k, encodes every training piece of phase k
-    exactly as the trainer left it (SPEC §5)."""
+    exactly as the trainer left it (docs/training.md)."""
     stages = ranks_by_phase(trained)
     for k, (slug, source) in enumerate(trained.phases):
         before, after = stages[k], stages[k + 1]
@@ -343,7 +343,7 @@ def test_tiktoken_file_format(main):
     tokens = [t for t, _ in lines]
     assert ranks == list(range(len(lines))), "ranks dense from 0, in order"
     assert len(set(tokens)) == len(tokens), "bytes unique"
-    assert tokens[:1417] == spec_base_tokens(True), "SPEC §3 layout: bytes in cl100k order, hardcoded merges"
+    assert tokens[:1417] == spec_base_tokens(True), "docs/vocabulary.md layout: bytes in cl100k order, hardcoded merges"
     assert tokens[0] == b"!"
     assert all(s.encode() not in tokens for s in SPECIALS), "special tokens are not in the .tiktoken"
     meta = json.loads(main.meta.read_text())
@@ -451,7 +451,7 @@ def test_stage_by_stage_equals_run(tmp_path, corpus):
 
 
 def test_export_after_retraining_an_earlier_phase_alone(tmp_path, corpus):
-    """Each stage can be rerun alone (SPEC §1): the result is then the same as a
+    """Each stage can be rerun alone (docs/outputs.md): the result is then the same as a
     full run, or the stage says which command to run first."""
     staged = _small_project(tmp_path, corpus, folder="staged")
     fresh = _small_project(tmp_path, corpus, folder="fresh")
@@ -603,7 +603,7 @@ def test_zero_merges(tmp_path):
 
 
 def test_memory_does_not_grow_with_an_unreachable_budget(tmp_path):
-    """SPEC §2: a budget larger than the data supports is valid; §6: peak memory
+    """docs/configuration.md: a budget larger than the data supports is valid; README.md#memory: peak memory
     stays within working_set_mb plus a fixed overhead."""
     data = tmp_path / "tiny"
     data.mkdir()
@@ -690,7 +690,7 @@ def test_heldout_documents_are_whole_documents(tmp_path):
 
 
 def test_special_token_across_a_document_boundary_is_not_counted(tmp_path):
-    """SPEC §4: special tokens are cut out of the raw text before the pattern runs and
+    """docs/pretokenization.md: special tokens are cut out of the raw text before the pattern runs and
     are never counted."""
     data = tmp_path / "docs"
     data.mkdir()

@@ -4,7 +4,7 @@ the sample share and the expected peak memory, before any work starts.
 The corpora are written here (plain, jsonl and gzip files of real English
 text), and every figure the plan prints is computed again independently:
 sizes with ``os.stat``, text bytes by decompressing, the share as
-``capacity / total`` from SPEC §6 (``working_set_mb`` MiB of text), and the
+``capacity / total`` from docs/training.md (``working_set_mb`` MiB of text), and the
 share ingest really uses from the manifest a real ``toktok ingest`` writes.
 """
 

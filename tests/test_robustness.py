@@ -1,7 +1,7 @@
 """Issue 5: robust under bad input and interruption.
 
 Every case runs the installed ``toktok`` on a real bad input in ``tmp_path``
-and checks three things: the exit code (SPEC §7b: 0 done, 1 data or runtime
+and checks three things: the exit code (docs/cli.md: 0 done, 1 data or runtime
 failure, 2 usage or configuration, 130 interrupted), the message (one line
 ``error: ...`` naming the file, key or line, never a traceback), and that
 nothing left on disk claims completeness (no manifest for the stage that
@@ -375,7 +375,7 @@ def _words_file(path: Path, size: int, separator: str) -> int:
 @pytest.mark.parametrize("pattern", ["default", "gpt2"])
 def test_memory_does_not_follow_line_length(tmp_path, pattern):
     """One line of 48 MB (letters and spaces, no line break) costs no more memory than
-    the same text in many lines: the reader cuts it at SPEC §4's safe places (before a
+    the same text in many lines: the reader cuts it at docs/pretokenization.md's safe places (before a
     space) instead of holding the line. Holding it would cost twice its size (bytes and
     text). The figure is the manifest's peak RSS (threads: 2). The default pattern's
     bytes go to the scanner as read, cut before a space; gpt2's are decoded and cut
@@ -601,7 +601,7 @@ def _tiktoken_lines(ranks: dict[bytes, int]) -> list[str]:
 
 
 BYTES = {bytes([b]): b for b in range(256)}
-WARM = {  # file name: lines of a .tiktoken with one SPEC §8 fault (line 258 is the faulty one)
+WARM = {  # file name: lines of a .tiktoken with one docs/outputs.md fault (line 258 is the faulty one)
     "dup-rank.tiktoken": _tiktoken_lines(BYTES) + ["YWI= 256", "Y2Q= 256"],
     "dup-bytes.tiktoken": _tiktoken_lines(BYTES) + ["YWI= 256", "YWI= 257"],
     "missing-byte.tiktoken": _tiktoken_lines(BYTES)[:10] + _tiktoken_lines(BYTES)[11:],
@@ -711,7 +711,7 @@ CONFIG_CASES = [
     # -- YAML itself
     ("yaml-syntax", top("output: [unclosed"), ["invalid YAML"], None),
     ("yaml-python-tag", top("seed: !!python/object/apply:os.system ['echo hacked']"), ["seed uses an unsupported YAML tag"], 10),
-    # -- warm-start files that are not valid .tiktoken (SPEC §8); found before work starts
+    # -- warm-start files that are not valid .tiktoken (docs/outputs.md); found before work starts
     *[(f"warm-start-{name.removesuffix('.tiktoken')}", top(f"warm_start: {{{{file: {{tmp}}/{name}}}}}"),
        ["warm_start.file", "is not a usable base vocabulary", name, problem], 10)
       for name, problem in [("dup-rank.tiktoken", "line 258: duplicate rank 256"),

@@ -1,4 +1,4 @@
-"""Sampling to ``working_set_mb`` and merging separately ingested partitions (SPEC §6).
+"""Sampling to ``working_set_mb`` and merging separately ingested partitions (docs/training.md).
 
 - A phase with more text than its budget keeps each document with
   probability capacity / total, by a seeded hash of its place. The test
@@ -82,7 +82,7 @@ def unit_texts(path: Path, bound: int) -> list[tuple[int, int, str]]:
 
 
 def _text_bytes(path: Path) -> int:
-    """SPEC-side size: bytes on disk for .txt and .jsonl, UTF-8 of the column for parquet."""
+    """reference-side size: bytes on disk for .txt and .jsonl, UTF-8 of the column for parquet."""
     if path.suffix == ".parquet":
         return sum(len(t.encode()) for t in read_documents(path))
     return path.stat().st_size

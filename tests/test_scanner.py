@@ -1,4 +1,4 @@
-"""The numba scanner finds exactly the pieces ``regex.findall`` finds (SPEC §4).
+"""The numba scanner finds exactly the pieces ``regex.findall`` finds (docs/pretokenization.md).
 
 The oracle is the ``regex`` module running each pattern's ``python`` spelling.
 Texts: hypothesis (arbitrary Unicode, and fragments biased to the delicate

@@ -1,4 +1,4 @@
-"""SPEC §3: the byte order and the 1,161 hardcoded merges, rank by rank."""
+"""docs/vocabulary.md: the byte order and the 1,161 hardcoded merges, rank by rank."""
 
 from toktoktok.vocab import BYTE_ORDER, Vocab, hardcoded_merges
 

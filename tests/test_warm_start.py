@@ -1,4 +1,4 @@
-"""Warm start (SPEC §2): every base token and special token keeps its id, new
+"""Warm start (docs/configuration.md): every base token and special token keeps its id, new
 merges come above the base's highest id, and text encodes as with the base
 wherever no new merge applies."""
 

@@ -1,4 +1,4 @@
-"""``toktoktok.train``: train a tokenizer from Python, get a ``tiktoken.Encoding``.
+"""``toktoktok.train``: train a tokenizer from Python strings, get a ``tiktoken.Encoding``.
 
     >>> import toktoktok
     >>> docs = ["the cat sat on the mat. " * 20, "the dog sat on the log. " * 20]
@@ -7,180 +7,434 @@
     >>> enc.n_vocab, enc.decode(enc.encode(" the cat"))
     (267, ' the cat')
 
-This is the one place where the library drives the pipeline: ``train``
-imports ``stages`` (ingest, train, export) inside the function, so importing
-``toktoktok`` never imports the command-line stages.
+``train`` composes library functions in memory, in the order of the stages
+but with none of their files: it never imports ``stages`` and writes
+nothing, so it works from any script, notebook or stdin. It gives the
+``.tiktoken`` that ``toktok run`` gives for the same documents as one source
+of one row per document in a phase named ``train``, with the same options:
+the jsonl file ``stages.pipeline.train_texts`` writes (a parquet file too
+when nothing is held out or sampled: a parquet row's key is its number, a
+jsonl row's its line's offset); ``tests/test_api.py`` compares them.
+
+1. Documents. ``texts`` is an iterable of strings, each one document (one
+   held-out and sampling unit, or several if it is larger than the bound:
+   ``toktoktok.units``), read once into a list (the sample
+   needs the total before the first choice). A lone surrogate becomes
+   U+FFFD, as it does when a JSON escape spells one; a surrogate pair
+   becomes its character.
+2. Fates (``sampling.unit_fates``): the seeded held-out choice
+   (``heldout_share``, at most ``sampling.HELDOUT_CAP_BYTES`` of text) and
+   the sample (``working_set_mb`` buys ``sampling.capacity`` bytes of text;
+   more text keeps each unit with the share capacity / total), both
+   hashes of the unit's place: phase ``01-train``, file 0, the byte offset
+   of the document's line in the jsonl file ``stages.pipeline.train_texts``
+   writes plus the unit's offset in the text (the share is measured against
+   that file's size too: ``sampling.jsonl_offsets``). Held-out text is not
+   kept: nothing here validates with it.
+3. Pieces (``counts.count_texts``) of every trained document: special
+   tokens cut out, then the pattern over each segment; the numba scanner for
+   the named patterns, in threads (``threads``; it releases the GIL),
+   ``regex`` in this thread for a custom pattern (no worker processes, so no
+   ``if __name__ == "__main__"`` guard is needed). A document longer than
+   ``PART_CHARS + max_piece_bytes`` characters goes through
+   ``pretokenize.PartCutter`` as ingest reads it (blocks of
+   ``READ_BLOCK_CHARS``), so ``max_piece_bytes`` cuts the same runs.
+4. Merges (``merge.train_phase``) on the summed inventory sorted by piece,
+   from the warm start's vocabulary or the bytes and hardcoded merges.
+5. Special-token ids as export gives them (``vocab.special_ids``), and the
+   ``tiktoken.Encoding`` named ``train``, checked as ``toktoktok.load``
+   checks a file.
 
 Decisions:
 
-- ``texts`` is an iterable of strings, each one document (its sampling and
-  held-out unit, SPEC §4). They are written, streamed, as a ``.jsonl`` file
-  (one ``{"text": ...}`` a line, ASCII-escaped so that any string, lone
-  surrogates included, survives; those become U+FFFD as in any source) into
-  a temporary directory, which also holds the config and the work directory
-  and is removed at the end, whatever happens. A very large corpus is better
-  given as files through a config: the copy costs disk space and time.
-- The config built for texts has one phase named ``train`` with
-  ``merges``, ``special_tokens``, and every other SPEC §2 top-level option
-  passed as a keyword (``hardcoded_merges=False``, ``heldout_share=0``,
-  ``pattern="cl100k"``, ``seed=1``, ``warm_start={"file": ...}`` or just a
-  path, ...). ``output=PATH`` keeps the trained ``.tiktoken`` (and its
-  companions) at PATH; by default it lives in the temporary directory only.
-  ``work_dir`` and ``phases`` cannot be given: the work directory is the
-  temporary one and there is one phase.
-- ``config=PATH`` (or a path as the only positional argument) runs that
-  config exactly as ``toktok run -c PATH`` does, with its own outputs and
-  work directory, and returns its tokenizer; ``merges``, ``special_tokens``
-  and options cannot be combined with it.
-- Every configuration problem (an unknown option, a wrong type, ``merges``
-  missing) is a ``ValueError`` with the config's message (the temporary
-  config's file name replaced by ``train()``); an item of ``texts`` that is
-  not a string is a ``TypeError``. Failures while running (unreadable data)
-  propagate as they are.
-- The pipeline runs in this process, quietly (progress lines only on a
-  terminal, or with ``verbose=True``).
+- Options are the top-level config options (docs/configuration.md), checked by the
+  config's own checks (``config.check_settings``, no file written): every
+  configuration problem is a ``ValueError`` whose message starts with
+  ``train():``; an item of ``texts`` that is not a string is a ``TypeError``.
+  ``export_hf`` and ``on_bad_file`` are accepted and change nothing here
+  (no file is written or read); ``verbose=True`` prints a summary to stderr.
+- What ran the whole pipeline moved to ``stages.pipeline``:
+  ``train(config=PATH)`` (or a config path as the only argument) is
+  ``stages.pipeline.train_config(PATH)``, and ``train(texts, output=PATH,
+  ...)`` is ``stages.pipeline.train_texts(texts, output=PATH, ...)``; both
+  are a ``ValueError`` here that says so. ``work_dir`` and ``phases`` cannot
+  be given: there is one phase and no work folder.
+- Sampling measures the documents' UTF-8 bytes, as ingest measures a
+  parquet or ``.txt`` source. A ``.jsonl`` is measured by its lines (keys
+  and quoting too), so when the sample is in play a jsonl of the same
+  documents (what ``stages.pipeline.train_texts`` writes) keeps a little less.
+- Memory: the documents (the caller's strings, not copied unless a
+  surrogate is replaced), a batch of text per thread in flight, and the
+  summed piece counts; then what the merge loop needs (as the train stage).
+  On 20 MB of English (1,471 documents, 5,000 merges, default options, two
+  threads) this took 1.8-2.8 s and 350 MB at peak, where running the stages
+  on a temporary jsonl took 3.9-6.5 s and 390-400 MB (the same tokenizer).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import difflib
 import os
 import re
-import tempfile
-from collections.abc import Iterable
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tiktoken
-import yaml
 
-from toktoktok.config import TOP_KEYS, Config, ConfigError, load_config
-from toktoktok.loading import load
+from toktoktok.config import MAX_MERGES, TOP_KEYS, ConfigError, check_settings
 
-PHASE_NAME = "train"
+if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
+    import numpy as np
+
+PHASE_NAME = "train"  # the one phase: its name is the Encoding's name
+PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
+PART_CHARS = 1 << 20  # ingest's PartCutter part size (its default)
+READ_BLOCK_CHARS = 1 << 20  # ingest reads a jsonl or parquet document in blocks of this many characters
+SUM_GROUP = 16  # counted batches summed together
 _NOT_OPTIONS = ("phases", "work_dir", "special_tokens")
-
-
-def _run(cfg: Config) -> None:
-    """Run every stage of ``cfg`` (the lazy import of ``stages`` happens here)."""
-    from stages import pipeline
-    from stages.progress import Progress
-
-    pipeline.run(cfg, progress=Progress(verbose=cfg.verbose))
-
-
-def _write_documents(texts: Iterable[str], path: Path) -> int:
-    count = 0
-    with open(path, "w", encoding="ascii") as fh:
-        for text in texts:
-            if not isinstance(text, str):
-                raise TypeError(f"train(): texts[{count}] is {type(text).__name__}, expected a string (one document)")
-            fh.write(json.dumps({"text": text}, ensure_ascii=True))
-            fh.write("\n")
-            count += 1
-    return count
-
-
-def _config_error(exc: ConfigError, config_file: Path) -> ValueError:
-    """The config's message, with the temporary file's name replaced by ``train()``."""
-    message = re.sub(rf"^{re.escape(str(config_file))}( line \d+)?: ", "train(): ", str(exc))
-    message = message.replace("phases[0].merges", "merges").replace(str(config_file), "train()")
-    return ValueError(message)
-
-
-def _absolute(path: str | os.PathLike[str]) -> str:
-    """A path given to ``train()`` is relative to the current folder, not to the temporary config."""
-    return str(Path(path).expanduser().absolute())
-
-
-def _options_doc(options: dict[str, Any]) -> dict[str, Any]:
-    """Keyword options as config keys, checked to be top-level SPEC §2 options."""
-    doc: dict[str, Any] = {}
-    for key, value in options.items():
-        if key in _NOT_OPTIONS or key not in TOP_KEYS:
-            allowed = ", ".join(k for k in TOP_KEYS if k not in _NOT_OPTIONS)
-            why = "is set by train()" if key in _NOT_OPTIONS else "is not an option"
-            raise ValueError(f"train(): {key!r} {why} (options: merges, special_tokens, config, {allowed})")
-        if key == "warm_start" and isinstance(value, (str, os.PathLike)):
-            value = {"file": value}
-        if key == "warm_start" and isinstance(value, dict) and isinstance(value.get("file"), (str, os.PathLike)):
-            value = {**value, "file": _absolute(value["file"])}
-        elif key == "output" and isinstance(value, (str, os.PathLike)):
-            value = _absolute(value)
-        doc[key] = value
-    return doc
+_MOVED = {
+    "config": "train(): config= moved: use stages.pipeline.train_config(PATH)",
+    "output": "train(): output= moved: use stages.pipeline.train_texts(texts, output=PATH, merges=..., ...) "
+              "(toktoktok.train keeps nothing on disk)",
+}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def train(
-    texts: Iterable[str] | str | os.PathLike[str] | None = None,
+    texts: Iterable[str] | None = None,
     *,
     merges: int | None = None,
     special_tokens: Iterable[str] = (),
-    config: str | os.PathLike[str] | None = None,
+    config: Any = None,
     **options: Any,
 ) -> tiktoken.Encoding:
-    """Train a tokenizer and return it as a ``tiktoken.Encoding``.
+    """Train a tokenizer on ``texts`` in memory and return it as a ``tiktoken.Encoding``.
 
-    ``texts``: an iterable of strings, each one document; or, instead,
-    ``config``: a YAML config (SPEC §2), run as ``toktok run -c`` would.
-    ``merges``: the number of new tokens to learn from the texts (required
-    with texts). ``special_tokens``: added after the merges, in this order.
-    ``**options``: any other top-level config option (``hardcoded_merges``,
-    ``heldout_share``, ``pattern``, ``seed``, ``min_frequency``,
-    ``max_token_bytes``, ``pad_to_multiple_of``, ``warm_start``, ``threads``,
-    ``working_set_mb``, ``output``, ...).
+    ``texts``: an iterable of strings, each one document. ``merges``: the
+    number of new tokens to learn (required). ``special_tokens``: added
+    after the merges, in this order. ``**options``: any other top-level
+    config option (``hardcoded_merges``, ``heldout_share``, ``pattern``,
+    ``seed``, ``min_frequency``, ``max_token_bytes``, ``pad_to_multiple_of``,
+    ``warm_start`` (a path, or ``{"file": ..., "special_tokens": {...}}``),
+    ``threads``, ``working_set_mb``, ``max_piece_bytes``, ``verbose``).
 
-    Runs the same stages as the command line (this function imports
-    ``stages`` lazily: it is the one place where the library drives the
-    pipeline), in a temporary work directory removed before it returns.
-    Raises ``ValueError`` for a configuration problem.
+    Raises ``ValueError`` for a configuration problem (and for ``config=`` or
+    ``output=``, which moved to ``stages.pipeline``), ``TypeError`` for an
+    item of ``texts`` that is not a string.
     """
-    if isinstance(texts, (str, os.PathLike)):
-        if config is not None:
-            raise ValueError("train(): give texts or config, not both")
-        if not Path(texts).is_file():
-            raise ValueError("train(): a single string is not a list of documents: pass [text] for one document, "
-                             "or the path of an existing config file")
-        texts, config = None, texts
-    if config is not None:
-        if texts is not None or merges is not None or tuple(special_tokens) or options:
-            raise ValueError("train(): with config=, give no texts, merges, special_tokens or options "
-                             "(they are in the config)")
-        return _train_config(Path(config))
+    _refuse_moved(texts, config, options)
     if texts is None:
-        raise ValueError("train(): give texts (an iterable of strings) or config (a YAML file)")
-    if merges is None:
-        raise ValueError("train(): merges is required with texts (the number of new tokens to learn)")
-    return _train_texts(texts, merges, list(special_tokens), options)
+        raise ValueError("train(): give texts (an iterable of strings, each one document)")
+    vocab_size = options.pop("vocab_size", None)
+    if merges is None and vocab_size is None:
+        raise ValueError("train(): merges is required with texts (the number of new tokens to learn), "
+                         "unless vocab_size is given (the number of ids in all)")
+    settings = _settings(0 if merges is None else merges, special_tokens, options)
+    if vocab_size is not None:
+        merges = _merges_for(vocab_size, merges, settings)
+    docs, sizes = documents(texts)
+    started = time.perf_counter()
+    with _numba_threads(_resolve_threads(settings["threads"])):
+        docs, fates, share = _fates(docs, sizes, settings)
+        table = count_documents(docs, fates, settings)
+        del docs
+        result, specials = _learn(table, merges, settings)
+    if vocab_size is not None and result.made < merges:
+        raise RuntimeError(f"train(): made {result.made} of the {merges} merges that vocab_size {vocab_size} needs: "
+                           "give more text, lower min_frequency, or a smaller vocab_size")
+    if settings["verbose"]:
+        _summary(fates, share, table, result, merges, time.perf_counter() - started)
+    return encoding(result.vocab.ranks(), specials, settings["pattern"].tiktoken)
 
 
-def _train_config(path: Path) -> tiktoken.Encoding:
+def _refuse_moved(texts: Any, config: Any, options: dict[str, Any]) -> None:
+    """``config=``, a config path as ``texts`` and ``output=`` ran the pipeline:
+    say the one-line replacement."""
+    if config is not None:
+        raise ValueError(_MOVED["config"])
+    if isinstance(texts, os.PathLike) or (isinstance(texts, str) and _is_file(texts)):
+        raise ValueError(_MOVED["config"] + " (a path as the only argument)")
+    if isinstance(texts, str):
+        raise ValueError("train(): a single string is not a list of documents: pass [text] for one document")
+    if "output" in options:
+        raise ValueError(_MOVED["output"])
+
+
+def _is_file(text: str) -> bool:
     try:
-        cfg = load_config(path)
-        _run(cfg)
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a document too long for a path, or with a NUL
+        return False
+
+
+def _settings(merges: Any, special_tokens: Iterable[str], options: dict[str, Any]) -> dict[str, Any]:
+    """The options checked by the config's own checks, as ``Config`` fields."""
+    allowed = [k for k in TOP_KEYS if k not in _NOT_OPTIONS and k != "output"]
+    for key in options:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, ["merges", "special_tokens", *allowed], n=1)
+            why = ("cannot be given: train() has one phase and no work folder" if key in _NOT_OPTIONS
+                   else f"is not an option{f' (did you mean {close[0]!r}?)' if close else ''}")
+            raise ValueError(f"train(): {key!r} {why} (options: merges, special_tokens, {', '.join(allowed)})")
+    if not isinstance(merges, int) or isinstance(merges, bool) or not 0 <= merges <= MAX_MERGES:
+        raise ValueError(f"train(): merges must be an integer from 0 to {MAX_MERGES}, got {merges!r}")
+    if isinstance(special_tokens, str):
+        raise ValueError(f"train(): special_tokens must be a list of strings, got one string {special_tokens!r}")
+    doc = dict(options)
+    warm = doc.get("warm_start")
+    if isinstance(warm, (str, os.PathLike)):
+        warm = doc["warm_start"] = {"file": warm}
+    if isinstance(warm, dict) and isinstance(warm.get("file"), os.PathLike):
+        doc["warm_start"] = {**warm, "file": os.fspath(warm["file"])}
+    doc["special_tokens"] = list(special_tokens)
+    try:
+        return check_settings(doc, where="train()")
     except ConfigError as exc:
-        raise ValueError(str(exc)) from exc
-    return load(cfg.output)
+        raise ValueError(str(exc)) from None
 
 
-def _train_texts(texts: Iterable[str], merges: Any, special_tokens: list[str],
-                 options: dict[str, Any]) -> tiktoken.Encoding:
-    doc = _options_doc(options)
-    with tempfile.TemporaryDirectory(prefix="toktoktok-train-") as tmp:
-        root = Path(tmp)
-        data = root / "texts.jsonl"
-        config_file = root / "config.yaml"
-        _write_documents(texts, data)
-        full: dict[str, Any] = {"output": str(root / "out" / f"{PHASE_NAME}.tiktoken")}
-        full.update(doc)
-        full["work_dir"] = str(root / "work")
-        if special_tokens:
-            full["special_tokens"] = special_tokens
-        full["phases"] = [{"name": PHASE_NAME, "merges": merges, "sources": [{"file": str(data)}]}]
-        config_file.write_text(yaml.safe_dump(full, allow_unicode=True, sort_keys=False), encoding="utf-8")
-        try:
-            cfg = load_config(config_file)
-            _run(cfg)
-        except ConfigError as exc:
-            raise _config_error(exc, config_file) from None
-        return load(cfg.output)
+def documents(texts: Iterable[str]) -> tuple[list[str], np.ndarray]:
+    """The documents as a list, and each one's UTF-8 bytes.
+
+    Lone surrogates become U+FFFD and surrogate pairs their character, as
+    when the text goes through JSON (``sources`` reads a jsonl so).
+
+        >>> documents(["ab", "é", "\\ud83d\\ude00\\ud800"])
+        (['ab', 'é', '😀�'], array([2, 2, 7]))
+    """
+    import numpy as np
+
+    docs: list[str] = []
+    sizes: list[int] = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"train(): texts[{i}] is {type(text).__name__}, expected a string (one document)")
+        if text.isascii():
+            size = len(text)
+        else:
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+                text = _SURROGATE.sub("\ufffd", text)
+                size = len(text.encode("utf-8"))
+        docs.append(text)
+        sizes.append(size)
+    return docs, np.array(sizes, dtype=np.int64)
+
+
+def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any]) -> tuple[list[str], np.ndarray, float]:
+    """The documents' units (``units.row_parts``: a document, or parts of one
+    larger than the bound) and each unit's fate as ingest decides it for the
+    rows of the jsonl file ``stages.pipeline.train_texts`` writes (keyed by
+    the line's byte offset plus the unit's offset in the text; the share
+    measured against the file's size: ``sampling.jsonl_offsets``); the
+    sample's share. A phase that would train on nothing trains on its last
+    held-out unit (as kept: cut at the cap)."""
+    import numpy as np
+
+    from toktoktok import sampling, units
+
+    pattern = settings["pattern"]
+    bound = units.bound(settings["working_set_mb"])
+    cut = bool(pattern.cut_at_safe_places or pattern.cut_at_spaces)
+    lines = sampling.jsonl_offsets(docs)
+    texts: list[str] = []
+    offsets: list[int] = []
+    unit_sizes: list[int] = []
+    for line, doc, size in zip(lines.tolist(), docs, sizes.tolist()):
+        if size <= bound:
+            texts.append(doc)
+            offsets.append(line)
+            unit_sizes.append(size)
+            continue
+        parts, _ = units.row_parts(doc, bound, cut=cut, breaks=pattern.cut_at_safe_places,
+                                   special_tokens=settings["special_tokens"])
+        for offset, part in parts:
+            texts.append(part)
+            offsets.append(line + offset)
+            unit_sizes.append(len(part.encode("utf-8")))
+    share = sampling.share(total=int(lines[-1]), capacity=sampling.capacity(settings["working_set_mb"]))
+    fates, _ = sampling.unit_fates(unit_sizes, offsets, seed=settings["seed"], slug=PHASE_SLUG,
+                                   file_index=0, heldout_share=settings["heldout_share"], sample_share=share)
+    held = np.flatnonzero(fates == sampling.HELD)
+    if len(held) and not np.any(fates == sampling.TRAIN):
+        last = int(held[-1])
+        room = sampling.HELDOUT_CAP_BYTES - sum(unit_sizes[i] for i in held[:-1].tolist())
+        if unit_sizes[last] > room:
+            texts[last] = texts[last].encode("utf-8")[:room].decode("utf-8", "ignore")
+        fates[last] = sampling.TRAIN
+    return texts, fates, share
+
+
+def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]) -> Any:
+    """The distinct pieces of the documents whose fate is ``TRAIN``, with their counts
+    (a ``counts`` table), in batches of parts, on ``threads`` threads for the scanner."""
+    import numpy as np
+
+    from toktoktok import counts, sampling, scanner
+    from toktoktok.pretokenize import PartCutter
+
+    pattern, specials = settings["pattern"], settings["special_tokens"]
+    cutter = None
+    if pattern.cut_at_spaces or pattern.cut_at_safe_places:
+        cutter = PartCutter(cut=True, breaks=pattern.cut_at_safe_places, special_tokens=specials,
+                            part_chars=PART_CHARS, max_piece_chars=settings["max_piece_bytes"])
+    workers = _resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
+    batch_chars = min(max(settings["working_set_mb"] << 13, 1 << 18), 1 << 19)  # as ingest's batches
+    summed = _Sums()
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if workers > 1:
+            scanner.unicode_tables()  # build or load the tables once, before the threads
+            pool = stack.enter_context(ThreadPoolExecutor(workers))
+        inflight: list[Future[Any] | Any] = []
+        for batch in _batches(docs, np.flatnonzero(fates == sampling.TRAIN), cutter, batch_chars):
+            inflight.append(pool.submit(counts.count_texts, batch, pattern, specials) if pool
+                            else counts.count_texts(batch, pattern, specials))
+            while len(inflight) > (workers + 1 if pool else 0):  # bounded memory in flight
+                job = inflight.pop(0)
+                summed.add(job.result() if isinstance(job, Future) else job)
+        for job in inflight:
+            summed.add(job.result() if isinstance(job, Future) else job)
+    table, _ = counts.cut_long_pieces(summed.total(), settings["max_piece_bytes"])  # as ingest does, per piece
+    return table
+
+
+def _batches(docs: list[str], trained: np.ndarray, cutter: Any, batch_chars: int) -> Iterator[list[str]]:
+    """The trained documents' parts, in order, in batches of about ``batch_chars``."""
+    batch: list[str] = []
+    chars = 0
+    for i in trained.tolist():
+        for part in _parts(docs[i], cutter):
+            batch.append(part)
+            chars += len(part)
+        if chars >= batch_chars:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def _parts(text: str, cutter: Any) -> list[str]:
+    """One document as ingest sends it: whole, unless it is long enough for the
+    cutter to force a cut (then cut as ingest cuts it, fed in read blocks)."""
+    if cutter is None or len(text) <= cutter.part_chars + cutter.max_piece_chars:
+        return [text]  # cut only at safe places, the pieces are those of the whole
+    parts: list[str] = []
+    for start in range(0, len(text), READ_BLOCK_CHARS):
+        parts += cutter.feed(text[start : start + READ_BLOCK_CHARS])
+    return parts + cutter.finish()
+
+
+class _Sums:
+    """Counted batches summed every ``SUM_GROUP``: memory stays one sum and a group."""
+
+    def __init__(self) -> None:
+        from toktoktok import counts
+
+        self.counts = counts
+        self.summed = counts.SCHEMA.empty_table()
+        self.group: list[Any] = []
+
+    def add(self, table: Any) -> None:
+        self.group.append(table)
+        if len(self.group) >= SUM_GROUP:
+            self.summed, self.group = self.counts.sum_tables([self.summed, *self.group]), []
+
+    def total(self) -> Any:
+        return self.counts.sum_tables([self.summed, *self.group])
+
+
+def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -> int:
+    """The merges that make exactly ``vocab_size`` ids (``toktoktok.id_layout``):
+    the base, the merges, the new special tokens and the padding."""
+    from toktoktok import id_layout
+    from toktoktok.warm_start import load_base
+
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size <= id_layout.BYTES:
+        raise ValueError(f"train(): vocab_size must be an integer above {id_layout.BYTES}, got {vocab_size!r}")
+    warm, kept = settings["warm_start"], {}
+    if warm is not None:
+        base = load_base(warm.file, special_tokens=warm.special_tokens)
+        kept = base.special_tokens
+        size = max(len(base.vocab), max(kept.values(), default=-1) + 1)
+    else:
+        size = id_layout.BYTES + (id_layout.HARDCODED_MERGES if settings["hardcoded_merges"] else 0)
+    new = [t for t in settings["special_tokens"] if t not in kept]
+    try:
+        return id_layout.fit_merges(vocab_size, base=size, merges=[merges], specials=len(new),
+                                    pad_to=settings["pad_to_multiple_of"])[0]
+    except id_layout.LayoutError as exc:
+        raise ValueError(f"train(): vocab_size {exc.problem}") from None
+
+
+def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
+    """Merges on the inventory sorted by piece (as the train stage sorts it: pieces
+    that share a pair sit close together); the special-token ids after them."""
+    import pyarrow.compute as pc
+
+    from toktoktok.counts import inventory
+    from toktoktok.merge import train_phase
+    from toktoktok.vocab import Vocab, special_ids
+    from toktoktok.warm_start import load_base
+
+    warm = settings["warm_start"]
+    if warm is not None:
+        base = load_base(warm.file, special_tokens=warm.special_tokens)
+        vocab, kept = base.vocab, base.special_tokens
+    else:
+        vocab, kept = Vocab.initial(hardcoded=settings["hardcoded_merges"]), {}
+    buf, off, counts = inventory(table.take(pc.sort_indices(table, [("piece", "ascending")])))
+    result = train_phase(vocab, buf, off, counts, merges=merges, min_frequency=settings["min_frequency"],
+                         max_token_bytes=settings["max_token_bytes"])
+    specials = special_ids(settings["special_tokens"], len(result.vocab), kept=kept,
+                           pad_to=settings["pad_to_multiple_of"])
+    return result, specials
+
+
+def encoding(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str,
+             name: str = PHASE_NAME) -> tiktoken.Encoding:
+    """A ``tiktoken.Encoding``, checked first as ``toktoktok.load`` checks a file
+    (tiktoken panics, or accepts wrongly, what ``validate_special_tokens`` refuses)."""
+    from toktoktok.tiktoken_file import validate_special_tokens
+
+    validate_special_tokens(ranks, specials)
+    return tiktoken.Encoding(name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=specials)
+
+
+def _resolve_threads(threads: int) -> int:
+    """``threads: -1`` means every core this process may use."""
+    if threads > 0:
+        return threads
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def _numba_threads(threads: int) -> Iterator[None]:
+    """numba's threads (the segmenter's parallel loops) set to ``threads`` for a while."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def _summary(fates: np.ndarray, share: float, table: Any, result: Any, merges: int, seconds: float) -> None:
+    import numpy as np
+
+    from toktoktok import sampling
+
+    tally = np.bincount(fates, minlength=3)
+    pieces = int(np.asarray(table["count"]).sum()) if len(table) else 0
+    print(f"train(): {len(fates)} units (documents, or parts of large ones): {tally[sampling.TRAIN]} trained, {tally[sampling.HELD]} held out, "
+          f"{tally[sampling.LEFT_OUT]} left out of the sample (share {share:.1%}); {pieces} pieces, "
+          f"{len(table)} distinct; {result.made} of {merges} merges made; {seconds:.2f} s", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The configuration schema (SPEC §2): typed, validated before any work starts.
+"""The configuration schema (docs/configuration.md): typed, validated before any work starts.
 
 ``load_config(path)`` reads a YAML file and returns a frozen ``Config``, or
 raises ``ConfigError`` with one line that names the file, the YAML line and
@@ -6,7 +6,7 @@ the key path, e.g.::
 
     config.yaml line 7: phases[1].merges must be an integer >= 0, got 'abc' (a string)
 
-The CLI maps ``ConfigError`` to exit code 2 (SPEC §7b).
+The CLI maps ``ConfigError`` to exit code 2 (docs/cli.md).
 
 Design
 ------
@@ -63,6 +63,19 @@ Decisions
   the output must not overwrite the warm-start file.
 - Warnings, not errors: ``merges: 0``; the same source listed twice in a
   phase (``weight:`` says that more plainly).
+- ``vocab_size: N`` (the number of embedding rows, everything included:
+  ``toktoktok.id_layout``) makes ``merges:`` optional in one phase, which
+  gets the rest; ``resolve_vocab_size`` fills it in, or raises naming
+  ``vocab_size`` or ``phases[i].merges`` when the numbers cannot make
+  exactly N. Without a warm start that happens here; with one, the base's
+  size (its highest id + 1) needs the base file, which the loader does not
+  read (a second for cl100k_base, on every command): ``stages.workdir.check_ready``
+  reads it and fits ``vocab_size`` then, before any work, and until then the
+  phase's ``merges`` is None.
+- ``hf:`` (roles, ``model_max_length``, ``chat_template``) implies
+  ``export_hf: true`` (``export_hf: false`` beside it is an error). A role
+  must name a declared special token; one of a warm start's own (read from
+  its file) is checked by ``check_ready``.
 
 ``effective_settings(cfg)`` is the JSON-able view of the settings that shape
 the result (all fields but ``path``, ``verbose``, ``threads``, ``warnings``);
@@ -76,7 +89,8 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field, fields, is_dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +106,7 @@ from toktoktok.config_errors import (
 # Re-exported: callers (stages/, tests/) import these from here; their home is
 # toktoktok.config_errors (format_key_path, imported above, is one of them).
 from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
+from toktoktok import id_layout
 from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern
 
 
@@ -108,16 +123,28 @@ class Source:
 @dataclass(frozen=True)
 class Phase:
     name: str
-    merges: int
+    # new tokens this phase adds; None only between loading and ``resolve_vocab_size``
+    # for the phase that leaves ``merges:`` out with a warm start (its base size is unknown)
+    merges: int | None
     sources: tuple[Source, ...]
     index: int  # 1-based position in the config
     slug: str  # e.g. "01-english-general"
+    gets_rest: bool = False  # left ``merges:`` out: it gets the rest of ``vocab_size``
 
 
 @dataclass(frozen=True)
 class WarmStart:
     file: Path
     special_tokens: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class HfSettings:
+    """``hf:``: the roles given (a role set to null: no token), and two settings."""
+
+    roles: dict[str, str | None] = field(default_factory=dict)
+    model_max_length: int | None = None
+    chat_template: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +169,8 @@ class Config:
     max_piece_bytes: int = 1 << 20
     on_bad_file: str = "fail"
     pattern_timeout_s: float = 10.0  # per MiB of a document, for a custom pattern (regex)
+    vocab_size: int | None = None
+    hf: HfSettings | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -153,11 +182,13 @@ TOP_KEYS = (
     "output", "working_set_mb", "threads", "verbose", "special_tokens", "phases",
     "warm_start", "hardcoded_merges", "pattern", "seed", "work_dir",
     "min_frequency", "heldout_share", "pad_to_multiple_of", "max_token_bytes",
-    "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s",
+    "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s", "vocab_size", "hf",
 )  # fmt: skip
 PHASE_KEYS = ("name", "merges", "sources")
 SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude")
 WARM_START_KEYS = ("file", "special_tokens")
+HF_ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
+HF_KEYS = (*HF_ROLES, "model_max_length", "chat_template")
 
 # Where a key belongs when it is written one level off.
 _MISPLACED = {
@@ -339,23 +370,27 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
     return Source(location, is_dir, text_column, weight, include, exclude)
 
 
-def _phase(ctx: Context, path: KeyPath, raw: Any, index: int) -> Phase:
-    """One entry of ``phases:``; ``index`` is 1-based."""
+def _phase(ctx: Context, path: KeyPath, raw: Any, index: int, merges_optional: bool) -> Phase:
+    """One entry of ``phases:``; ``index`` is 1-based. ``merges_optional``: with
+    ``vocab_size``, a phase may leave ``merges:`` out (None: it gets the rest)."""
     entry = _mapping(ctx, path, raw, "a mapping with name:, merges: and sources:")
     _check_keys(ctx, path, entry, PHASE_KEYS)
     name = _string(ctx, path + ("name",), _require(ctx, entry, path, "name"))
-    merges = _int(ctx, path + ("merges",), _require(ctx, entry, path, "merges"), 0, MAX_MERGES)
+    if merges_optional and "merges" not in entry:
+        merges = None
+    else:
+        merges = _int(ctx, path + ("merges",), _require(ctx, entry, path, "merges"), 0, MAX_MERGES)
     sources_path = path + ("sources",)
     raw_sources = _require(ctx, entry, path, "sources")
     raw_sources = _list(ctx, sources_path, raw_sources, "a non-empty list of sources", non_empty=True)
     sources = tuple(_source(ctx, sources_path + (i,), s) for i, s in enumerate(raw_sources))
-    return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}")
+    return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}", gets_rest=merges is None)
 
 
-def _phases(ctx: Context, raw: Any) -> tuple[Phase, ...]:
+def _phases(ctx: Context, raw: Any, merges_optional: bool) -> tuple[Phase, ...]:
     """The ``phases:`` list: at least one, names unique (case-insensitively and as slugs)."""
     items = _list(ctx, ("phases",), raw, "a non-empty list of phases", non_empty=True)
-    phases = tuple(_phase(ctx, ("phases", i), item, i + 1) for i, item in enumerate(items))
+    phases = tuple(_phase(ctx, ("phases", i), item, i + 1, merges_optional) for i, item in enumerate(items))
     seen_names: dict[str, int] = {}
     seen_slugs: dict[str, int] = {}
     for i, phase in enumerate(phases):
@@ -421,6 +456,41 @@ def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
             raise ctx.error(where, f"has id {token_id}, already used by {by_id[token_id]!r}")
         by_id[token_id] = token
     return WarmStart(file, dict(specials))
+
+
+def _hf(ctx: Context, doc: dict[str, Any], special_tokens: tuple[str, ...],
+        warm_start: WarmStart | None) -> HfSettings | None:
+    """``hf: {bos_token, eos_token, pad_token, unk_token, model_max_length, chat_template}``
+    (null = none). A role must name a declared special token (a warm start's
+    own, read from its file, are checked by ``stages.workdir.check_ready``);
+    ``hf:`` implies ``export_hf: true``, so ``export_hf: false`` beside it is refused."""
+    raw = doc.get("hf")
+    if raw is None:
+        return None
+    path: KeyPath = ("hf",)
+    entry = _mapping(ctx, path, raw, "a mapping like {pad_token: '<|pad|>'}")
+    _check_keys(ctx, path, entry, HF_KEYS)
+    if doc.get("export_hf") is False:
+        raise ctx.error(("export_hf",), "is false, but hf: is given (hf: writes the Hugging Face files; "
+                                        "remove one of the two)")
+    declared = list(special_tokens) + list((warm_start.special_tokens or {}) if warm_start else {})
+    roles: dict[str, str | None] = {}
+    for role in HF_ROLES:
+        if role not in entry:
+            continue
+        token = entry[role]
+        if token is not None:
+            _string(ctx, path + (role,), token, "a special token (a string) or null")
+            if token not in declared and warm_start is None:
+                known = ", ".join(repr(t) for t in declared) or "none are declared"
+                raise ctx.error(path + (role,), f"is {token!r}, not a declared special token "
+                                                f"(special_tokens: {known})")
+        roles[role] = token
+    max_length = _optional_int(ctx, path + ("model_max_length",), entry.get("model_max_length"), 1)
+    template = entry.get("chat_template")
+    if template is not None:
+        template = _string(ctx, path + ("chat_template",), template, "a Jinja template (a non-empty string) or null")
+    return HfSettings(roles, max_length, template)
 
 
 def _pattern(ctx: Context, raw: Any) -> Pattern:
@@ -524,23 +594,105 @@ def load_config(path: str | Path) -> Config:
     doc = read_document(config_path, ctx)
     _check_keys(ctx, (), doc, TOP_KEYS)
     output = _output(ctx, _require(ctx, doc, (), "output"))
-    phases = _phases(ctx, _require(ctx, doc, (), "phases"))
-    special_tokens = _special_tokens(ctx, doc.get("special_tokens"))
-    warm_start = _warm_start(ctx, doc.get("warm_start"))
-    _check_nesting(ctx, _all_special_tokens(special_tokens, warm_start))
+    vocab_size = _optional_int(ctx, ("vocab_size",), doc.get("vocab_size"), id_layout.BYTES + 1)
+    phases = _phases(ctx, _require(ctx, doc, (), "phases"), merges_optional=vocab_size is not None)
+    settings = _settings(ctx, doc)
+    hf = _hf(ctx, doc, settings["special_tokens"], settings["warm_start"])
     cfg = Config(
         path=config_path.resolve(),
         output=output,
         phases=phases,
-        pattern=_pattern(ctx, doc.get("pattern")),
         work_dir=_work_dir(ctx, doc.get("work_dir"), output),
-        special_tokens=special_tokens,
-        warm_start=warm_start,
         warnings=_warnings(phases),
-        **_scalar_settings(ctx, doc),
+        vocab_size=vocab_size,
+        hf=hf,
+        **settings,
     )
+    if hf is not None:
+        cfg = replace(cfg, export_hf=True)
     _check_work_dir_safety(ctx, cfg)
+    if vocab_size is not None:
+        try:
+            id_layout.check_shape(vocab_size, [p.merges for p in phases], cfg.pad_to_multiple_of)
+        except id_layout.LayoutError as exc:
+            raise ctx.error(exc.key, exc.problem) from None
+        if cfg.warm_start is None:  # else the base's size is known once it is read (``resolve_vocab_size``)
+            cfg = resolve_vocab_size(cfg, base_size=base_size(cfg), base_specials=(), error=ctx.error)
     return cfg
+
+
+def check_settings(settings: dict[str, Any], *, where: str, base_dir: Path | None = None) -> dict[str, Any]:
+    """The settings of a config given as a mapping rather than a file, checked
+    as ``load_config`` checks them; ``ConfigError`` names ``where``.
+
+    Every top-level key but ``output``, ``phases`` and ``work_dir`` (which
+    only a run of the stages uses; the caller refuses them or not): returns
+    the ``Config`` fields they make, defaults filled in. Paths (the warm
+    start's) are relative to ``base_dir``, by default the current folder.
+    ``toktoktok.train`` validates its options so, with no file to write.
+
+        >>> check_settings({"seed": 3, "pattern": "cl100k_base"}, where="train()")["pattern"].name
+        'cl100k'
+        >>> check_settings({"heldout_share": 0.9}, where="train()")
+        Traceback (most recent call last):
+        ...
+        toktoktok.config_errors.ConfigError: train(): heldout_share must be a number between 0 and 0.5, got 0.9 (a number)
+    """
+    ctx = Context(file=where, base_dir=(base_dir or Path.cwd()).resolve())
+    _check_keys(ctx, (), settings, TOP_KEYS)
+    return _settings(ctx, settings)
+
+
+def _settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
+    """The ``Config`` fields of every top-level key but output, phases and work_dir."""
+    special_tokens = _special_tokens(ctx, doc.get("special_tokens"))
+    warm_start = _warm_start(ctx, doc.get("warm_start"))
+    _check_nesting(ctx, _all_special_tokens(special_tokens, warm_start))
+    return {"pattern": _pattern(ctx, doc.get("pattern")), "special_tokens": special_tokens,
+            "warm_start": warm_start, **_scalar_settings(ctx, doc)}
+
+
+def base_size(cfg: Config) -> int:
+    """The ids before the first phase without a warm start: the bytes and, when on,
+    the hardcoded merges (a warm start's is its highest id + 1, known once read)."""
+    return id_layout.BYTES + (id_layout.HARDCODED_MERGES if cfg.hardcoded_merges else 0)
+
+
+def _base_name(cfg: Config) -> str:
+    if cfg.warm_start is not None:
+        return "the warm start's base (its highest id + 1)"
+    return "the 256 bytes and the 1,161 hardcoded merges" if cfg.hardcoded_merges else "the 256 bytes"
+
+
+def new_special_tokens(cfg: Config, base_specials: Any = ()) -> list[str]:
+    """The special tokens that get new ids (a warm start's keep theirs)."""
+    return [t for t in cfg.special_tokens if t not in base_specials]
+
+
+def resolve_vocab_size(cfg: Config, *, base_size: int, base_specials: Any,
+                       error: Callable[[KeyPath, str], ConfigError] | None = None) -> Config:
+    """``cfg`` with every phase's merges known: the phase that left ``merges:`` out
+    gets the rest of ``vocab_size`` (``id_layout.fit_merges``). A config without
+    ``vocab_size`` is returned as it is. Raises ``ConfigError`` naming the key
+    (``error`` words it; by default the file is read again for the key's line).
+
+    ``base_size``: the ids before the first phase (``base_size(cfg)``, or a warm
+    start's highest id + 1); ``base_specials``: a warm start's special tokens.
+    """
+    if cfg.vocab_size is None:
+        return cfg
+    specials = len(new_special_tokens(cfg, base_specials))
+    try:
+        merges = id_layout.fit_merges(cfg.vocab_size, base=base_size, merges=[p.merges for p in cfg.phases],
+                                      specials=specials, pad_to=cfg.pad_to_multiple_of, base_name=_base_name(cfg))
+    except id_layout.LayoutError as exc:
+        raise (error or (lambda key, problem: config_error(cfg.path, key, problem)))(exc.key, exc.problem) from None
+    phases = tuple(replace(p, merges=m) for p, m in zip(cfg.phases, merges))
+    rest = [p for p in phases if p.gets_rest]
+    if rest and rest[0].merges > MAX_MERGES:
+        problem = f"is {cfg.vocab_size:,}: phase {rest[0].name!r} would get {rest[0].merges:,} merges, over {MAX_MERGES}"
+        raise (error or (lambda key, p: config_error(cfg.path, key, p)))(("vocab_size",), problem)
+    return replace(cfg, phases=phases, warnings=cfg.warnings + _warnings(tuple(rest)))
 
 
 def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
@@ -586,7 +738,9 @@ def _warnings(phases: tuple[Phase, ...]) -> tuple[str, ...]:
     """Valid but probably unintended: ``merges: 0``, a source listed twice in a phase."""
     out: list[str] = []
     for phase in phases:
-        if phase.merges == 0:
+        if phase.merges == 0 and phase.gets_rest:
+            out.append(f"phase {phase.name!r} gets the rest of vocab_size, which is 0: it adds no tokens")
+        elif phase.merges == 0:
             out.append(f"phase {phase.name!r} has merges: 0: it adds no tokens")
         seen: set[tuple[Any, ...]] = set()
         for source in phase.sources:

@@ -23,6 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from toktoktok.patterns import Pattern
+from toktoktok.pretokenize import count_texts as count_texts_regex
+from toktoktok.pretokenize import split_special
+
 SCHEMA = pa.schema([("piece", pa.large_binary()), ("count", pa.uint64())])
 _SAFE = 2.0**62  # below this total no sum of counts can pass 2**63
 
@@ -184,3 +188,40 @@ def table_bytes(table: pa.Table) -> int:
     """Memory a count table holds: 16 bytes a row (offset, count) plus the pieces' bytes."""
     pieces = table["piece"]
     return 16 * table.num_rows + sum(chunk.buffers()[2].size for chunk in pieces.chunks if chunk.buffers()[2])
+
+
+def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
+                special_tokens: Sequence[str] = ()) -> pa.Table:
+    """Distinct pieces of ``texts`` (strings, or UTF-8 bytes) with their counts.
+
+    Special tokens are cut out first (``pretokenize.split_special``), then
+    the pattern runs over each segment: the numba scanner for the named
+    patterns (``toktoktok.scanner``, proven piece for piece against
+    ``regex``; it releases the GIL, so threads may count batches side by
+    side), ``regex`` for a custom one (``pretokenize.count_texts``). One text
+    of bytes is scanned where it lies, without a copy.
+
+        >>> from toktoktok.patterns import resolve_pattern
+        >>> count_texts(["a a a"], resolve_pattern(None)).to_pylist()
+        [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
+        >>> count_texts([b"x<|e|>x"], resolve_pattern("[a-z]"), ["<|e|>"]).to_pylist()
+        [{'piece': b'x', 'count': 2}]
+    """
+    from toktoktok import scanner  # numba: loaded only when there is work
+
+    if pattern.name not in scanner.PATTERN_IDS:
+        found, numbers = count_texts_regex([t if isinstance(t, str) else bytes(t).decode("utf-8") for t in texts],
+                                           pattern, special_tokens)
+        return from_lists(found, numbers)
+    if special_tokens:  # a view is split as bytes
+        texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
+    segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
+                for text in texts for seg in split_special(text, special_tokens)]
+    if not segments:
+        return SCHEMA.empty_table()
+    seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
+    np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
+    joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    return from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+

@@ -81,7 +81,7 @@ def publish(pairs: Sequence[tuple[Path, Path]], *, remove: Sequence[Path], journ
     except BaseException:
         _discard_new(entries)
         raise
-    with _interrupts_held() as held:
+    with interrupts_held() as held:
         try:
             _commit(entries)
             _write_journal(journal, "committed", entries)
@@ -178,7 +178,7 @@ def recover(journal: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def _interrupts_held() -> Iterator[list[int]]:
+def interrupts_held() -> Iterator[list[int]]:
     """Hold Ctrl-C (SIGINT, SIGTERM) back for a block; yields a list that holds the
     signals that came meanwhile. Off the main thread, nothing is held."""
     held: list[int] = []

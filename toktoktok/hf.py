@@ -9,7 +9,7 @@ token, derived the way tiktoken's encoder builds it (``bpe_merges``).
 Hugging Face's ByteLevel step writes each byte as one printable character:
 the bytes 33-126, 161-172 and 174-255 as themselves, the 68 others as
 ``chr(256 + k)`` in byte order. Sorted by code point, that alphabet is the
-byte order of SPEC §3, which is why our rank order and its ids agree.
+byte order of docs/vocabulary.md, which is why our rank order and its ids agree.
 
     >>> decode = byte_decoder()
     >>> decode["!"], decode["Ġ"], decode["Ċ"]
@@ -21,6 +21,7 @@ byte order of SPEC §3, which is why our rank order and its ids agree.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -220,6 +221,48 @@ def tokenizer_json(ranks: dict[bytes, int], special_tokens: dict[str, int], patt
     }
 
 
+# ---------------------------------------------------------------------------
+# Roles: which special token transformers uses to begin, end and pad.
+
+ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
+ROLE_NAMES = {  # the common spellings, the first declared one wins
+    "bos_token": ("<|bos|>", "<s>"),
+    "eos_token": ("<|eos|>", "</s>", "<|endoftext|>"),
+    "pad_token": ("<|pad|>", "<pad>"),
+    "unk_token": (),
+}
+
+
+def hf_roles(special_tokens: Iterable[str], given: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The special token of each role (``bos_token``, ``eos_token``, ``pad_token``,
+    ``unk_token``): ``given`` first (None there: no token for that role), then
+    the common names: ``<|bos|>`` or ``<s>`` begin, ``<|eos|>``, ``</s>`` or
+    ``<|endoftext|>`` end, and ``<|endoftext|>`` begins too when it ends and
+    no begin token is declared (GPT-2's convention); ``<|pad|>`` or ``<pad>`` pad.
+    Without a pad token, ``padding=True`` raises in transformers, so a model's
+    training script wants one: declare ``<|pad|>`` or set ``hf.pad_token``.
+
+    >>> hf_roles(["<|endoftext|>", "<|pad|>"])
+    {'bos_token': '<|endoftext|>', 'eos_token': '<|endoftext|>', 'pad_token': '<|pad|>'}
+    >>> hf_roles(["<s>", "</s>", "<|endoftext|>"], {"pad_token": "</s>", "bos_token": None})
+    {'eos_token': '</s>', 'pad_token': '</s>'}
+    """
+    tokens = set(special_tokens)
+    roles: dict[str, str] = {}
+    for role, names in ROLE_NAMES.items():
+        found = next((name for name in names if name in tokens), None)
+        if found is not None:
+            roles[role] = found
+    if "bos_token" not in roles and roles.get("eos_token") == "<|endoftext|>":
+        roles["bos_token"] = "<|endoftext|>"
+    for role, token in (given or {}).items():
+        if token is None:
+            roles.pop(role, None)
+        else:
+            roles[role] = token
+    return {role: roles[role] for role in ROLES if role in roles}
+
+
 # transformers' VERY_LARGE_INTEGER: "no maximum length", what it assumes when none is given.
 NO_MAX_LENGTH = int(1e30)
 
@@ -234,31 +277,39 @@ def write_hf(
     special_tokens: dict[str, int],
     pattern: str,
     *,
-    model_max_length: int = NO_MAX_LENGTH,
+    roles: Mapping[str, str] | None = None,
+    model_max_length: int | None = None,
+    chat_template: str | None = None,
 ) -> None:
     """Write ``folder/tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``.
 
-    ``transformers.PreTrainedTokenizerFast.from_pretrained(folder)`` loads
-    them. ``<|endoftext|>``, when present, is both the BOS and the EOS token
-    (as in GPT-2 and cl100k_base); the other special tokens are listed as
-    additional special tokens. Each file is written atomically; the JSON is
-    UTF-8 (``ensure_ascii=False``) and byte-for-byte reproducible.
+    ``transformers.AutoTokenizer.from_pretrained(folder)`` loads them, as a
+    ``PreTrainedTokenizerFast`` that pads, truncates and batches. ``roles``
+    (default: ``hf_roles(special_tokens)``) says which special token is
+    ``bos_token``, ``eos_token``, ``pad_token``, ``unk_token``; each must be
+    one of ``special_tokens`` (ValueError). The other special tokens are
+    listed as additional special tokens. ``chat_template`` (a Jinja template)
+    goes into ``tokenizer_config.json``; ``model_max_length`` default: none.
+    Nothing is added to the ids (no BOS): they stay tiktoken's. Each file is
+    written atomically; the JSON is UTF-8 (``ensure_ascii=False``) and
+    byte-for-byte reproducible.
     """
     from toktoktok.atomic import atomic_write_bytes
 
     folder = Path(folder)
     doc = tokenizer_json(ranks, special_tokens, pattern)
     by_id = sorted(special_tokens.items(), key=lambda item: item[1])
-    named: dict[str, str] = {}
-    if "<|endoftext|>" in special_tokens:
-        named = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+    named = dict(hf_roles(special_tokens) if roles is None else roles)
+    for role, token in named.items():
+        if role not in ROLES or token not in special_tokens:
+            raise ValueError(f"{role}: {token!r} is not one of the special tokens")
     extra = [token for token, _ in by_id if token not in named.values()]
     special_map: dict = dict(named)
     if extra:
         special_map["additional_special_tokens"] = extra
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "model_max_length": model_max_length,
+        "model_max_length": NO_MAX_LENGTH if model_max_length is None else model_max_length,
         "clean_up_tokenization_spaces": False,
         "model_input_names": ["input_ids", "attention_mask"],
         "added_tokens_decoder": {
@@ -267,6 +318,8 @@ def write_hf(
         },
         **special_map,
     }
+    if chat_template is not None:
+        config["chat_template"] = chat_template
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / "tokenizer.json", _json_bytes(doc, sort_keys=False))
     atomic_write_bytes(folder / "tokenizer_config.json", _json_bytes(config, sort_keys=True))

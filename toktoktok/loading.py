@@ -2,7 +2,7 @@
 
 A ``.tiktoken`` file holds only the mergeable ranks. The pattern and the
 special tokens live in the companion ``NAME.meta.json`` that export writes
-beside ``NAME.tiktoken`` (SPEC §7), so ``load`` reads both:
+beside ``NAME.tiktoken`` (docs/outputs.md), so ``load`` reads both:
 
     >>> import tempfile, pathlib
     >>> from toktoktok.tiktoken_file import write_tiktoken
@@ -18,12 +18,12 @@ Decisions:
 
 - The ranks are read with our own parser (``read_tiktoken``), never with
   tiktoken's loader, which caches by path and can serve a rewritten file
-  stale (SPEC §8).
+  stale (docs/outputs.md).
 - Keyword arguments win over the companion file; each one replaces that part
   of it whole (``special_tokens={}`` means "no special tokens").
 - ``pattern=`` takes what a config's ``pattern:`` takes: a name
   (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
-- No companion and no ``pattern=``: the default pattern (SPEC §4) and no
+- No companion and no ``pattern=``: the default pattern (docs/pretokenization.md) and no
   special tokens.
 - A companion records the digest of its ``.tiktoken`` (``toktoktok-meta/2``):
   a pair that does not match is refused (``CompanionMismatch``), so a set

@@ -45,7 +45,7 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|
 class Pattern:
     """A pre-tokenization pattern in both engines' spelling.
 
-    ``cut_at_safe_places`` says whether a text may be cut at SPEC §4's safe
+    ``cut_at_safe_places`` says whether a text may be cut at docs/pretokenization.md's safe
     places (after a line break before a non-space, or after a non-space
     before a space) without changing what the pattern finds.
     ``cut_at_spaces`` says whether the second kind alone is safe: true for

@@ -1,4 +1,4 @@
-"""Pre-tokenization: special tokens, safe cut places, and pieces (SPEC §4).
+"""Pre-tokenization: special tokens, safe cut places, and pieces (docs/pretokenization.md).
 
 Three pure text tools, shared by ingest and by the tests:
 

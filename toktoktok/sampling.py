@@ -87,8 +87,9 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int = 0) -> np.ndarray:
-    """``chosen`` for the units starting at ``offsets`` (of row ``row``) of the file
+def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int | np.ndarray = 0) -> np.ndarray:
+    """``chosen`` for the units starting at ``offsets`` (of row ``row``, or of each
+    unit's row if an array) of the file
     with ``key``, at once: the row and then the offset are mixed into the key
     with splitmix64's finalizer, and the result compared with ``share`` of 2**64.
     A per-unit blake2b in Python took longer than counting the text on code
@@ -103,7 +104,7 @@ def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int = 0) -> n
     if share <= 0:
         return np.zeros(count, dtype=bool)
     with np.errstate(over="ignore"):
-        k = _mix(np.array([row + 1], dtype=np.uint64) * _GOLDEN + np.uint64(key))
+        k = _mix((np.asarray(row, dtype=np.uint64).reshape(-1) + np.uint64(1)) * _GOLDEN + np.uint64(key))
         x = _mix((np.asarray(offsets, dtype=np.uint64) + np.uint64(1)) * _GOLDEN + k)
     return x < np.uint64(min(int(share * 2.0**64), 2**64 - 1))
 
@@ -116,19 +117,73 @@ def is_heldout(seed: int, slug: str, file_index: int, offset: int, share: float,
     return chosen(seed, slug, file_index, offset, share, salt=HELDOUT, row=row)
 
 
-def jsonl_offsets(texts: list[str]) -> list[int]:
+def jsonl_offsets(texts: list[str]) -> np.ndarray:
     """The byte offset of each document's line in the jsonl file that
-    ``toktoktok.train`` writes (``json.dumps({"text": d}, ensure_ascii=True)``
-    a line): the key of an in-memory document, so that training on the texts
-    and on that file choose alike.
+    ``stages.pipeline.train_texts`` writes (``json.dumps({"text": d},
+    ensure_ascii=True)`` and a line break each), and last the file's size:
+    the keys of documents in memory (``toktoktok.train``), and the total its
+    sample's share is measured against, so that training on the texts and
+    ``toktok run`` on that file choose alike.
 
-        >>> jsonl_offsets(["ab", "c"])
-        [0, 15]
+        >>> jsonl_offsets(["ab", "c"]).tolist()
+        [0, 15, 29]
     """
     import json
 
-    out, at = [], 0
-    for text in texts:
-        out.append(at)
-        at += len(json.dumps({"text": text}, ensure_ascii=True)) + 1
-    return out
+    sizes = np.fromiter((len(json.dumps({"text": t}, ensure_ascii=True)) + 1 for t in texts), dtype=np.int64,
+                        count=len(texts))
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most (the unit that crosses it is cut)
+TRAIN, HELD, LEFT_OUT = 0, 1, 2  # a unit's fate (``unit_fates``)
+
+
+def unit_fates(
+    sizes: np.ndarray | list[int],
+    offsets: np.ndarray | list[int],
+    *,
+    seed: int,
+    slug: str,
+    rows: np.ndarray | list[int] | int = 0,
+    file_index: int = 0,
+    heldout_share: float,
+    sample_share: float = 1.0,
+    heldout_cap: int = HELDOUT_CAP_BYTES,
+    heldout_bytes: int = 0,
+) -> tuple[np.ndarray, int]:
+    """Each unit's fate, in key order: ``HELD`` (held out), ``TRAIN`` or
+    ``LEFT_OUT`` (not in the sample); and the phase's held-out bytes after them.
+
+    ``sizes``: the UTF-8 bytes of units of file ``file_index`` of the phase
+    ``slug``, starting at ``offsets`` (of ``rows``, for rows of a parquet
+    file or documents in memory), in key order; ``heldout_bytes``: what the
+    phase held out before them. A unit is held out if its held-out hash falls
+    in ``heldout_share`` while the phase has held out less than
+    ``heldout_cap`` bytes; the one that crosses the cap is still held out
+    (cut at the cap, so the phase never holds more). Every other unit is
+    trained on if its sample hash falls in ``sample_share``. This is the rule
+    ingest applies as it reads (the last-unit rule aside: see ``ingest``);
+    the choice needs the sizes only for the cap.
+
+    Since the held-out bytes only grow, the held-out units are the
+    candidates up to the one that reaches the cap: one cumulative sum, no
+    loop over units.
+
+        >>> fates, held = unit_fates([500, 2000, 700, 300, 900, 100], [0, 500, 2500, 3200, 3500, 4400],
+        ...                          seed=0, slug="01-train", heldout_share=0.5, sample_share=0.5,
+        ...                          heldout_cap=2400)
+        >>> fates.tolist(), held
+        ([1, 1, 0, 2, 2, 0], 2400)
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.uint64)
+    rows = np.asarray(rows, dtype=np.uint64)
+    candidate = chosen_at(file_key(seed, slug, file_index, HELDOUT), offsets, heldout_share, row=rows)
+    sampled = chosen_at(file_key(seed, slug, file_index, SAMPLE), offsets, sample_share, row=rows)
+    fates = np.where(sampled, TRAIN, LEFT_OUT).astype(np.uint8)
+    where = np.flatnonzero(candidate)
+    before = heldout_bytes + np.cumsum(sizes[where]) - sizes[where]  # held out before each candidate
+    held = where[before < heldout_cap]
+    fates[held] = HELD
+    return fates, min(heldout_cap, heldout_bytes + int(sizes[held].sum()))

@@ -1,6 +1,6 @@
 """A hand-written pre-tokenizer in numba that agrees with ``regex`` piece for piece.
 
-Why a hand-written scanner. ``regex.findall`` with the SPEC §4 pattern runs at
+Why a hand-written scanner. ``regex.findall`` with the docs/pretokenization.md pattern runs at
 10-20 MB/s on one core, creates a Python string per piece and holds the GIL;
 counting its pieces in a ``Counter`` halves that again. The named patterns
 (default, cl100k, o200k, gpt2) are simple enough to be decided by looking at
@@ -503,7 +503,7 @@ def scan(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray, which: int
 
 
 def scan_default(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray) -> int:
-    """``scan`` with the SPEC §4 default pattern.
+    """``scan`` with the docs/pretokenization.md default pattern.
 
         >>> buf = np.frombuffer("we'LL go".encode(), np.uint8)
         >>> ends = np.empty(len(buf), np.int64)

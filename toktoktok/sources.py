@@ -1,4 +1,4 @@
-"""Reading source files into documents (SPEC §2 and §4).
+"""Reading source files into documents (docs/configuration.md and docs/pretokenization.md).
 
 A source is a file or a directory scanned recursively for ``.txt``,
 ``.jsonl``, ``.parquet``, and ``.txt``/``.jsonl`` compressed as ``.zst`` or

@@ -1,11 +1,11 @@
 """Reading and writing ``.tiktoken`` files, with our own strict parser.
 
-The format (SPEC §7): one line per token, the standard padded base64 of the
+The format (docs/outputs.md): one line per token, the standard padded base64 of the
 token's bytes, one space, the rank in decimal, ``\\n``. Special tokens are not
 in it (they live in the ``.meta.json`` companion).
 
 Why not ``tiktoken.load.load_tiktoken_bpe``? It caches files by path, even
-local ones, so a rewritten file can load stale (SPEC §8); and it accepts data
+local ones, so a rewritten file can load stale (docs/outputs.md); and it accepts data
 that makes tiktoken panic later (duplicate ranks) or mis-encode silently
 (duplicate bytes: the last line wins). This parser reports every problem with
 the file name and the 1-based line number, before tiktoken ever sees it.

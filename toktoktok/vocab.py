@@ -1,4 +1,4 @@
-"""The vocabulary layout of SPEC §3: byte order, hardcoded merges, and a
+"""The vocabulary layout of docs/vocabulary.md: byte order, hardcoded merges, and a
 compact rank -> bytes table.
 
 Ranks 0..255 are the single bytes in cl100k_base's order (printable bytes
@@ -38,7 +38,7 @@ def _halves(unit: bytes, n: int) -> tuple[bytes, bytes]:
 
 
 def hardcoded_merges() -> list[tuple[bytes, bytes]]:
-    """The 1,161 hardcoded merges of SPEC §3 as (left, right) byte pairs, in rank order.
+    """The 1,161 hardcoded merges of docs/vocabulary.md as (left, right) byte pairs, in rank order.
 
     >>> m = hardcoded_merges()
     >>> len(m), m[0], m[100], m[1100], m[-1]
@@ -116,3 +116,29 @@ class Vocab:
             return self
         more = Vocab.from_tokens(toks)
         return Vocab(np.concatenate([self.buf, more.buf]), np.concatenate([self.off, self.off[-1] + more.off[1:]]))
+
+
+def special_ids(tokens: Iterable[str], vocab_size: int, *, kept: Mapping[str, int] | None = None,
+                pad_to: int | None = None) -> dict[str, int]:
+    """Special-token ids as export writes them (docs/vocabulary.md).
+
+    ``kept`` (a warm start's special tokens) keep their ids; the other
+    ``tokens`` follow every merge, from ``vocab_size`` on, in their order;
+    then ``<|reserved_special_token_K|>`` tokens (K from 0, skipping names
+    already used) fill up to a multiple of ``pad_to``, so that the model's
+    embedding table has a round size.
+
+        >>> special_ids(["<|a|>"], 1001, pad_to=4)
+        {'<|a|>': 1001, '<|reserved_special_token_0|>': 1002, '<|reserved_special_token_1|>': 1003}
+        >>> special_ids(["<|end|>", "<|new|>"], 300, kept={"<|end|>": 256, "<|pad|>": 257})
+        {'<|end|>': 256, '<|pad|>': 257, '<|new|>': 300}
+    """
+    kept = dict(kept or {})
+    ids = {tok: vocab_size + i for i, tok in enumerate(t for t in tokens if t not in kept)}
+    k = 0
+    while pad_to and (vocab_size + len(ids)) % pad_to:
+        name = f"<|reserved_special_token_{k}|>"
+        if name not in ids and name not in kept:
+            ids[name] = vocab_size + len(ids)
+        k += 1
+    return kept | ids

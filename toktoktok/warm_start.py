@@ -1,4 +1,4 @@
-"""Warm start (SPEC §2): begin from an existing vocabulary instead of bytes +
+"""Warm start (docs/configuration.md): begin from an existing vocabulary instead of bytes +
 hardcoded merges.
 
 Every token and special token of the base keeps its id, gaps included; new

@@ -253,15 +253,22 @@ def sigint_blocked() -> Iterator[None]:
     process inherits the blocked mask, keeps a Ctrl-C pending through its
     imports, and drops it when its initializer ignores SIGINT and unblocks it
     (``ingest_worker.ignore_sigint``): no worker prints a traceback of its own.
-    This process keeps its own handler, so its Ctrl-C is never lost (it had
-    been set to SIG_IGN here: a Ctrl-C taken by another thread meanwhile was
-    dropped, and 2 of 36 tries ran on to exit 0).
+    Here, a Ctrl-C that comes meanwhile (another thread may take the signal:
+    Python then runs its handler in this thread anyway) is only recorded, and
+    raised as KeyboardInterrupt once the submit is done: raised in the middle of
+    a spawn, it left a worker reading from a closed pipe (a traceback of
+    ``EOFError``); ignored, it was lost (2 of 36 tries ran on to exit 0).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, previous)
+    if came:
+        raise KeyboardInterrupt

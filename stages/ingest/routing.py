@@ -21,6 +21,7 @@ from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, it
 
 HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
 TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
+ROW_BLOCK_CHARS = 1 << 20  # a row's unit goes to the cutter in blocks of this many characters (api.READ_BLOCK_CHARS)
 
 
 @dataclass
@@ -370,7 +371,8 @@ def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> N
                     route.open_many(fates[k], 1)
                 if route.fate is not TRAIN:
                     route.break_stream()
-                route.text(part)
+                for i in range(0, len(part), ROW_BLOCK_CHARS):  # as read, so forced cuts fall alike
+                    route.text(part[i : i + ROW_BLOCK_CHARS])
                 if route.fate is TRAIN:
                     route.break_stream()
                 route.close()
