@@ -50,7 +50,7 @@ import regex
 from numba import njit
 
 from toktoktok import sampling
-from toktoktok.documents import _space_at
+from toktoktok.documents import space_at
 
 MAX_BOUND = 1 << 20  # a unit's bound never exceeds 1 MiB
 BOUND_PER_CAPACITY = 256  # ... nor 1/256 of the capacity
@@ -156,7 +156,7 @@ def _ws_before(buf, p):
     if p >= 2 and buf[p - 2] == 0xC2:
         return c == 0x85 or c == 0xA0
     if p >= 3 and buf[p - 3] >= 0xE1 and buf[p - 3] <= 0xE3:
-        return _space_at(buf, p - 3)
+        return space_at(buf, p - 3)
     return False
 
 
@@ -171,7 +171,7 @@ def last_safe(buf, lo, hi, breaks):
         c = buf[p]
         if c == 32 and not _ws_before(buf, p):
             return p
-        if breaks and (buf[p - 1] == 10 or buf[p - 1] == 13) and not _space_at(buf, p):
+        if breaks and (buf[p - 1] == 10 or buf[p - 1] == 13) and not space_at(buf, p):
             return p
         p -= 1
     return -1
