@@ -7,6 +7,10 @@ The held-out bytes/token overall (the first 1 MB of each corpus's held-out
 file, never trained on) of the median quarter run is within 1% of the whole
 run's. Skipped when /work/shared/corpora is absent. This is the small check;
 ``benchmarks/bench_memory.py`` measures the same on 257 MiB.
+
+Measured (2026-12-01, 23 s on a loaded machine): whole 2.5315 bytes/token;
+quarters of seeds 0-4 2.5329, 2.5274, 2.5232, 2.5287, 2.5190: median 0.16%
+below the whole.
 """
 
 from __future__ import annotations
