@@ -4,6 +4,8 @@
 #   make test                 run the tests
 #   make bench                benchmark against Hugging Face tokenizers and rustbpe
 #   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/MEMORY.md)
+#   make bench-scale          the three trainers on 0.1 / 0.3 / 1.2 GB of kernel source (benchmarks/SCALE.md;
+#                             builds its corpora under SCALE_DATA with apt-get download; SCALE_REPS runs a point)
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]
 #                             run one stage of a config (ingest, train, export, run)
 
@@ -16,7 +18,10 @@ CONFIG ?= configs/demo.yaml
 STAGE  ?= run
 PHASE  ?=
 
-.PHONY: venv demo demo-data test bench bench-memory stage clean
+SCALE_DATA ?= /work/scale-data
+SCALE_REPS ?= 3
+
+.PHONY: venv demo demo-data test bench bench-memory bench-scale stage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,11 +43,15 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
-	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/run.py --section peers
 
 bench-memory: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
-	$(BIN)/python benchmarks/bench_memory.py
+	$(BIN)/python benchmarks/run.py --section memory
+
+bench-scale: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
+	$(BIN)/python benchmarks/run.py --section scale --data $(SCALE_DATA) --reps $(SCALE_REPS)
 
 stage: $(STAMP)
 	$(BIN)/toktok $(STAGE) -c $(CONFIG) $(if $(PHASE),--phase "$(PHASE)")

@@ -4,7 +4,7 @@
     python benchmarks/baseline_ingest.py --corpus train.txt --pattern REGEX --out counts.json
 
 Reads the same plain ``.txt`` toktoktok ingests, split into the same
-documents (``peers.iter_documents``: docs/pretokenization.md's blank-line boundary, streamed
+documents (``peer_trainers.iter_documents``: docs/pretokenization.md's blank-line boundary, streamed
 in 1 MB blocks), and counts its pieces with the plainest loop there is::
 
     counts = collections.Counter()
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import regex
 
-from peers import iter_documents
+from peer_trainers import iter_documents
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,1 +1,21 @@
-"""The pipeline stages (ingest, train, export), orchestrator and CLI."""
+"""The pipeline stages (ingest, train, export), orchestrator and CLI.
+
+When Python runs the ``toktok`` or ``toktoktok`` command, Ctrl-C is taken
+here, at the first line of ours that runs: until the command has begun, an
+interrupt prints one line and exits 130 (``stages.cli`` then takes over).
+Imported by a script, this module leaves the script's Ctrl-C alone.
+"""
+
+import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def interrupted_while_starting(signum: int, frame: object) -> None:
+    _os.write(2, b"\ninterrupted: nothing was done\n")
+    _os._exit(130)
+
+
+if (_os.path.basename(_sys.argv[0] if _sys.argv else "") in ("toktok", "toktoktok")
+        and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler):
+    _signal.signal(_signal.SIGINT, interrupted_while_starting)

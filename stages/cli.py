@@ -7,20 +7,13 @@ line on stderr; ``--verbose`` adds the Python traceback.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
+from stages import interrupted_while_starting  # noqa: E402
 
-def _interrupted_while_starting(signum: int, frame: object) -> None:
-    """Ctrl-C before a command has begun (while Python loads the modules): one line,
-    exit 130, nothing was done."""
-    os.write(2, b"\ninterrupted: nothing was done\n")
-    os._exit(130)
-
-
-if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _interrupted_while_starting)  # first thing: imports below take ~0.2 s
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # run as ``python -m stages.cli``
+    signal.signal(signal.SIGINT, interrupted_while_starting)  # first thing: imports below take ~0.2 s
 
 import gc  # noqa: E402
 import traceback  # noqa: E402
@@ -32,7 +25,7 @@ import click  # noqa: E402
 
 import toktoktok  # noqa: E402
 from stages import pipeline  # noqa: E402
-from stages.progress import Progress  # noqa: E402
+from stages.progress import Progress, human_bytes  # noqa: E402
 from toktoktok import memory  # noqa: E402
 
 CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
@@ -150,7 +143,7 @@ def ingest(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     done = _guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
     for m in done:
         c = m["counts"]
-        click.echo(f"ingest {m['phase']}: {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
+        click.echo(f"ingest {m['phase']}: {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
                    f"{c['pieces']} pieces in {c['chunks']} chunks" + (" (up to date)" if m.get("skipped") else ""))
 
 
@@ -248,37 +241,69 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
     click.echo(_guarded(lambda: inspect_path(path, top=top, search=search, token_id=token_id), verbose))
 
 
+def _tokenizer_options(func: Callable) -> Callable:
+    """``-t TOK`` or ``-c CONFIG`` (the config's output), and ``--pattern`` for a bare ``.tiktoken``."""
+    func = click.option("--pattern", default=None,
+                        help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or "
+                             "a regex (default: cl100k_base's and o200k_base's own, else the default pattern).")(func)
+    func = click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
+                        help="Use this config's output .tiktoken (instead of --tokenizer).")(func)
+    func = click.option("-t", "--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                        default=None,
+                        help="The .tiktoken (pattern and special tokens from its .meta.json).")(func)
+    return func
+
+
 @toktok.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("-t", "--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The .tiktoken to encode with (pattern and special tokens from its .meta.json).")
-@click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
-              help="Encode with this config's output .tiktoken (instead of --tokenizer).")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True, path_type=Path))
+@_tokenizer_options
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The folder for the shards and index.json (new, empty, or an earlier encode output).")
+              help="The folder for the token files and index.json (new, empty, or an earlier encode output).")
+@click.option("--format", "fmt", type=click.Choice(["npy", "bin", "megatron"]), default="npy", show_default=True,
+              help="npy: shard-NNNNN.npy + index.json; bin: nanoGPT's train.bin and val.bin; megatron: "
+                   "Megatron-LM's train_text_document.bin/.idx (and val_text_document.* with --val-share).")
+@click.option("--dtype", type=click.Choice(["uint16", "uint32"]), default=None,
+              help="Ids of npy and bin files. bin: uint16 unless given (a vocabulary with an id over 65,535 is "
+                   "refused); npy: uint16 when the ids fit, else uint32. megatron: uint16 below 65,500 ids, "
+                   "else int32 (not settable).")
 @click.option("--separator", default=None, metavar="TOKEN",
               help="A special token of the tokenizer put after every document, e.g. '<|endoftext|>'.")
+@click.option("--bos", default=None, metavar="TOKEN",
+              help="A special token of the tokenizer put before every document, e.g. '<|bos|>'.")
+@click.option("--documents", type=click.Choice(["blank-line", "line", "file"]), default="blank-line",
+              show_default=True,
+              help="How .txt inputs and standard input split into documents: after a blank line followed by "
+                   "a non-space character; every non-empty line (its line break left out); or the whole file.")
+@click.option("--val-share", type=click.FloatRange(0, 1, max_open=True), default=None, metavar="F",
+              help="The share of documents written to the validation split, chosen by a seeded hash of each "
+                   "document's place. Default 0.0005 for bin, else 0.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The seed of the validation split.")
 @click.option("--shard-tokens", type=click.IntRange(min=1), default=100_000_000, show_default=True,
-              help="Tokens per shard (the last shard holds the rest).")
+              help="npy: tokens per shard (the last shard holds the rest).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet inputs.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
-@click.option("--pattern", default=None,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
-def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, out: Path, separator: str | None,
-           shard_tokens: int, text_column: str, threads: int, allow_special: bool, pattern: str | None,
-           verbose: bool) -> None:
-    """Encode text into token shards for model training.
+def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, pattern: str | None, out: Path,
+           fmt: str, dtype: str | None, separator: str | None, bos: str | None, documents: str,
+           val_share: float | None, seed: int, shard_tokens: int, text_column: str, threads: int,
+           allow_special: bool, verbose: bool) -> None:
+    """Encode text into token files for model training.
 
     Reads INPUTS (files or folders: .txt, .jsonl, .parquet, .txt/.jsonl as
-    .zst or .gz; documents as in a config's sources) and the tokenizer
-    (--tokenizer, or -c for the config's output). Writes OUT/shard-NNNNN.npy
-    (uint16 when the vocabulary fits, else uint32; --shard-tokens tokens
-    each) and OUT/index.json (shards, documents, tokens, bytes); prints the
-    tokens, bytes and bytes per token. Special tokens written in the text
-    are encoded as ordinary text unless --allow-special.
+    .zst or .gz; documents as in a config's sources, .txt by --documents;
+    - is standard input, read as text) and the tokenizer (--tokenizer, or -c
+    for the config's output). Writes, in OUT, --format npy: shard-NNNNN.npy
+    (--shard-tokens tokens each; val-shard-NNNNN.npy for the validation
+    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them);
+    megatron: train_text_document.bin/.idx (Megatron-LM's indexed dataset,
+    one sequence per document) and val_text_document.bin/.idx with
+    --val-share. Every file is written under a temporary name and renamed
+    when complete, indexes after their data, OUT/index.json (what was
+    written: files, documents, tokens, bytes) last. Prints the tokens, bytes
+    and bytes per token. Special tokens written in the text are encoded as
+    ordinary text unless --allow-special.
     """
     from stages import encode as encoding
     from stages.inspect import path_or_output
@@ -286,8 +311,94 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     tokenizer = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
     index = _guarded(lambda: encoding.encode_corpus(
         tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
-        threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose)), verbose)
+        threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose),
+        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose)
     click.echo(encoding.summary(index, out))
+
+
+def _encoding(tokenizer: Path | None, config: Path | None, pattern: str | None, verbose: bool):
+    """The tokenizer of ``-t`` or ``-c`` (exactly one), loaded."""
+    from stages.inspect import path_or_output
+    from stages.texts import load_tokenizer
+
+    path = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
+    return _guarded(lambda: load_tokenizer(path, pattern), verbose)
+
+
+@toktok.command()
+@click.argument("ids", nargs=-1)
+@_tokenizer_options
+@click.option("--from", "source", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Decode a token file instead of IDS: a .npy shard, a nanoGPT .bin, or a Megatron-LM .bin "
+                   "(with its .idx beside it).")
+@click.option("--dtype", type=click.Choice(["uint16", "uint32", "int32"]), default=None,
+              help="The ids of a nanoGPT .bin (default uint16).")
+@click.option("--document", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Only document N (0-based) of a Megatron-LM file.")
+@click.option("--bytes", "raw", is_flag=True, help="Write the raw bytes to standard output (no replacement, no "
+                                                     "newline added).")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pattern: str | None,
+           source: Path | None, dtype: str | None, document: int | None, raw: bool, verbose: bool) -> None:
+    """Turn token ids back into text.
+
+    Reads the tokenizer (--tokenizer, or -c for the config's output) and the
+    ids: IDS as arguments (15496 995, or a pasted list [15496, 995]), or
+    --from FILE written by `toktok encode`. Writes nothing; prints the text
+    (bytes that are not UTF-8 as U+FFFD), or with --bytes writes its raw
+    bytes. Special tokens print as their text.
+    """
+    from stages import decode as decoding
+
+    if (source is None) == (not ids):
+        _guarded(lambda: decoding.refuse("give the ids as arguments or --from FILE (one of them)"), verbose)
+    enc = _encoding(tokenizer, config, pattern, verbose)
+    if source is not None:
+        values = _guarded(lambda: decoding.ids_of_file(source, dtype=dtype, document=document), verbose)
+    else:
+        if dtype is not None or document is not None:
+            _guarded(lambda: decoding.refuse("--dtype and --document are for --from FILE"), verbose)
+        values = _guarded(lambda: decoding.parse_ids(ids), verbose)
+    data = _guarded(lambda: decoding.decode_ids(enc, values), verbose)
+    if raw:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        click.echo(data.decode("utf-8", "replace"))
+
+
+@toktok.command()
+@click.argument("text", required=False)
+@_tokenizer_options
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Alternating background colours for the tokens (auto: when standard output is a terminal "
+                   "and NO_COLOR is not set); without colour each token is in [brackets].")
+@click.option("--dots", is_flag=True, help="Show each space as a middle dot (·).")
+@click.option("--allow-special", is_flag=True,
+              help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern: str | None, color: str,
+         dots: bool, allow_special: bool, verbose: bool) -> None:
+    """Show how the tokenizer cuts a text: token boundaries and ids.
+
+    Reads TEXT (an argument; - or nothing reads standard input as UTF-8) and
+    the tokenizer (--tokenizer, or -c for the config's output). Writes
+    nothing; prints the text with each token marked (coloured on a terminal,
+    [bracketed] otherwise; a line break in a token as \\n, a backslash as
+    \\\\, other control characters and bytes that are not UTF-8 on their own
+    as \\xNN), then the ids and the counts.
+    """
+    import os
+
+    from stages import show as showing
+
+    enc = _encoding(tokenizer, config, pattern, verbose)
+    if text is None or text == "-":
+        text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    ids = showing.encode_text(enc, text, allow_special=allow_special)
+    coloured = color == "always" or (color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    click.echo(showing.render(enc, ids, color=coloured, dots=dots), color=coloured)
 
 
 @toktok.command()
@@ -297,7 +408,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
 @click.option("--pattern", default=None,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex.")
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
+                   "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
@@ -306,7 +418,8 @@ def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tupl
     """Compare tokenizers' compression on the same texts.
 
     Reads each TOKENIZER .tiktoken (any, e.g. cl100k_base.tiktoken.gz; pattern
-    from its .meta.json, else --pattern, else the default) and the --text
+    from its .meta.json, else --pattern, else its own for OpenAI's cl100k_base
+    and o200k_base, else the default) and the --text
     files or folders. Writes nothing; prints UTF-8 bytes per token of each
     tokenizer on each text, side by side (higher is better).
     """
@@ -341,7 +454,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     files, size = _guarded(lambda: work_dir_contents(work), verbose)
     if not yes:
         try:
-            confirmed = click.confirm(f"remove {work} ({files} files, {size / 1e6:.1f} MB)?", default=False)
+            confirmed = click.confirm(f"remove {work} ({files} files, {human_bytes(size)})?", default=False)
         except click.Abort:
             _guarded(lambda: refuse(f"no answer to the confirmation; nothing removed (use --yes to remove {work})"),
                      verbose)
@@ -351,7 +464,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     from stages.workdir import publish_journal
 
     _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
-    click.echo(f"removed {work} ({files} files, {size / 1e6:.1f} MB)")
+    click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
 
 
 def _plain_warnings() -> None:

@@ -1,46 +1,74 @@
-"""``toktok encode``: text -> token shards (``.npy``) and ``index.json``.
+"""``toktok encode``: text -> token files a trainer reads.
 
 Reads files or folders with the same input kinds and document rules as a
-config's sources (``toktoktok.sources``: ``.txt`` split after a blank line
-followed by a non-space character, a ``.jsonl`` or ``.parquet`` row is one
-document, ``.zst``/``.gz`` compressed text), encodes every document with
-tiktoken's batch encoder on ``threads`` threads, and writes the tokens, in
-input order, into ``DIR/shard-00000.npy``, ``shard-00001.npy``, ... of exactly
-``shard_tokens`` tokens each (the last one shorter), then ``DIR/index.json``.
+config's sources (``toktoktok.sources``: a ``.jsonl`` or ``.parquet`` row is
+one document, ``.zst``/``.gz`` compressed text), or standard input (``-``,
+read as text), encodes every document with tiktoken's batch encoder on
+``threads`` threads, and writes the tokens, in input order, in one of three
+layouts (``--format``, see ``toktoktok.token_files``):
+
+- ``npy`` (the default): ``DIR/shard-00000.npy``, ``shard-00001.npy``, ... of
+  exactly ``shard_tokens`` tokens each (the last one shorter), then
+  ``DIR/index.json``; validation documents go to ``val-shard-NNNNN.npy``.
+- ``bin``, nanoGPT's: ``DIR/train.bin`` and ``DIR/val.bin``, raw ids of
+  ``--dtype`` (``uint16`` by default; a vocabulary whose highest id is over
+  65,535 is refused unless ``--dtype uint32``), then ``DIR/index.json``.
+- ``megatron``, Megatron-LM's indexed dataset: ``DIR/train_text_document.bin``
+  and ``.idx`` (and ``val_text_document.*`` when there is a validation
+  split), one sequence per document, ids ``uint16`` below 65,500 ids, else
+  ``int32`` (Megatron-LM's rule), then ``DIR/index.json``.
 
 Decisions:
 
+- Documents of ``.txt`` inputs (and of standard input) follow ``--documents``:
+  ``blank-line`` (the default, a config's rule: a document ends after a blank
+  line followed by a non-space character), ``line`` (every non-empty line,
+  its line break left out: the separator marks its end) or ``file`` (the
+  whole file).
 - Special tokens written in the text (``<|endoftext|>`` inside a document)
   are ordinary text by default (``encode_ordinary_batch``): a corpus cannot
   forge document boundaries or chat markup, and the only special ids in the
-  shards are the separators. ``allow_special=True`` (``--allow-special``)
-  encodes the tokenizer's special tokens in the text as their ids instead
-  (``encode_batch(..., allowed_special="all")``), as training cut them out.
-- The separator must be one of the tokenizer's special tokens (else a usage
-  error); its id follows every document, the last one included, so each
-  document's tokens end with it.
-- Shard dtype: ``uint16`` when every id (special ids included) is below
-  65536, else ``uint32``. A document may continue from one shard into the
-  next: shards are cut at exact token counts, as training loaders expect.
-  Each shard entry of the index counts the documents that end in it.
+  output are the separators and ``--bos`` tokens. ``allow_special=True``
+  (``--allow-special``) encodes the tokenizer's special tokens in the text
+  as their ids instead (``encode_batch(..., allowed_special="all")``), as
+  training cut them out.
+- The separator and the bos token must be special tokens of the tokenizer
+  (else a usage error). The bos id starts every document and the separator
+  id ends it (the last one included), inside the token stream: a Megatron
+  sequence, or the stretch of a flat file, of a document holds both.
+- The validation split is decided per document by a seeded hash of its place
+  (file index, document number in the file), as ``toktoktok.sampling``
+  decides the held-out share: the same inputs and ``--seed`` give the same
+  split whatever the threads or batches, and adding a file after the others
+  does not move their documents. ``--val-share`` defaults to 0.0005 for
+  ``bin`` (nanoGPT reads a ``val.bin``; its own OpenWebText preparation holds
+  out that share) and 0 otherwise. Train and validation keep input order.
+- npy shard dtype: ``uint16`` when every id (special ids included) is below
+  65536, else ``uint32`` (or ``--dtype``). A document may continue from one
+  shard into the next: shards are cut at exact token counts, as training
+  loaders expect. Each shard entry of the index counts the documents that
+  end in it.
 - Bounded memory: documents are read in batches of a few MB of text (more
-  threads, bigger batches, capped), and a shard is written as its tokens
-  arrive: its ``.npy`` header is written with a fixed size first and
-  rewritten with the final length when the shard is closed, so a shard is
-  never held in memory. Reading the next batch overlaps encoding the
-  current one. A document longer than 1 MiB is cut, for the default and
+  threads, bigger batches, capped), and every file is written as its tokens
+  arrive (a ``.npy`` header is written with a fixed size first and rewritten
+  with the final length when the shard is closed); only a Megatron index's
+  one length per document is held. Reading the next batch overlaps encoding
+  the current one. A document longer than 1 MiB is cut, for the default and
   cl100k patterns, at the places where no pre-tokenization piece can cross
   (``toktoktok.pretokenize.PartCutter``), so it encodes to exactly the same
   tokens in bounded parts; with other patterns it is encoded whole.
-- Atomic output: ``index.json`` is deleted first and written last, every
-  shard is written to a temporary file and renamed into place; a folder
-  without ``index.json`` is an unfinished run. The output folder must be new,
-  empty, or an earlier encode output (only ``shard-*.npy``, ``index.json``
-  and temporary files): anything else is refused rather than overwritten.
-  Shards of an earlier, longer run are removed.
+- Atomic output: ``index.json`` and any ``.idx`` are deleted first; every
+  file is written to a temporary name and renamed into place when complete,
+  so a trainer never maps a half-written file; the trainer's indexes come
+  after the data they describe (the validation ``.idx``, then the training
+  one), and ``index.json`` last: a folder without ``index.json`` is an
+  unfinished run. The output folder must be new, empty, or an earlier
+  encode output (only the names above and temporary files): anything else is
+  refused rather than overwritten. Files of an earlier run that this run did
+  not write (more shards, another format) are removed.
 - ``bytes`` are the UTF-8 bytes of the documents' text (after decoding, as
   training counts them); ``bytes_per_token`` divides them by the tokens of
-  the text, separators not included.
+  the text, separators and bos tokens not included.
 """
 
 from __future__ import annotations
@@ -53,6 +81,7 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +92,7 @@ from stages.artifacts import file_digest
 from stages.progress import Progress
 from stages.texts import (
     MAX_PIECE_CHARS,
+    STDIN,
     Reading,
     batch_chars,
     can_cut,
@@ -75,13 +105,24 @@ from stages.texts import (
 from stages.workdir import resolve_threads
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.config import ConfigError
-from toktoktok.sources import file_format
+from toktoktok.sampling import chosen_many, file_key
+from toktoktok.sources import TXT_DOCUMENTS, file_format
+from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index
 
+FORMATS = ("npy", "bin", "megatron")
 DEFAULT_SHARD_TOKENS = 100_000_000
+DEFAULT_BIN_VAL_SHARE = 0.0005
+NANOGPT_BLOCK_SIZE = 1024  # nanoGPT's default context: a val.bin must hold more tokens than this
 INDEX = "index.json"
-INDEX_FORMAT = "toktoktok-shards/1"
+INDEX_FORMATS = {"npy": "toktoktok-shards/1", "bin": "toktoktok-bin/1", "megatron": "toktoktok-megatron/1"}
+INDEX_FORMAT = INDEX_FORMATS["npy"]
 SHARD_NAME = "shard-{:05d}.npy"
-_SHARD = re.compile(r"shard-\d{5,}\.npy")
+VAL_SHARD_NAME = "val-shard-{:05d}.npy"
+BIN_NAMES = {"train": "train.bin", "val": "val.bin"}
+MEGATRON_PREFIXES = {"train": "train_text_document", "val": "val_text_document"}
+SPLIT_RULE = "file-key+splitmix64"  # sampling.chosen_many on (seed, "encode", file index, "val"), document number
+_SPLIT_SLUG, _SPLIT_SALT = "encode", "val"
+_OUTPUT = re.compile(r"(val-)?shard-\d{5,}\.npy|(train|val)\.bin|(train|val)_text_document\.(bin|idx)")
 _TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 _HEADER_BYTES = 128  # the fixed size of every shard's .npy header
 
@@ -89,20 +130,36 @@ _HEADER_BYTES = 128  # the fixed size of every shard's .npy header
 # ---------------------------------------------------------------- tokenizer
 
 
+def special_id(enc: tiktoken.Encoding, token: str | None, option: str = "--separator") -> int | None:
+    """The id of ``token``, which must be one of the encoding's special tokens."""
+    if token is None:
+        return None
+    if token not in enc.special_tokens_set:
+        known = ", ".join(sorted(enc.special_tokens_set)) or "none"
+        raise ConfigError(f"{option} {token!r} is not a special token of {enc.name} (its special tokens: {known})")
+    return enc.encode_single_token(token)
+
+
 def separator_id(enc: tiktoken.Encoding, separator: str | None) -> int | None:
     """The id of ``separator``, which must be one of the encoding's special tokens."""
-    if separator is None:
-        return None
-    if separator not in enc.special_tokens_set:
-        known = ", ".join(sorted(enc.special_tokens_set)) or "none"
-        raise ConfigError(f"--separator {separator!r} is not a special token of {enc.name} (its special tokens: "
-                          f"{known})")
-    return enc.encode_single_token(separator)
+    return special_id(enc, separator, "--separator")
 
 
 def shard_dtype(enc: tiktoken.Encoding) -> np.dtype:
     """``uint16`` when every id fits, else ``uint32``."""
     return np.dtype(np.uint16) if enc.max_token_value < 1 << 16 else np.dtype(np.uint32)
+
+
+def output_dtype(enc: tiktoken.Encoding, fmt: str, dtype: str | None) -> np.dtype:
+    """The ids' dtype of a format: ``--dtype`` (npy, bin) or Megatron-LM's rule."""
+    if fmt == "megatron":
+        if dtype is not None:
+            raise ConfigError("--dtype does not apply to --format megatron: its dtype follows the vocabulary "
+                              "(uint16 below 65,500 ids, else int32, as Megatron-LM decides)")
+        return megatron_dtype(enc.max_token_value + 1)
+    if dtype is None:
+        return shard_dtype(enc) if fmt == "npy" else bin_dtype("uint16", enc.max_token_value)
+    return bin_dtype(dtype, enc.max_token_value)
 
 
 # ---------------------------------------------------------------- reading
@@ -113,6 +170,45 @@ def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> 
     if allow_special:
         return lambda texts: enc.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=())
     return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
+
+
+class ValSplit:
+    """Which documents go to validation: a seeded hash of (file index, document number).
+
+    Fed the parts of ``iter_parts`` batch by batch, in order; a document's
+    parts all get its document's answer.
+
+        >>> parts = [("a", True, 0), ("b", False, 0), ("c", True, 0), ("d", True, 1)]
+        >>> whole = ValSplit(seed=0, share=0.5).flags(parts)
+        >>> whole[1] == whole[2]  # "b" and "c" are one document
+        True
+        >>> cut = ValSplit(seed=0, share=0.5)  # batches cut anywhere: the same answers
+        >>> cut.flags(parts[:2]) + cut.flags(parts[2:]) == whole
+        True
+    """
+
+    def __init__(self, seed: int, share: float) -> None:
+        self.seed, self.share = seed, share
+        self._file, self._doc = -1, 0  # the file being read and its open document's number
+
+    def flags(self, batch: Sequence[tuple[str, bool, int]]) -> list[bool]:
+        file_of, doc_of = [], []
+        for _, end, index in batch:
+            if index != self._file:
+                self._file, self._doc = index, 0
+            file_of.append(index)
+            doc_of.append(self._doc)
+            self._doc += end
+        files, docs = np.array(file_of, dtype=np.int64), np.array(doc_of, dtype=np.int64)
+        out = np.zeros(len(batch), dtype=bool)
+        if self.share <= 0 or not len(batch):
+            return out.tolist()
+        for index in np.unique(files).tolist():
+            mask = files == index
+            lo = int(docs[mask].min())
+            key = file_key(self.seed, _SPLIT_SLUG, index, _SPLIT_SALT)
+            out[mask] = chosen_many(key, lo, int(docs[mask].max()) - lo + 1, self.share)[docs[mask] - lo]
+        return out.tolist()
 
 
 # ---------------------------------------------------------------- writing
@@ -128,8 +224,8 @@ def npy_header(dtype: np.dtype, length: int) -> bytes:
 class ShardWriter:
     """Writes a stream of tokens into shards of exactly ``shard_tokens`` tokens."""
 
-    def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int) -> None:
-        self.folder, self.dtype, self.cap = folder, dtype, shard_tokens
+    def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int, name: str = SHARD_NAME) -> None:
+        self.folder, self.dtype, self.cap, self.name = folder, dtype, shard_tokens, name
         self.shards: list[dict[str, Any]] = []
         self._stack: contextlib.ExitStack | None = None
         self._fh: Any = None
@@ -154,7 +250,7 @@ class ShardWriter:
 
     def _next(self) -> None:
         self._close()
-        name = SHARD_NAME.format(len(self.shards))
+        name = self.name.format(len(self.shards))
         self._stack = contextlib.ExitStack()
         tmp = self._stack.enter_context(atomic_path(self.folder / name))
         self._fh = self._stack.enter_context(open(tmp, "wb"))
@@ -184,28 +280,119 @@ class ShardWriter:
                 stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
 
+class FlatWriter:
+    """Writes a stream of tokens into one headerless file of ``dtype`` ids (a nanoGPT
+    ``.bin``, a Megatron data file), under a temporary name until ``finish``;
+    keeps each document's length (what a Megatron index needs: 8 bytes a document)."""
+
+    def __init__(self, path: Path, dtype: np.dtype) -> None:
+        self.path, self.dtype = path, dtype
+        self.tokens = 0
+        self._lengths: list[np.ndarray] = []
+        self._open = 0  # tokens of the document not yet ended
+        self._stack = contextlib.ExitStack()
+        tmp = self._stack.enter_context(atomic_path(path))
+        self._fh = self._stack.enter_context(open(tmp, "wb"))
+
+    def write(self, tokens: np.ndarray, ends: Sequence[int]) -> None:
+        """Append ``tokens``; ``ends`` are the offsets in it just after each document's last token."""
+        self._fh.write(memoryview(np.ascontiguousarray(tokens, dtype=self.dtype)))
+        self.tokens += len(tokens)
+        if len(ends):
+            at = np.asarray(ends, dtype=np.int64)
+            lengths = np.diff(at, prepend=0)
+            lengths[0] += self._open
+            self._lengths.append(lengths)
+            self._open = len(tokens) - int(at[-1])
+        else:
+            self._open += len(tokens)
+
+    def lengths(self) -> np.ndarray:
+        """Each finished document's tokens."""
+        return np.concatenate(self._lengths) if self._lengths else np.zeros(0, dtype=np.int64)
+
+    def finish(self) -> dict[str, Any]:
+        """Rename the complete file into place; returns its entry (file, tokens, documents)."""
+        self._stack.close()
+        return {"file": self.path.name, "tokens": self.tokens, "documents": int(len(self.lengths()))}
+
+    def abort(self) -> None:
+        """Drop the temporary file."""
+        with contextlib.suppress(Exception):
+            self._stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+@dataclass
+class Split:
+    """One output split (train or val) and what went into it."""
+
+    name: str
+    writer: Any  # ShardWriter or FlatWriter
+    documents: int = 0
+    tokens: int = 0
+    pieces: list[list[int]] = field(default_factory=list)  # the batch being gathered
+    ends: list[int] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, tokens: list[int]) -> None:
+        self.pieces.append(tokens)
+        self.size += len(tokens)
+
+    def end(self) -> None:
+        self.ends.append(self.size)
+        self.documents += 1
+
+    def flush(self, dtype: np.dtype) -> None:
+        if self.size or self.ends:
+            tokens = np.fromiter(itertools.chain.from_iterable(self.pieces), dtype=dtype, count=self.size)
+            self.writer.write(tokens, self.ends)
+        self.tokens += self.size
+        self.pieces, self.ends, self.size = [], [], 0
+
+
 def prepare_out(folder: Path) -> None:
-    """Make ``folder`` ready: new, empty, or an earlier encode output (its index goes first)."""
+    """Make ``folder`` ready: new, empty, or an earlier encode output (its indexes go first)."""
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"--out {folder}: exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     foreign = sorted(e.name for e in folder.iterdir()
-                     if not (e.is_file() and (e.name == INDEX or _SHARD.fullmatch(e.name) or _TEMP.fullmatch(e.name))))
+                     if not (e.is_file() and (e.name == INDEX or _OUTPUT.fullmatch(e.name) or _TEMP.fullmatch(e.name))))
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise ConfigError(f"--out {folder}: holds files that are not `toktok encode` output ({shown}); "
                           f"choose a new or empty folder")
     (folder / INDEX).unlink(missing_ok=True)
     for e in folder.iterdir():
-        if _TEMP.fullmatch(e.name):
+        if _TEMP.fullmatch(e.name) or e.name.endswith(".idx"):
             e.unlink(missing_ok=True)
 
 
-def _remove_stale_shards(folder: Path, keep: int) -> None:
-    names = {SHARD_NAME.format(i) for i in range(keep)}
-    for e in folder.iterdir():
-        if _SHARD.fullmatch(e.name) and e.name not in names:
-            e.unlink()
+def _remove_stale_outputs(folder: Path, written: set[str]) -> list[str]:
+    """Remove the outputs of an earlier run that this run did not write; returns their names."""
+    stale = sorted(e.name for e in folder.iterdir() if _OUTPUT.fullmatch(e.name) and e.name not in written)
+    for name in stale:
+        (folder / name).unlink()
+    return stale
+
+
+def _writers(fmt: str, out: Path, dtype: np.dtype, shard_tokens: int, val: bool) -> dict[str, Any]:
+    """The writer of each split of a format (val only when there is a split, or for bin)."""
+    if fmt == "npy":
+        writers = {"train": ShardWriter(out, dtype, shard_tokens)}
+        if val:
+            writers["val"] = ShardWriter(out, dtype, shard_tokens, VAL_SHARD_NAME)
+        return writers
+    names = BIN_NAMES if fmt == "bin" else {k: f"{v}.bin" for k, v in MEGATRON_PREFIXES.items()}
+    writers = {}
+    try:
+        for split in ("train", "val"):
+            if split == "train" or val or fmt == "bin":
+                writers[split] = FlatWriter(out / names[split], dtype)
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    return writers
 
 
 # ---------------------------------------------------------------- the command
@@ -223,49 +410,66 @@ def encode_corpus(
     allow_special: bool = False,
     pattern: str | None = None,
     progress: Progress | None = None,
+    fmt: str = "npy",
+    dtype: str | None = None,
+    bos: str | None = None,
+    val_share: float | None = None,
+    seed: int = 0,
+    documents: str = "blank-line",
 ) -> dict[str, Any]:
-    """Encode ``inputs`` into shards under ``out``; returns the index (also written as ``out/index.json``)."""
+    """Encode ``inputs`` into token files under ``out``; returns the index (also written as ``out/index.json``)."""
     started = time.perf_counter()
     progress = progress or Progress()
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if documents not in TXT_DOCUMENTS:
+        raise ConfigError(f"--documents must be one of {', '.join(TXT_DOCUMENTS)}, got {documents!r}")
     if shard_tokens < 1:
         raise ConfigError(f"--shard-tokens must be at least 1, got {shard_tokens}")
     if threads == 0 or threads < -1:
         raise ConfigError(f"--threads must be -1 (all cores) or at least 1, got {threads}")
+    if val_share is None:
+        val_share = DEFAULT_BIN_VAL_SHARE if fmt == "bin" else 0.0
+    if not 0 <= val_share < 1:
+        raise ConfigError(f"--val-share must be at least 0 and below 1, got {val_share}")
     enc = load_tokenizer(tokenizer, pattern)
-    sep = separator_id(enc, separator)
+    sep = special_id(enc, separator, "--separator")
+    bos_id = special_id(enc, bos, "--bos")
+    ids = output_dtype(enc, fmt, dtype)
     files = input_files(inputs, text_column)
     out = Path(out)
     prepare_out(out)
     workers = resolve_threads(threads)
-    dtype = shard_dtype(enc)
     encode = batch_encoder(enc, workers, allow_special)
     reading = Reading()
-    parts = iter_parts(files, text_column=text_column, cut=can_cut(enc),
+    parts = iter_parts(files, text_column=text_column, cut=can_cut(enc), documents=documents,
                        special_tokens=sorted(enc.special_tokens_set) if allow_special else (), reading=reading)
-    plain = all(file_format(f)[1] is None and file_format(f)[0] != "parquet" for f in files)
+    plain = all(f != STDIN and file_format(f)[1] is None and file_format(f)[0] != "parquet" for f in files)
     progress.start("encode", total=sum(f.stat().st_size for f in files) if plain else 0, unit="B")
-    writer = ShardWriter(out, dtype, shard_tokens)
-    totals = {"tokens": 0, "text_tokens": 0, "bytes": 0}
+    writers = _writers(fmt, out, ids, shard_tokens, val_share > 0)
+    splits = {name: Split(name, w) for name, w in writers.items()}
+    train, val = splits["train"], splits.get("val")
+    chooser = ValSplit(seed, val_share)
+    totals = {"text_tokens": 0, "bytes": 0}
+    at_start = [True]
 
     def store(batch: list[tuple[str, bool, int]], encoded: list[list[int]]) -> None:
-        pieces: list[list[int]] = []
-        ends: list[int] = []
-        size = 0
-        for (text, end, index), toks in zip(batch, encoded):
-            pieces.append(toks)
-            size += len(toks)
+        for (text, end, index), toks, to_val in zip(batch, encoded, chooser.flags(batch)):
+            split = val if to_val and val is not None else train
+            if at_start[0] and bos_id is not None:
+                split.add([bos_id])
+            split.add(toks)
+            totals["text_tokens"] += len(toks)
             nbytes = len(text.encode("utf-8", "surrogatepass"))
             totals["bytes"] += nbytes
             reading.files[index]["bytes"] += nbytes
             if end:
                 if sep is not None:
-                    pieces.append([sep])
-                    size += 1
-                ends.append(size)
-        totals["text_tokens"] += size - (len(ends) if sep is not None else 0)
-        totals["tokens"] += size
-        tokens = np.fromiter(itertools.chain.from_iterable(pieces), dtype=dtype, count=size)
-        writer.write(tokens, ends)
+                    split.add([sep])
+                split.end()
+            at_start[0] = end
+        for split in splits.values():
+            split.flush(ids)
         progress.set(reading.raw_bytes)
 
     try:
@@ -278,56 +482,117 @@ def encode_corpus(
                 pending = (batch, job)
             if pending is not None:
                 store(pending[0], pending[1].result())
-        shards = writer.finish()
+        results = {name: w.finish() for name, w in writers.items()}  # the data, renamed into place
     except KeyboardInterrupt:
-        writer.abort()
+        for w in writers.values():
+            w.abort()
         raise KeyboardInterrupt(f"{out} is unfinished (it has no index.json): run the command again") from None
     except BaseException:
-        writer.abort()
+        for w in writers.values():
+            w.abort()
         raise
-    _remove_stale_shards(out, len(shards))
-    progress.done(f"{totals['tokens']} tokens")
-    index = {
-        "format": INDEX_FORMAT,
+    written = set()
+    for name in ("val", "train"):  # each trainer index after its data; the training one last
+        if name not in results:
+            continue
+        entries = results[name] if isinstance(results[name], list) else [results[name]]
+        written |= {e["file"] for e in entries}
+        if fmt == "megatron":
+            idx = out / f"{MEGATRON_PREFIXES[name]}.idx"
+            atomic_write_bytes(idx, megatron_index(writers[name].lengths(), ids))
+            written.add(idx.name)
+    stale = _remove_stale_outputs(out, written)
+    tokens = sum(s.tokens for s in splits.values())
+    progress.done(f"{tokens} tokens")
+    index: dict[str, Any] = {
+        "format": INDEX_FORMATS[fmt],
         "tokenizer": str(Path(tokenizer).resolve()),
         "tokenizer_sha256": file_digest(Path(tokenizer)),
         "vocab_size": enc.n_vocab,
         "max_token_id": enc.max_token_value,
         "pattern": pattern_name(enc),
-        "dtype": dtype.name,
+        "dtype": ids.name,
         "separator": separator,
         "separator_id": sep,
+        "bos": bos,
+        "bos_id": bos_id,
         "special_tokens_in_text": "ids" if allow_special else "ordinary text",
-        "shard_tokens": shard_tokens,
+        "documents_rule": documents,
         "text_column": text_column,
+        "val_share": val_share,
+        "seed": seed,
+        "split_rule": SPLIT_RULE,
         "inputs": reading.files,
-        "shards": shards,
+    }
+    if fmt == "npy":
+        index["shard_tokens"] = shard_tokens
+        index["shards"] = results["train"]
+        index["val_shards"] = results.get("val", [])
+    else:
+        index["files"] = {name: results[name] for name in ("train", "val") if name in results}
+        if fmt == "megatron":
+            index["megatron_prefixes"] = {name: MEGATRON_PREFIXES[name] for name in results}
+    index |= {
         "documents": reading.documents,
-        "tokens": totals["tokens"],
+        "train_documents": train.documents,
+        "val_documents": val.documents if val is not None else 0,
+        "tokens": tokens,
+        "train_tokens": train.tokens,
+        "val_tokens": val.tokens if val is not None else 0,
         "text_tokens": totals["text_tokens"],
         "bytes": totals["bytes"],
         "bytes_per_token": round(totals["bytes"] / totals["text_tokens"], 4) if totals["text_tokens"] else None,
         "forced_cuts": reading.forced_cuts,
+        "removed": stale,
         "seconds": round(time.perf_counter() - started, 3),
     }
     atomic_write_bytes(out / INDEX, (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode())
     return index
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def summary(index: dict[str, Any], out: Path) -> str:
     """What the command prints."""
-    seps = index["tokens"] - index["text_tokens"]
-    shards = len(index["shards"])
+    extra = index["tokens"] - index["text_tokens"]
     files = len(index["inputs"])
+    if "shards" in index:
+        written = _plural(len(index["shards"]), "shard")
+        if index.get("val_shards"):
+            written += f" + {_plural(len(index['val_shards']), 'validation shard')}"
+    else:
+        names = [e["file"] for e in index["files"].values()]
+        if index["format"] == INDEX_FORMATS["megatron"]:
+            names += [f"{p}.idx" for p in index["megatron_prefixes"].values()]
+        written = ", ".join(names)
+    marks = " + ".join(m for m, on in (("bos", index.get("bos")), ("separators", index.get("separator"))) if on)
     lines = [
-        f"encoded {index['documents']} documents from {files} file{'s' if files != 1 else ''} into {shards} "
-        f"shard{'s' if shards != 1 else ''} ({index['dtype']}) in {out}",
-        f"tokens: {index['tokens']}" + (f" ({index['text_tokens']} of text + {seps} separators)" if seps else ""),
+        f"encoded {_plural(index['documents'], 'document')} from {_plural(files, 'file')} into {written} "
+        f"({index['dtype']}) in {out}",
+        f"tokens: {index['tokens']}" + (f" ({index['text_tokens']} of text + {extra} {marks})" if extra else ""),
+    ]
+    if index.get("val_share"):
+        lines.append(f"validation: {index['val_documents']} documents, {index['val_tokens']} tokens "
+                     f"(--val-share {index['val_share']:g}, --seed {index['seed']})")
+    lines += [
         f"bytes: {index['bytes']}",
         "bytes/token: " + (f"{index['bytes'] / index['text_tokens']:.3f}" if index["text_tokens"] else "n/a"),
         f"time: {index['seconds']:.1f} s"
-        + (f" ({index['seconds'] / (index['bytes'] / 1e6):.3f} s/MB)" if index["bytes"] else ""),
+        + (f" ({index['seconds'] / (index['bytes'] / 2**20):.3f} s/MiB)" if index["bytes"] else ""),
     ]
+    if index.get("val_share") and not index["val_documents"]:
+        lines.append(f"warning: no document fell in the validation split ({index['documents']} documents at "
+                     f"--val-share {index['val_share']:g}): raise --val-share, or cut the text into more "
+                     f"documents (--documents line)")
+    elif index["format"] == INDEX_FORMATS["bin"] and index["val_tokens"] <= NANOGPT_BLOCK_SIZE:
+        lines.append(f"warning: val.bin holds {index['val_tokens']} tokens; nanoGPT draws windows of block_size + 1 "
+                     f"tokens from it ({NANOGPT_BLOCK_SIZE} + 1 by default) and fails on a shorter file: raise "
+                     f"--val-share")
+    if index.get("removed"):
+        lines.append(f"removed {len(index['removed'])} files of an earlier encode: {', '.join(index['removed'][:4])}"
+                     + (", ..." if len(index["removed"]) > 4 else ""))
     if index["forced_cuts"]:
         lines.append(f"warning: {index['forced_cuts']} runs of over {MAX_PIECE_CHARS} characters with no safe place "
                      f"were cut: their tokens may differ from encoding the document whole")

@@ -54,6 +54,7 @@ import pyarrow as pa
 from stages import artifacts
 from stages.texts import table
 from toktoktok.config import ConfigError
+from toktoktok.known_bases import recognise
 from toktoktok.loading import check_companion, meta_path, read_meta, split_name
 from toktoktok.tiktoken_file import read_tiktoken
 from toktoktok.vocab import Vocab, hardcoded_merges
@@ -410,7 +411,8 @@ def inspect_tiktoken(path: Path, *, top: int, needle: bytes | None, token_id: in
     meta = read_meta(companion) if companion.is_file() else {}
     if meta:
         check_companion(path, meta, ranks)
-    specials: dict[str, int] = dict(meta.get("special_tokens") or {})
+    known = recognise(path) if not meta else None
+    specials: dict[str, int] = dict(meta.get("special_tokens") or (known.special_tokens if known else {}))
     by_rank = {r: t for t, r in ranks.items()}
     rows = _segments(ranks, meta, by_rank)
     name = split_name(path)[1]
@@ -418,7 +420,10 @@ def inspect_tiktoken(path: Path, *, top: int, needle: bytes | None, token_id: in
     gaps = top_id + 1 - len(ranks) - len(specials)
     head = (f"{path.name}: {len(ranks) + len(specials)} tokens ({len(ranks)} ranks + {len(specials)} special), "
             f"ids 0..{top_id}" + (f", {gaps} unused ids" if gaps else ""))
-    head += f"; companion {companion.name}" if meta else "; no companion .meta.json (no phases, no special tokens)"
+    if known is not None:
+        head += f"; OpenAI's {known.name} (recognised by content: its special tokens); pattern {known.pattern}"
+    else:
+        head += f"; companion {companion.name}" if meta else "; no companion .meta.json (no phases, no special tokens)"
     if meta.get("pattern"):
         head += f"; pattern {meta['pattern'].get('name', 'custom')}"
     lines = [head]

@@ -260,6 +260,8 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
 
 def summary(cfg: Config, result: dict[str, Any]) -> str:
     """A few lines for the user at the end of a run."""
+    from stages.progress import human_bytes
+
     export = result["export"]["counts"]
     size = export["vocab_size"]
     exact = " = vocab_size" if cfg.vocab_size is not None else ""
@@ -267,7 +269,7 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
              f"ranks + {export['special_tokens']} special tokens)"]
     for phase, ing, tr in zip(cfg.phases, result["ingest"], result["train"]):
         c, t = ing["counts"], tr["counts"]
-        lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {c['bytes_read'] / 1e6:.1f} MB, "
+        lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
                      f"{t['distinct_pieces']} distinct pieces, {t['merges_made']}/{t['merges_requested']} merges"
                      + (" (skipped: up to date)" if tr.get("skipped") else ""))
         found = {t: n for t, n in c.get("special_tokens_found", {}).items() if n}

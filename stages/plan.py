@@ -25,11 +25,11 @@ checks them (``workdir.check_ready``: a problem is a ``ConfigError``, exit
 2). Nothing is written: no output or work folder is created and the run
 lock is not taken, so a plan may be made while a run is going on.
 
-Sizes are shown in units of 1024 (``MB`` = 2**20 bytes), the unit of
+Sizes are shown in binary units (``MiB`` = 2**20 bytes), the unit of
 ``working_set_mb``; ``--json`` gives every size in bytes.
 
     >>> human(3 << 20), human(1536), human(12)
-    ('3.0 MB', '1.5 KB', '12 B')
+    ('3.0 MiB', '1.5 KiB', '12 B')
 """
 
 from __future__ import annotations
@@ -41,16 +41,11 @@ import yaml
 from toktoktok.config import Config, Phase, effective_settings, new_special_tokens
 from toktoktok.id_layout import BYTES, HARDCODED_MERGES, Block, blocks
 
-_UNITS = ("B", "KB", "MB", "GB", "TB")
-
-
 def human(size: float) -> str:
-    """A byte count in units of 1024, one decimal (whole bytes for less than 1 KB)."""
-    unit = 0
-    while size >= 1024 and unit < len(_UNITS) - 1:
-        size /= 1024
-        unit += 1
-    return f"{size:.0f} B" if unit == 0 else f"{size:.1f} {_UNITS[unit]}"
+    """A byte count in binary units (``stages.progress.human_bytes``)."""
+    from stages.progress import human_bytes
+
+    return human_bytes(size)
 
 
 def effective_configuration(cfg: Config) -> dict[str, Any]:
@@ -165,7 +160,7 @@ def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: in
                      f"(about {human(p['kept_text_bytes'])} of {human(p['text_bytes'])})")
     else:
         lines.append("  sampled: no")
-    lines.append(f"  expected peak memory: about {p['expected_peak_mb']:.0f} MB")
+    lines.append(f"  expected peak memory: about {p['expected_peak_mb']:.0f} MiB")
     return lines
 
 
@@ -178,6 +173,6 @@ def render(plan: dict[str, Any]) -> str:
     for i, p in enumerate(plan["phases"], 1):
         lines += _render_phase(p, i, len(plan["phases"]), plan["working_set_mb"]) + [""]
     fixed, peak = plan["fixed_overhead_mb"], plan["expected_peak_mb"]
-    lines.append(f"expected peak memory: about {peak:.0f} MB (fixed overhead {fixed} MB + {peak - fixed:.1f} MB "
-                 f"of work, at most working_set_mb = {plan['working_set_mb']} MB)")
+    lines.append(f"expected peak memory: about {peak:.0f} MiB (fixed overhead {fixed} MiB + {peak - fixed:.1f} MiB "
+                 f"of work, at most working_set_mb = {plan['working_set_mb']} MiB)")
     return "\n".join(lines)

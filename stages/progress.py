@@ -2,8 +2,8 @@
 
 On a terminal, ``update`` redraws one line (at most ten times a second) with
 the amount done, the rate and an estimate of the time left. When stderr is
-not a terminal nothing is drawn; ``verbose`` prints one line per finished
-step instead. Notes (warnings, skipped files) are always printed.
+not a terminal nothing is drawn; ``verbose`` prints the same line every
+``LOG_EVERY`` seconds and one per finished step. Notes (warnings, skipped files) are always printed.
 """
 
 from __future__ import annotations
@@ -13,13 +13,27 @@ import time
 from typing import TextIO
 
 
+LOG_EVERY = 5.0  # seconds between progress lines in a log (verbose, not a terminal)
+
+
+def human_bytes(n: float) -> str:
+    """A byte count in binary units, the one unit system of all toktoktok's output
+    (``working_set_mb`` is MiB too).
+
+        >>> human_bytes(1536), human_bytes(3 << 20), human_bytes(12)
+        ('1.5 KiB', '3.0 MiB', '12 B')
+    """
+    for suffix in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or suffix == "TiB":
+            return f"{n:.0f} {suffix}" if suffix == "B" else f"{n:.1f} {suffix}"
+        n /= 1024
+    return f"{n} B"
+
+
 def _human(n: float, unit: str) -> str:
-    """``_human(1536, "B") == '1.5 KB'``; other units get k/M suffixes."""
+    """``_human(1536, "B") == '1.5 KiB'``; other units get k/M suffixes."""
     if unit == "B":
-        for suffix in ("B", "KB", "MB", "GB", "TB"):
-            if abs(n) < 1024 or suffix == "TB":
-                return f"{n:.0f} {suffix}" if suffix == "B" else f"{n:.1f} {suffix}"
-            n /= 1024
+        return human_bytes(n)
     for suffix in ("", "k", "M", "G"):
         if abs(n) < 1000 or suffix == "G":
             return f"{n:.0f}{suffix} {unit}".rstrip() if suffix == "" else f"{n:.1f}{suffix} {unit}".rstrip()
@@ -50,6 +64,10 @@ class Progress:
         if self.live and now - self.drawn >= 0.1:
             self.drawn = now
             self.stream.write("\r\033[K" + self._line(now))
+            self.stream.flush()
+        elif self.verbose and not self.live and now - max(self.drawn, self.began) >= LOG_EVERY:
+            self.drawn = now  # a log gets a line every few seconds: amount, rate, time left
+            self.stream.write(self._line(now) + "\n")
             self.stream.flush()
 
     def _line(self, now: float) -> str:

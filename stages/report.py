@@ -54,6 +54,8 @@ CURVE_STEPS = 10  # checkpoints per phase
 TOP = 20  # longest tokens and first merges shown per phase
 GROUP_BYTES = 256_000  # documents handed to one encoding task
 NO_HELDOUT = "no held-out text"
+UNDERTRAINED_BELOW = 10  # a phase's new token produced fewer times than this by its own text is under-trained
+SMALL_DOMAIN_BYTES, SMALL_DOMAIN_DOCUMENTS = 64 << 10, 10  # held-out text below either is too small to trust
 
 
 # ---------------------------------------------------------------- text helpers
@@ -94,13 +96,10 @@ def _md_cell(text: str) -> str:
 
 
 def _size(n: int) -> str:
-    """Decimal units, like the run summary: ``_size(18716) == '18.7 kB'``."""
-    if n < 1000:
-        return f"{n} B"
-    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
-        if n < scale * 1000 or unit == "GB":
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
+    """Binary units, like all output: ``_size(18716) == '18.3 KiB'``."""
+    from stages.progress import human_bytes
+
+    return human_bytes(n)
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -254,10 +253,11 @@ def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | N
     finally:
         meter.close()
     phases, timings = [], []
-    for phase, domain, (start, end), merges in zip(cfg.phases, domains, growth.phase_new, growth.merges):
+    usage = _usage(cfg, growth, domains)
+    for phase, domain, (start, end), merges, used in zip(cfg.phases, domains, growth.phase_new, growth.merges, usage):
         ingest = artifacts.read_manifest(workdir.ingest_dir(cfg, phase)) or {}
         train = artifacts.read_manifest(workdir.train_dir(cfg, phase)) or {}
-        phases.append(_phase_entry(cfg, phase, domain, growth, start, end, merges, ingest, train))
+        phases.append(_phase_entry(cfg, phase, domain, growth, start, end, merges, ingest, train, used))
         train_seconds = train.get("seconds", {})
         ingest_seconds = ingest.get("seconds")
         timings.append({
@@ -297,7 +297,7 @@ def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | N
 
 
 def _phase_entry(cfg: Config, phase, domain: _Domain, growth: _Growth, start: int, end: int,
-                 merges: dict[str, list], ingest: dict, train: dict) -> dict[str, Any]:
+                 merges: dict[str, list], ingest: dict, train: dict, used: Any) -> dict[str, Any]:
     ic, tc = ingest.get("counts", {}), train.get("counts", {})
     requested = tc.get("merges_requested", phase.merges)
     made = tc.get("merges_made", end - start)
@@ -339,7 +339,48 @@ def _phase_entry(cfg: Config, phase, domain: _Domain, growth: _Growth, start: in
         "longest_tokens": [{"rank": r, "bytes": len(t), "token": visible(t), "hex": t.hex()} for t, r in longest],
         "first_merges": first,
         "token_lengths": _lengths(t for t, _ in new),
+        **_undertrained(new, used),
     }
+
+
+def _undertrained(new: list[tuple[bytes, int]], used: Any) -> dict[str, Any]:
+    """The phase's new tokens that its own text (the inventory it trained on, each
+    piece times its count, and its held-out text, encoded with the final
+    vocabulary) produces fewer than ``UNDERTRAINED_BELOW`` times: tokens that are
+    nearly always merged further, whose embedding a model barely trains (the
+    "glitch tokens" of released models). The worst ``TOP`` are listed."""
+    rare = [(int(used[r]), r, t) for t, r in new if used[r] < UNDERTRAINED_BELOW]
+    rare.sort(key=lambda x: (x[0], x[1]))
+    return {"undertrained_tokens": len(rare), "undertrained_never_produced": sum(1 for u, _, _ in rare if u == 0),
+            "undertrained": [{"rank": r, "produced": u, "bytes": len(t), "token": visible(t), "hex": t.hex()}
+                             for u, r, t in rare[:TOP]]}
+
+
+def _usage(cfg: Config, growth: _Growth, domains: list[_Domain]) -> list[Any]:
+    """For each phase: how often each id of the final vocabulary is produced by the
+    phase's inventory (segmented as tiktoken would, each piece times its count)
+    and by its held-out text (encoded with tiktoken)."""
+    import numpy as np
+
+    from toktoktok.counts import inventory
+    from toktoktok.segment import segment_pieces
+
+    vocab = workdir.vocab_after(cfg, len(cfg.phases))
+    enc = _encoding("report-final", growth.ranks(len(growth.new)), cfg)
+    size = max(growth.by_rank, default=-1) + 1
+    out = []
+    for phase, domain in zip(cfg.phases, domains):
+        buf, off, counts = inventory(workdir.phase_inventory(cfg, phase))
+        sym, lens = segment_pieces(vocab, buf, off)
+        n = lens.astype(np.int64)
+        within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        ids = sym[np.repeat(off[:-1], n) + within]
+        used = np.bincount(ids, weights=np.repeat(counts.astype(np.float64), n), minlength=size)
+        for group in domain.groups:
+            for tokens in enc.encode_ordinary_batch(group):
+                used += np.bincount(np.asarray(tokens, dtype=np.int64), minlength=size)[:size]
+        out.append(used)
+    return out
 
 
 def _lengths(tokens) -> list[list[int]]:
@@ -363,10 +404,19 @@ def _bytes_ranks() -> dict[bytes, int]:
     return {bytes([b]): r for r, b in enumerate(BYTE_ORDER)}
 
 
+def too_small(documents: int, nbytes: int) -> bool:
+    """Held-out text too small for its compression to be trusted (but not none).
+
+        >>> too_small(1, 31), too_small(500, 1 << 20), too_small(0, 0)
+        (True, False, False)
+    """
+    return nbytes > 0 and (nbytes < SMALL_DOMAIN_BYTES or documents < SMALL_DOMAIN_DOCUMENTS)
+
+
 def _compression(cfg: Config, growth: _Growth, domains: list[_Domain], meter: _Meter) -> dict[str, Any]:
     columns = _columns(cfg, growth)
     rows = [{"phase": d.name, "heldout_documents": d.documents, "heldout_bytes": d.bytes, "tokens": {},
-             "bytes_per_token": {}} for d in domains]
+             "bytes_per_token": {}, "too_small": too_small(d.documents, d.bytes)} for d in domains]
     for col in columns:
         ranks = _bytes_ranks() if col["new"] is None else growth.ranks(col["new"])
         enc = _encoding(f"report-{col['key']}", ranks, cfg)
@@ -473,12 +523,17 @@ def _md_compression(doc: dict[str, Any]) -> list[str]:
             rows.append([_md_cell(row["phase"]), NO_HELDOUT] + [NO_HELDOUT] * len(comp["columns"]))
             continue
         cells = [_ratio(row["heldout_bytes"], row["tokens"][c["key"]]) for c in comp["columns"]]
-        rows.append([_md_cell(row["phase"]), _size(row["heldout_bytes"])] + cells)
+        rows.append([_md_cell(row["phase"]), _size(row["heldout_bytes"]) + (" ⚠" if row.get("too_small") else "")]
+                    + cells)
     return (["## Compression on held-out text", "",
              "UTF-8 bytes per token (higher is better), measured with tiktoken on each phase's held-out documents "
              "(never trained on), each document encoded on its own, without special tokens. Columns: the "
-             "vocabulary (with its token count).", ""]
-            + _table(header, rows))
+             "vocabulary (with its token count). A domain marked ⚠ has less than "
+             f"{SMALL_DOMAIN_BYTES >> 10} KiB or {SMALL_DOMAIN_DOCUMENTS} documents of held-out text: too little "
+             "to measure compression on.", ""]
+            + _table(header, rows)
+            + [f"\n- ⚠ **{r['phase']}**: too small to trust ({r['heldout_documents']} documents, "
+               f"{_size(r['heldout_bytes'])} of held-out text)." for r in comp["rows"] if r.get("too_small")])
 
 
 def _md_curve(doc: dict[str, Any], png: str | None) -> list[str]:
@@ -515,7 +570,7 @@ def _md_timings(doc: dict[str, Any]) -> list[str]:
     rows.append(["export (before this report)", fmt(ex["seconds_before_report"], ".2f"), fmt(ex["peak_rss_mb"], ".0f")])
     return (["## Time and memory", "", "From the stage manifests (a stage skipped as up to date shows its last run). "
              "Peak RSS is the process's peak so far.", ""]
-            + _table(["stage", "seconds", "peak RSS (MB)"], rows))
+            + _table(["stage", "seconds", "peak RSS (MiB)"], rows))
 
 
 def _md_phase_tokens(p: dict[str, Any]) -> list[str]:
@@ -532,7 +587,17 @@ def _md_phase_tokens(p: dict[str, Any]) -> list[str]:
     out += ["", f"First {len(p['first_merges'])} merges:", ""]
     rows = [[str(m["rank"]) + ("" if m["new"] else " (existing)"), _md_code(m["left"]), _md_code(m["right"]),
              _md_code(m["token"]), f"{m['count']:,}"] for m in p["first_merges"]]
-    return out + _table(["rank", "left", "right", "token", "count"], rows, "rlllr")
+    out += _table(["rank", "left", "right", "token", "count"], rows, "rlllr")
+    out += ["", f"Under-trained tokens: {p['undertrained_tokens']:,} of the phase's new tokens are produced fewer "
+            f"than {UNDERTRAINED_BELOW} times by its own text (its training pieces times their counts, and its "
+            f"held-out text, encoded with the final vocabulary); {p['undertrained_never_produced']:,} never. "
+            "They are nearly always merged into longer tokens, so a model barely trains their embeddings."]
+    if p["undertrained"]:
+        out += ["", f"The {len(p['undertrained'])} least produced:", ""]
+        out += _table(["rank", "produced", "bytes", "token"],
+                      [[str(t["rank"]), f"{t['produced']:,}", str(t["bytes"]), _md_code(t["token"])]
+                       for t in p["undertrained"]], "rrrl")
+    return out
 
 
 def _md_lengths(doc: dict[str, Any]) -> list[str]:
@@ -566,7 +631,9 @@ def render_png(doc: dict[str, Any], path: Path) -> bool:
     for name in names:
         xs = [p["vocab_tokens"] for p in points if p["bytes_per_token"].get(name)]
         ys = [p["bytes_per_token"][name] for p in points if p["bytes_per_token"].get(name)]
-        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, label=f"{name} (held out)")
+        small = next((r.get("too_small") for r in doc["compression"]["rows"] if r["phase"] == name), False)
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5,
+                label=f"{name} (held out{', too small to trust' if small else ''})", linestyle=":" if small else "-")
     top = max(v for p in points for v in p["bytes_per_token"].values() if v)
     ax.set_ylim(top=top * 1.12)
     first = curve["phase_starts"][0]["vocab_tokens"] if curve["phase_starts"] else None

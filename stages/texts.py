@@ -9,6 +9,7 @@ where no piece can cross, batches of parts, and tables as printed text.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +22,19 @@ from toktoktok.config import ConfigError, Source
 from toktoktok.loading import load, meta_path
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import ReadStats, SourceError, iter_blocks, list_source_files
+from toktoktok.sources import Block, ReadStats, SourceError, iter_blocks, iter_stream_blocks, list_source_files
 
 PART_CHARS = 1 << 20  # a longer document is cut into parts of about this many characters
 MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut anyway (counted)
 
 
 def load_tokenizer(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
-    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion."""
+    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion.
+
+    Without a companion and ``pattern``, ``load`` gives OpenAI's cl100k_base
+    and o200k_base (recognised by content) their own pattern and special
+    tokens, any other file the default pattern and none.
+    """
     path = Path(path)
     if meta_path(path).is_file():
         return load(path)
@@ -48,12 +54,21 @@ def can_cut(enc: tiktoken.Encoding) -> bool:
     return any(p.tiktoken == enc._pat_str and p.cut_at_safe_places for p in NAMED_PATTERNS.values())
 
 
+STDIN = Path("-")  # the input ``-``: standard input, read as text
+
+
 def input_files(inputs: Sequence[Path], text_column: str = "text") -> list[Path]:
-    """The files of INPUTS (files, or folders scanned like a ``path:`` source), each once."""
+    """The files of INPUTS (files, or folders scanned like a ``path:`` source), each once;
+    ``-`` (``STDIN``, at most once) stands for standard input."""
     files: list[Path] = []
     seen: set[str] = set()
     for item in inputs:
         item = Path(item)
+        if item == STDIN:
+            if STDIN in files:
+                raise ConfigError("standard input (-) can be read only once")
+            files.append(STDIN)
+            continue
         try:
             found = list_source_files(Source(item.resolve(), item.is_dir(), text_column))
         except SourceError as exc:
@@ -79,13 +94,21 @@ class Reading:
     files: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _blocks(path: Path, text_column: str, documents: str, stats: ReadStats) -> Iterator[Block]:
+    """A file's document blocks; ``STDIN`` is standard input's bytes read as text."""
+    if path == STDIN:
+        return iter_stream_blocks(sys.stdin.buffer, documents=documents, stats=stats)
+    return iter_blocks(path, text_column=text_column, stats=stats, documents=documents)
+
+
 def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_tokens: Sequence[str] = (),
-               reading: Reading) -> Iterator[tuple[str, bool, int]]:
+               reading: Reading, documents: str = "blank-line") -> Iterator[tuple[str, bool, int]]:
     """(text, ends a document, file index) for every part of every document, in order.
 
     A document comes as one part, or (``cut``) as several parts cut where no
     piece can cross; an empty document is one empty part. The parts of a
-    document concatenate to it.
+    document concatenate to it. ``documents`` is the rule that cuts ``.txt``
+    files (and standard input) into documents (``sources.TXT_DOCUMENTS``).
     """
     for index, path in enumerate(files):
         stats = ReadStats()
@@ -94,7 +117,7 @@ def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_to
         cutter = PartCutter(cut=cut, special_tokens=special_tokens, part_chars=PART_CHARS,
                             max_piece_chars=MAX_PIECE_CHARS)
         raw_before = 0
-        for block in iter_blocks(path, text_column=text_column, stats=stats):
+        for block in _blocks(path, text_column, documents, stats):
             reading.raw_bytes += stats.bytes_read - raw_before
             raw_before = stats.bytes_read
             for part in cutter.feed(block.text):

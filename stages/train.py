@@ -89,7 +89,7 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     need = memory.train_estimate_mb(distinct_pieces=len(counts), piece_bytes=len(buf))
     if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB):
         warnings.append(f"phase '{phase.name}' has {len(counts)} distinct pieces: training them needs about "
-                        f"{need:.0f} MB, more than working_set_mb ({cfg.working_set_mb}); text with this many "
+                        f"{need:.0f} MiB, more than working_set_mb ({cfg.working_set_mb} MiB); text with this many "
                         "distinct pieces per byte needs a larger budget")
         progress.note(f"warning: {warnings[-1]}")
     read = time.perf_counter()

@@ -202,11 +202,18 @@ def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]], sh
 
 
 def base_description(cfg: Config) -> dict[str, Any]:
-    """What the starting vocabulary depends on, for the stages' keys."""
+    """What the starting vocabulary depends on, for the stages' keys.
+
+    A warm start's special tokens are the ones it resolves to (config,
+    companion, or a published base's own), not only the config's: where
+    they sit decides where new merges start, so a work folder trained when
+    they were read otherwise (before cl100k_base was recognised, or with
+    another companion) is never taken as current.
+    """
     if cfg.warm_start is None:
         return {"hardcoded_merges": cfg.hardcoded_merges}
     return {"warm_start": artifacts.file_digest(cfg.warm_start.file),
-            "warm_start_special_tokens": cfg.warm_start.special_tokens}
+            "warm_start_special_tokens": base_special_tokens(cfg)}
 
 
 def train_settings(cfg: Config, phase: Phase) -> dict[str, Any]:

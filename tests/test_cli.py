@@ -192,7 +192,8 @@ def test_warm_start_is_refused_or_keeps_every_base_id(tmp_path, project):
     version supports it, docs/configuration.md holds instead: every base token keeps its id."""
     base = {bytes([b]): b for b in range(256)} | {b"th": 256, b"the": 257, b" the": 258}
     write_tiktoken(tmp_path / "base.tiktoken", base)
-    project.write_text(project.read_text() + f"warm_start: {{file: {tmp_path / 'base.tiktoken'}}}\n")
+    warm = f"warm_start: {{file: {tmp_path / 'base.tiktoken'}, special_tokens: {{}}}}\n"  # it has none
+    project.write_text(project.read_text() + warm)
     r = toktok("run", "-c", project)
     if "not yet supported" in r.err:
         assert r.code == 2

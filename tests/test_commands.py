@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+import tiktoken
 from click.testing import CliRunner
 
 import toktoktok
@@ -33,9 +34,11 @@ from tests.conftest import (
     work_of,
     write_config,
 )
-from toktoktok.tiktoken_file import write_tiktoken
+from toktoktok.patterns import NAMED_PATTERNS
+from toktoktok.tiktoken_file import read_tiktoken, write_tiktoken
 
 CL100K = SHARED_DATA / "reference" / "cl100k_base.tiktoken.gz"
+O200K = SHARED_DATA / "reference" / "o200k_base.tiktoken.gz"
 
 
 def one_line_error(err: str) -> str:
@@ -356,6 +359,51 @@ def test_compare_equals_tiktoken_counted_directly(trained, tmp_path):
     assert total[3:] == [f"{totals['bytes'] / totals[n]:.3f}" for n in encs]
     assert row_of(r.out, "bare")[2:4] == ["cl100k", str(totals["bare"])]
     assert row_of(r.out, "tok")[2] == "default", "the pattern of a file with a .meta.json is its own"
+
+
+@pytest.mark.skipif(not CL100K.is_file(), reason="needs ../shared")
+def test_inspect_a_published_file_shows_its_special_tokens(tmp_path):
+    bare = tmp_path / "downloaded.tiktoken.gz"
+    shutil.copy(CL100K, bare)
+    r = toktok("inspect", bare, "--id", 100276)
+    assert r.code == 0, r.err
+    assert "100261 tokens (100256 ranks + 5 special), ids 0..100276, 16 unused ids" in r.out
+    assert "OpenAI's cl100k_base" in r.out and "pattern cl100k" in r.out
+    assert row_of(r.out, "kind")[1] == "special token" and '"<|endofprompt|>"' in r.out
+
+
+@pytest.mark.skipif(not O200K.is_file(), reason="needs ../shared")
+def test_compare_uses_a_published_files_own_pattern(trained, tmp_path):
+    """o200k_base without a companion and no --pattern: counted with o200k's pattern (issue 13 §6),
+    as tiktoken's own o200k_base counts, not with the default pattern."""
+    bare = tmp_path / "downloaded.gz"  # any name: recognised by content
+    shutil.copy(O200K, bare)
+    text = trained["data"] / "prose.txt"
+    r = toktok("compare", trained["out"], bare, "--text", text)
+    assert r.code == 0, r.err
+    assert row_of(r.out, "downloaded")[2] == "o200k"
+    ranks = read_tiktoken(O200K)
+    o200k = tiktoken.Encoding("o200k", pat_str=NAMED_PATTERNS["o200k"].tiktoken, mergeable_ranks=ranks,
+                              special_tokens={})
+    docs = documents(text)
+    nbytes = sum(len(d.encode()) for d in docs)
+    tokens = sum(len(o200k.encode_ordinary(d)) for d in docs)
+    assert row_of(r.out, str(text))[4] == f"{nbytes / tokens:.3f}"
+
+
+@pytest.mark.skipif(not CL100K.is_file(), reason="needs ../shared")
+def test_encode_with_a_published_file_uses_its_special_tokens(trained, tmp_path):
+    """cl100k_base without a companion: ``<|endoftext|>`` is its special token 100257, and the
+    pattern is cl100k's (before issue 13 §6: exit 2, "not a special token")."""
+    bare = tmp_path / "cl100k_base.tiktoken.gz"
+    shutil.copy(CL100K, bare)
+    text = trained["data"] / "prose.txt"
+    r = toktok("encode", "-t", bare, text, "-o", tmp_path / "shards", "--separator", "<|endoftext|>")
+    assert r.code == 0, r.err
+    index, shards = read_shards(tmp_path / "shards")
+    assert (index["pattern"], index["separator_id"], index["dtype"]) == ("cl100k", 100257, "uint32")
+    tokens = np.concatenate(shards)
+    assert int((tokens == 100257).sum()) == len(documents(text))
 
 
 # ---------------------------------------------------------------- clean

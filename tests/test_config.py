@@ -200,7 +200,7 @@ def test_relative_paths_resolve_against_the_config_folder_not_the_cwd(
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     (elsewhere / "data").mkdir()  # would be found if the cwd were used
     monkeypatch.chdir(elsewhere)
-    config = write(project, MINIMAL + "work_dir: ../wd\nwarm_start: {file: base.tiktoken}\n")
+    config = write(project, MINIMAL + "work_dir: ../wd\nwarm_start: {file: base.tiktoken, special_tokens: {}}\n")
     cfg = load_config(config)
     assert cfg.phases[0].sources[0].path == (project / "data").resolve()
     assert cfg.output == (project / "out" / "tok.tiktoken").resolve()
@@ -684,7 +684,8 @@ def test_work_dir_must_not_hold_the_users_files(project: Path, value: str) -> No
 
 
 def test_output_must_not_overwrite_the_warm_start_file(project: Path) -> None:
-    text = MINIMAL.replace("out/tok.tiktoken", "base.tiktoken") + "warm_start: {file: base.tiktoken}\nwork_dir: wd\n"
+    warm = "warm_start: {file: base.tiktoken, special_tokens: {}}\nwork_dir: wd\n"
+    text = MINIMAL.replace("out/tok.tiktoken", "base.tiktoken") + warm
     assert "line 1: output would overwrite the warm-start file" in error_of(project, text)
 
 
@@ -848,7 +849,7 @@ def test_warm_start_specials_share_names_with_top_level_but_must_not_nest(projec
         "hardcoded_merges: false",
         "special_tokens: ['<|x|>']",
         "work_dir: elsewhere",
-        "warm_start: {file: base.tiktoken}",
+        "warm_start: {file: base.tiktoken, special_tokens: {}}",
     ],
 )
 def test_fingerprint_changes_with_a_setting(project: Path, change: str) -> None:

@@ -106,11 +106,11 @@ def test_plan_not_sampled_when_the_budget_holds_the_text(small):
     r = toktok("plan", "-c", small["config"])
     assert r.code == 0, r.err
     assert r.out.count("sampled: no") == 2 and "sampled: yes" not in r.out
-    assert f"capacity: {64 * TEXT:.1f} MB of text (working_set_mb: 64)" in r.out
+    assert f"capacity: {64 * TEXT:.1f} MiB of text (working_set_mb: 64)" in r.out
     for f in plan["phases"][0]["files"]:  # one table row per file: format, KiB on disk, KiB of text, path
         row = next(line for line in r.out.splitlines() if line.endswith(f["path"]))
         size, text = os.stat(f["path"]).st_size, f["text_bytes"]
-        assert row.split() == [f["format"], f"{size / 1024:.1f}", "KB", f"{text / 1024:.1f}", "KB", f["path"]]
+        assert row.split() == [f["format"], f"{size / 1024:.1f}", "KiB", f"{text / 1024:.1f}", "KiB", f["path"]]
 
 
 def test_plan_prints_the_effective_configuration_first(small):
@@ -142,11 +142,11 @@ def test_plan_share_is_capacity_over_the_text(sampled):
     assert plan["expected_peak_mb"] == phase["expected_peak_mb"] == pytest.approx(plan["fixed_overhead_mb"] + 1, abs=0.01)
     r = toktok("plan", "-c", sampled["config"])
     assert r.code == 0, r.err
-    assert (f"sampled: yes, keeping {expected:.1%} of documents (about {TEXT * 1024:.1f} KB of {total / MIB:.1f} MB)"
+    assert (f"sampled: yes, keeping {expected:.1%} of documents (about {TEXT * 1024:.1f} KiB of {total / MIB:.1f} MiB)"
             in r.out), r.out
     peak = plan["fixed_overhead_mb"] + 1
-    assert (f"expected peak memory: about {peak} MB (fixed overhead {plan['fixed_overhead_mb']} MB + 1.0 MB of work, "
-            "at most working_set_mb = 1 MB)") in r.out
+    assert (f"expected peak memory: about {peak} MiB (fixed overhead {plan['fixed_overhead_mb']} MiB + 1.0 MiB of work, "
+            "at most working_set_mb = 1 MiB)") in r.out
 
 
 def test_plan_share_is_the_share_ingest_keeps(sampled):

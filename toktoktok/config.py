@@ -54,6 +54,11 @@ Decisions
   nesting check also covers ``warm_start.special_tokens`` (a token listed in
   both places is fine: it keeps the base's id); two warm-start tokens with
   the same id are an error.
+- Warm start: a ``.tiktoken`` base without a companion ``.meta.json`` must
+  list ``warm_start.special_tokens`` (``{}``: it has none), or their ids
+  would silently go to new merges; OpenAI's ``cl100k_base`` and
+  ``o200k_base``, recognised by content, bring their own, and with
+  ``pattern`` left out their pattern (another one is warned about).
 - Phase names must be unique case-insensitively, and so must their slugified
   names (``"English General"`` and ``"english-general"`` would share phase
   folders in spirit). Phase slugs are ``NN-name``; the name part is cut at
@@ -444,6 +449,14 @@ def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
     file = _existing(ctx, path + ("file",), _require(ctx, entry, path, "file"), want_dir=False)
     raw_specials = entry.get("special_tokens")
     if raw_specials is None:
+        from toktoktok.warm_start import missing_special_tokens  # reads the base (imports numpy)
+
+        try:
+            problem = missing_special_tokens(file)
+        except ValueError as exc:
+            raise ctx.error(path + ("file",), f"is not a usable base vocabulary: {exc}") from None
+        if problem:
+            raise ctx.error(path + ("special_tokens",), problem)
         return WarmStart(file, None)
     specials = _mapping(ctx, path + ("special_tokens",), raw_specials, "a mapping of token: id")
     by_id: dict[int, str] = {}
@@ -511,6 +524,27 @@ def _pattern(ctx: Context, raw: Any) -> Pattern:
     if problem:
         raise ctx.error(("pattern",), f"is a regex tiktoken cannot use: {problem}")
     return pattern
+
+
+def _base_pattern(ctx: Context, raw: Any, warm_start: WarmStart | None) -> tuple[Pattern, tuple[str, ...]]:
+    """``pattern:``, and a warning if it is not the one a published warm-start base was
+    trained with; left out, that base's pattern (``cl100k`` for cl100k_base)."""
+    if warm_start is None:
+        return _pattern(ctx, raw), ()
+    from toktoktok.warm_start import published_base  # reads the base (imports numpy)
+
+    known = published_base(warm_start.file)
+    if known is None:
+        return _pattern(ctx, raw), ()
+    own = NAMED_PATTERNS[known.pattern]
+    if raw is None:
+        return own, ()
+    pattern = _pattern(ctx, raw)
+    if pattern.tiktoken == own.tiktoken:
+        return pattern, ()
+    shown = pattern.name if pattern.name != "custom" else f"a custom regex {describe(raw)}"
+    return pattern, (f"pattern: {shown} is not {own.name}, the pattern the warm start {known.name} was trained "
+                     f"with: its merges were learned on {own.name}'s pieces (leave pattern: out to use {own.name})",)
 
 
 def _tiktoken_rejects(pattern: str) -> str | None:
@@ -603,7 +637,7 @@ def load_config(path: str | Path) -> Config:
         output=output,
         phases=phases,
         work_dir=_work_dir(ctx, doc.get("work_dir"), output),
-        warnings=_warnings(phases),
+        warnings=_warnings(phases) + settings.pop("pattern_warnings"),
         vocab_size=vocab_size,
         hf=hf,
         **settings,
@@ -648,8 +682,9 @@ def _settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
     special_tokens = _special_tokens(ctx, doc.get("special_tokens"))
     warm_start = _warm_start(ctx, doc.get("warm_start"))
     _check_nesting(ctx, _all_special_tokens(special_tokens, warm_start))
-    return {"pattern": _pattern(ctx, doc.get("pattern")), "special_tokens": special_tokens,
-            "warm_start": warm_start, **_scalar_settings(ctx, doc)}
+    pattern, pattern_warnings = _base_pattern(ctx, doc.get("pattern"), warm_start)
+    return {"pattern": pattern, "special_tokens": special_tokens, "warm_start": warm_start,
+            "pattern_warnings": pattern_warnings, **_scalar_settings(ctx, doc)}
 
 
 def base_size(cfg: Config) -> int:

@@ -23,8 +23,10 @@ Decisions:
   of it whole (``special_tokens={}`` means "no special tokens").
 - ``pattern=`` takes what a config's ``pattern:`` takes: a name
   (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
-- No companion and no ``pattern=``: the default pattern (docs/pretokenization.md) and no
-  special tokens.
+- No companion: OpenAI's ``cl100k_base`` and ``o200k_base`` files, recognised
+  by content (``known_bases``), get their own pattern and special tokens;
+  any other file the default pattern (docs/pretokenization.md) and no
+  special tokens. ``pattern=`` and ``special_tokens=`` still win.
 - A companion records the digest of its ``.tiktoken`` (``toktoktok-meta/2``):
   a pair that does not match is refused (``CompanionMismatch``), so a set
   mixed by a publish cut short never gives special tokens the wrong ids. A
@@ -46,7 +48,8 @@ from typing import Any
 
 import tiktoken
 
-from toktoktok.patterns import resolve_pattern
+from toktoktok.known_bases import recognise
+from toktoktok.patterns import NAMED_PATTERNS, resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
 
 META_FORMAT = "toktoktok-meta/2"
@@ -62,15 +65,15 @@ class OldCompanionWarning(UserWarning):
 
 
 def split_name(path: str | os.PathLike[str]) -> tuple[Path, str]:
-    """The folder and the NAME of ``DIR/NAME.tiktoken`` (or ``.tiktoken.gz``).
+    """The folder and the NAME of ``DIR/NAME.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``).
 
     >>> split_name("out/demo.tiktoken")
     (PosixPath('out'), 'demo')
-    >>> split_name("base.tiktoken.gz")[1], split_name("vocab.bpe")[1]
-    ('base', 'vocab')
+    >>> split_name("base.tiktoken.gz")[1], split_name("base.tiktoken.zst")[1], split_name("vocab.bpe")[1]
+    ('base', 'base', 'vocab')
     """
     p = Path(path)
-    for suffix in (".tiktoken.gz", ".tiktoken"):
+    for suffix in (".tiktoken.gz", ".tiktoken.zst", ".tiktoken"):
         if p.name.endswith(suffix) and p.name != suffix:
             return p.parent, p.name[: -len(suffix)]
     return p.parent, p.stem
@@ -153,6 +156,15 @@ def _meta_special_tokens(meta: dict[str, Any], source: Path) -> dict[str, int]:
     return dict(special)
 
 
+def _known_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a companion would say of a published vocabulary; ``{}`` for any other file."""
+    known = recognise(path)
+    if known is None:
+        return {}
+    return {"pattern": {"tiktoken": NAMED_PATTERNS[known.pattern].tiktoken},
+            "special_tokens": dict(known.special_tokens)}
+
+
 def load(
     path: str | os.PathLike[str],
     *,
@@ -162,7 +174,8 @@ def load(
     """Load ``DIR/NAME.tiktoken`` (+ ``DIR/NAME.meta.json``) as a ``tiktoken.Encoding``.
 
     ``pattern`` (a name or a regex) and ``special_tokens`` override the
-    companion file. Raises ``ValueError`` naming the file on anything
+    companion file (or, for OpenAI's files without one, what they are known
+    to use). Raises ``ValueError`` naming the file on anything
     invalid or unreadable (``TiktokenFileError`` for the ``.tiktoken`` itself,
     a missing one included).
     """
@@ -171,6 +184,8 @@ def load(
     meta = read_meta(companion) if companion.is_file() else {}
     if meta:
         check_companion(path, meta, ranks)
+    else:
+        meta = _known_meta(path)
     pat_str = resolve_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
     if pat_str is None:
         pat_str = resolve_pattern(None).tiktoken

@@ -15,6 +15,10 @@ Documents:
   stays at the end of the earlier document: ``"a\\n\\nb"`` gives ``"a\\n\\n"``
   and ``"b"``; ``"a\\n\\n b"`` is one document (the indented line continues
   it, as in code); ``"a\\r\\n\\r\\nb"`` gives ``"a\\r\\n\\r\\n"`` and ``"b"``.
+  ``iter_blocks(documents=...)`` and ``iter_stream_blocks`` (standard
+  input; ``toktok encode --documents``) may take another of
+  ``TXT_DOCUMENTS``: ``line``, every non-empty line without its break, or
+  ``file``, the whole text. A config's sources use the blank-line rule.
 - ``.jsonl``: each non-blank line is a JSON object; its ``text_column`` value
   is the document. A ``null`` value is skipped and not counted (a row with
   no text is no document); an empty string is a document with no text.
@@ -492,14 +496,14 @@ class TxtWindow(NamedTuple):
 _BOM = b"\xef\xbb\xbf"
 
 
-def _txt_windows(path: Path, block_bytes: int, stats: ReadStats) -> Iterator[TxtWindow]:
-    """The file as windows of about ``block_bytes``, with the document ends found
+def _txt_windows(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[TxtWindow]:
+    """A file's bytes (``chunks``, in order) as windows, with the document ends found
     by ``documents.doc_ends`` (each offset judged once, with 3 bytes of context
     on either side carried between windows)."""
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
     started = False
-    for chunk in raw_chunks(path, block_bytes, stats):
+    for chunk in chunks:
         stats.bytes_read += len(chunk)
         if not started:
             pending += chunk
@@ -538,19 +542,19 @@ def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20,
     path = Path(path)
     stats = stats if stats is not None else ReadStats()
     try:
-        yield from _txt_windows(path, max(1, block_bytes), stats)
+        yield from _txt_windows(raw_chunks(path, max(1, block_bytes), stats), stats)
     except _READ_ERRORS as exc:
         raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
     stats.files += 1
 
 
-def _text_blocks(path: Path, block_chars: int, stats: ReadStats) -> Iterator[Block]:
-    """Documents as blocks; the newest text of the open document is held back
-    until more arrives, so the last block of every document holds text and
-    carries ``end=True``."""
+def _text_blocks(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[Block]:
+    """Documents as blocks (the blank-line rule); the newest text of the open
+    document is held back until more arrives, so the last block of every
+    document holds text and carries ``end=True``."""
     decoder = Utf8Decoder(stats)
     doc, open_text = 0, ""
-    for window in _txt_windows(path, block_chars, stats):
+    for window in _txt_windows(chunks, stats):
         start = 0
         for end in window.ends.tolist():
             yield Block(doc, open_text + decoder.decode(window.data[start:end]), True)
@@ -565,6 +569,100 @@ def _text_blocks(path: Path, block_chars: int, stats: ReadStats) -> Iterator[Blo
     if text:
         stats.documents += 1
         yield Block(doc, text, True)
+
+
+def _decoded(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[str]:
+    """A file's bytes decoded in order (BOM dropped, replacements counted), one
+    text per chunk (empty texts left out)."""
+    decoder = Utf8Decoder(stats)
+    first = True
+    for chunk in chunks:
+        stats.bytes_read += len(chunk)
+        text = decoder.decode(chunk)
+        if first and text:
+            text, first = text.removeprefix("\ufeff"), False
+        if text:
+            yield text
+    text = decoder.decode(b"", final=True)
+    if first:
+        text = text.removeprefix("\ufeff")
+    if text:
+        yield text
+
+
+def _file_blocks(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[Block]:
+    """The ``file`` rule: the whole text is one document (none when it is empty).
+    One text is held back, so the last block carries ``end=True``."""
+    held: str | None = None
+    for text in _decoded(chunks, stats):
+        if held is not None:
+            yield Block(0, held, False)
+        held = text
+    if held is not None:
+        stats.documents += 1
+        yield Block(0, held, True)
+
+
+_LINE_BREAK = regex.compile(r"\r\n|\r|\n")
+
+
+def _line_blocks(chunks: Iterable[bytes], block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    """The ``line`` rule: every line is a document, its line break (``\\r\\n``,
+    ``\\n`` or ``\\r``) left out; an empty line is no document.
+
+    The open line's text is held until its break arrives; a line longer than
+    ``block_chars`` is passed on in blocks, keeping its last two characters
+    back (one of them is not a break), so its last block holds text. A
+    ``\\r`` at the end of the text read so far waits for the next text (it
+    may be the start of ``\\r\\n``).
+    """
+    doc, held = 0, ""
+    for text in _decoded(chunks, stats):
+        lines = _LINE_BREAK.split(held + text)
+        held = lines.pop()
+        if not held and lines and text.endswith("\r"):
+            held = lines.pop() + "\r"  # the \r may be half of \r\n: judged with the next text
+        for line in lines:
+            if line:
+                yield Block(doc, line, True)
+                stats.documents += 1
+                doc += 1
+        if len(held) > block_chars:
+            yield Block(doc, held[:-2], False)
+            held = held[-2:]
+    for line in _LINE_BREAK.split(held):
+        if line:
+            yield Block(doc, line, True)
+            stats.documents += 1
+            doc += 1
+
+
+TXT_DOCUMENTS = ("blank-line", "line", "file")  # the rules that cut a .txt into documents
+
+
+def _txt_blocks(chunks: Iterable[bytes], documents: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    if documents == "line":
+        return _line_blocks(chunks, block_chars, stats)
+    if documents == "file":
+        return _file_blocks(chunks, stats)
+    if documents != "blank-line":
+        raise ValueError(f"unknown document rule {documents!r} (one of {', '.join(TXT_DOCUMENTS)})")
+    return _text_blocks(chunks, stats)
+
+
+def iter_stream_blocks(stream: BinaryIO, *, documents: str = "blank-line", block_chars: int = 1 << 20,
+                       stats: ReadStats | None = None) -> Iterator[Block]:
+    """Text from a binary stream (standard input) as document blocks, cut into
+    documents like a ``.txt`` by the ``documents`` rule.
+
+        >>> import io
+        >>> [(b.doc, b.text) for b in iter_stream_blocks(io.BytesIO(b"a\\r\\nb\\n\\nc"), documents="line")]
+        [(0, 'a'), (1, 'b'), (2, 'c')]
+    """
+    stats = stats if stats is not None else ReadStats()
+    size = max(1, block_chars)
+    yield from _txt_blocks(recoded(iter(lambda: stream.read(size), b""), stats), documents, size, stats)
+    stats.files += 1
 
 
 def _document_blocks(doc: int, text: str, block_chars: int, row: int = 0, offset: int = 0) -> Iterator[Block]:
@@ -683,11 +781,15 @@ def iter_blocks(
     text_column: str = "text",
     block_chars: int = 1 << 20,
     stats: ReadStats | None = None,
+    documents: str = "blank-line",
 ) -> Iterator[Block]:
     """Stream one file as document blocks (never reading it whole).
 
-    ``.txt`` text is read in blocks of about ``block_chars`` bytes; jsonl
-    and parquet documents longer than ``block_chars`` come in several blocks.
+    ``.txt`` text is read in blocks of about ``block_chars`` bytes and cut
+    into documents by the ``documents`` rule (``TXT_DOCUMENTS``:
+    ``blank-line``, the default described above; ``line``, every non-empty
+    line without its break; ``file``, the whole file); jsonl and parquet
+    documents longer than ``block_chars`` come in several blocks.
     Any failure to read the file raises SourceError naming it.
 
         >>> import tempfile
@@ -706,7 +808,7 @@ def iter_blocks(
         elif kind == "jsonl":
             yield from _jsonl_blocks(path, text_column, block_chars, stats)
         else:
-            yield from _text_blocks(path, block_chars, stats)
+            yield from _txt_blocks(raw_chunks(path, block_chars, stats), documents, block_chars, stats)
     except _READ_ERRORS as exc:
         raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
     stats.files += 1

@@ -21,8 +21,8 @@ Decisions:
   256 single bytes present.
 - Rank gaps are allowed: files made elsewhere have them (p50k_base at 50256,
   where its special token sits), and a warm start must keep them.
-- A gzip-compressed file (``.tiktoken.gz``) is recognised by its magic bytes
-  and decompressed on reading; ``write_tiktoken`` to a ``.gz`` path writes
+- A gzip- or zstd-compressed file (``.tiktoken.gz``, ``.tiktoken.zst``) is
+  recognised by its magic bytes and decompressed on reading; ``write_tiktoken`` to a ``.gz`` path writes
   gzip with a zero timestamp, so the bytes stay reproducible.
 
     >>> import tempfile, pathlib
@@ -45,12 +45,15 @@ import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import zstandard
+
 from toktoktok.atomic import atomic_write_bytes
 
 MAX_RANK = 2**32 - 2
 """The highest rank tiktoken can hold (``u32``; ``u32::MAX`` is a sentinel)."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 class TiktokenFileError(ValueError):
@@ -100,17 +103,34 @@ def _missing_bytes_message(missing: list[int]) -> str:
 
 
 def _read_raw(path: Path) -> bytes:
-    """The file's bytes, decompressed when it is gzip."""
+    """The file's bytes, decompressed when it is gzip or zstd."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise TiktokenFileError(path, None, f"cannot read the file ({e.strerror or e})") from e
+    if data[:4] == _ZSTD_MAGIC:
+        return _unzstd(path, data)
     if data[:2] != _GZIP_MAGIC:
         return data
     try:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as e:
         raise TiktokenFileError(path, None, f"corrupt gzip data ({e})") from e
+
+
+def _unzstd(path: Path, data: bytes) -> bytes:
+    """Every zstd frame of ``data`` decompressed; a cut-off last frame is an error."""
+    out: list[bytes] = []
+    try:
+        while data:
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            out.append(frame.decompress(data))
+            if not frame.eof:
+                raise TiktokenFileError(path, None, "truncated zstd data (the last frame is incomplete)")
+            data = frame.unused_data
+    except zstandard.ZstdError as e:
+        raise TiktokenFileError(path, None, f"corrupt zstd data ({e})") from e
+    return b"".join(out)
 
 
 def _parse_rank(field: bytes) -> int:
@@ -190,7 +210,7 @@ def parse_tiktoken_bytes(data: bytes, path: str | os.PathLike[str] = "<bytes>") 
 
 
 def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
-    """Read a ``.tiktoken`` (or ``.tiktoken.gz``) file into ``{token bytes: rank}``.
+    """Read a ``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``) file into ``{token bytes: rank}``.
 
     Raises ``TiktokenFileError`` (a ``ValueError``) naming the file, and the
     line where there is one, for anything tiktoken would choke on.

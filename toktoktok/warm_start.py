@@ -5,8 +5,12 @@ Every token and special token of the base keeps its id, gaps included; new
 merges take ids above the highest id the base uses (its special tokens
 included), so the starting ``Vocab`` is the base's ranks padded with gaps up
 to that id. Special ids of a ``.tiktoken`` base come from its companion
-``.meta.json`` when there is one, and ``warm_start.special_tokens`` adds to
-or overrides them.
+``.meta.json`` when there is one, else, for OpenAI's ``cl100k_base`` and
+``o200k_base`` (recognised by content, ``known_bases``), from tiktoken's
+definitions; ``warm_start.special_tokens`` adds to or overrides them. Any
+other base without a companion must list its special tokens (the config
+refuses it otherwise): none would be guessed, and a guessed "none" gives
+their ids to new merges.
 
     >>> import tempfile, pathlib
     >>> from toktoktok.tiktoken_file import write_tiktoken
@@ -24,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from toktoktok.hf import read_hf_tokenizer
+from toktoktok.known_bases import KNOWN_BASES, KnownBase, recognise
 from toktoktok.loading import check_companion, meta_path, read_meta
 from toktoktok.tiktoken_file import missing_single_bytes, read_tiktoken, validate_special_tokens
 from toktoktok.vocab import Vocab
@@ -46,28 +51,65 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         return ranks, specials
     ranks = read_tiktoken(path)
     companion = meta_path(path)
-    meta = read_meta(companion) if companion.is_file() else {}
-    if meta:
+    if companion.is_file():
+        meta = read_meta(companion)
         check_companion(path, meta, ranks)
-    specials = dict(meta.get("special_tokens", {}))
-    return ranks, specials
+        return ranks, dict(meta.get("special_tokens", {}))
+    known = published_base(path)
+    return ranks, dict(known.special_tokens) if known is not None else {}
+
+
+def published_base(path: Path) -> KnownBase | None:
+    """OpenAI's vocabulary this base holds, when it has no companion to say more.
+
+    A ``tokenizer.json`` carries its own added tokens and a companion
+    ``.meta.json`` its special tokens and pattern: they are believed first.
+    """
+    path = Path(path)
+    if path.name.endswith(".json") or meta_path(path).is_file():
+        return None
+    return recognise(path)
+
+
+def missing_special_tokens(path: Path) -> str | None:
+    """Why ``warm_start.special_tokens`` must be given for this base, or None.
+
+    A ``.tiktoken`` has no room for special tokens: unless a companion, a
+    ``tokenizer.json`` or the content (OpenAI's files) says which ids they
+    hold, those ids would silently become new merges. A file that is no
+    vocabulary at all says so first (``TiktokenFileError``): listing special
+    tokens would not help it.
+    """
+    path = Path(path)
+    if path.name.endswith(".json") or meta_path(path).is_file() or recognise(path) is not None:
+        return None
+    read_tiktoken(path)  # only on the way to an error: its own problem first
+    known = " or ".join(KNOWN_BASES)
+    return (f"is required: {path.name} has no companion {meta_path(path).name} and is not {known} "
+            "(recognised by content), so the ids its special tokens hold are unknown and would go to new "
+            "merges; list them with their ids (e.g. {'<|endoftext|>': 50256}), or write special_tokens: {} "
+            "if it has none")
 
 
 def load_base(path: Path, *, special_tokens: dict[str, int] | None = None) -> Base:
-    """Read a ``.tiktoken`` (optionally .gz) or byte-level ``tokenizer.json`` base.
+    """Read a ``.tiktoken`` (optionally .gz or .zst) or byte-level ``tokenizer.json`` base.
 
     Each stage asks for the base (the check before work, every phase's
     starting vocabulary, export): the file is read once per process while it
-    is unchanged (same size and mtime).
+    and its companion are unchanged (same size and mtime).
     """
     st = Path(path).stat()
     extra = tuple(sorted((special_tokens or {}).items()))
-    base = _load(str(path), st.st_size, st.st_mtime_ns, extra)
+    companion = meta_path(path)
+    meta_st = companion.stat() if companion.is_file() else None
+    meta_key = (meta_st.st_size, meta_st.st_mtime_ns) if meta_st else None
+    base = _load(str(path), st.st_size, st.st_mtime_ns, meta_key, extra)
     return Base(base.vocab, dict(base.special_tokens))
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, size: int, mtime_ns: int, extra: tuple[tuple[str, int], ...]) -> Base:
+def _load(path: str, size: int, mtime_ns: int, companion: tuple[int, int] | None,
+          extra: tuple[tuple[str, int], ...]) -> Base:
     ranks, specials = _read(Path(path))
     specials |= dict(extra)
     validate_special_tokens(ranks, specials)

@@ -159,8 +159,8 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     if artifacts.is_damage(stale):
         progress.note(f"warning: {stale}: ingesting phase '{phase.name}' again")
     if share < 1:
-        progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MB of text, more than "
-                      f"working_set_mb ({cfg.working_set_mb}): sampling {share:.1%} of its documents")
+        progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MiB of text, more than "
+                      f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
     artifacts.begin(folder)
     loading = time.perf_counter()
     load_kernels(cfg)  # numba's compiled code, from its cache: timed apart, as train does

@@ -10,7 +10,7 @@ Python's start-up, imports and loading numba's compiled code from its cache.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -18,16 +18,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench_corpus import Corpus
-from bench_runs import Measured, run_measured
+from benchkit.corpus import Corpus
+from benchkit.measure import Measured, run_measured
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 
 
+@functools.cache
 def default_pattern() -> str:
-    from toktoktok.patterns import NAMED_PATTERNS
+    """toktoktok's default pattern, as its public loader gives it to a ``.tiktoken`` without a companion.
 
-    return NAMED_PATTERNS["default"].tiktoken
+    (The loader's rule: no ``NAME.meta.json`` and no ``pattern=``, the default pattern.)
+    """
+    import base64
+    import tempfile
+
+    import toktoktok
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bytes.tiktoken"
+        path.write_bytes(b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256)))
+        return toktoktok.load(path)._pat_str
 
 
 def toktok_bin() -> str:
@@ -60,7 +71,7 @@ def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[li
         cfg = toktok_config(corpus, tokens, folder)
         return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
     out = folder / f"{trainer}.tiktoken"
-    return [sys.executable, str(HERE / "peers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
+    return [sys.executable, str(HERE / "peer_trainers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
             str(tokens), "--pattern", default_pattern(), "--out", str(out)], out
 
 
@@ -78,22 +89,14 @@ def fresh(folder: Path) -> Path:
 
 
 def run_once(trainer: str, corpus: Corpus, tokens: int, folder: Path, env: dict[str, str]) -> tuple[Measured, Path]:
-    """One whole run of ``trainer`` in a fresh ``folder``.
+    """One whole run of ``trainer`` in a fresh ``folder``, measured from outside (``Measured``).
 
-    toktoktok's ``rss_mb`` is the larger of ``ru_maxrss`` and its stage manifests' peaks
-    (``manifest_peak_mb``): each stage resets the process's high-water mark when it starts
-    (``/proc/self/clear_refs`` 5), so ``ru_maxrss`` at exit sees only the last stage.
+    Every trainer is measured alike: its true peak is ``Measured.peak_mb``. The
+    peaks toktoktok's stage manifests record are its own account and are shown
+    apart (``toktok_stages``), never mixed into the outside figure.
     """
     cmd, out = command(trainer, corpus, tokens, fresh(folder))
-    measured = run_measured(cmd, folder / "log.txt", env=env)
-    if trainer == "toktoktok":
-        try:
-            stages = manifest_peak_mb(folder)
-        except (OSError, ValueError):  # a failed run may leave no readable manifest
-            stages = None
-        if stages is not None and stages > measured.rss_mb:
-            measured = dataclasses.replace(measured, rss_mb=stages)
-    return measured, out
+    return run_measured(cmd, folder / "log.txt", env=env), out
 
 
 def run_ingest(corpus: Corpus, threads: int, folder: Path, env: dict[str, str]) -> Measured:
@@ -102,25 +105,14 @@ def run_ingest(corpus: Corpus, threads: int, folder: Path, env: dict[str, str]) 
     return run_measured([toktok_bin(), "ingest", "-c", str(cfg), "--force"], folder / "log.txt", env=env)
 
 
-def _manifests(work: Path, stage: str) -> list[dict[str, Any]]:
+def stage_manifests(work: Path, stage: str) -> list[dict[str, Any]]:
+    """The manifests of every phase of ``stage`` (``ingest``, ``train``) in the work folder ``work``."""
     return [json.loads(p.read_text()) for p in sorted((work / stage).glob("*/manifest.json"))]
-
-
-def manifest_peak_mb(folder: Path) -> float | None:
-    """The highest ``peak_rss_mb`` (and ``all_processes_peak_rss_mb``, when a stage had worker
-    processes) of the ingest, train and export manifests of the run in ``folder``; None without any."""
-    work = folder / "toktoktok.work"
-    found = [*_manifests(work, "ingest"), *_manifests(work, "train")]
-    export = work / "export" / "manifest.json"
-    if export.exists():
-        found.append(json.loads(export.read_text()))
-    peaks = [m[key] for m in found for key in ("peak_rss_mb", "all_processes_peak_rss_mb") if m.get(key) is not None]
-    return max(peaks) if peaks else None
 
 
 def ingest_manifest(folder: Path) -> dict[str, float]:
     """Seconds, pieces and distinct pieces of the ingest stage run in ``folder``."""
-    found = _manifests(folder / "toktoktok.work", "ingest")
+    found = stage_manifests(folder / "toktoktok.work", "ingest")
     return {
         "seconds": sum(m["seconds"]["ingest"] for m in found),  # without loading numba's code
         "kernels": sum(m["seconds"]["kernels"] for m in found),
@@ -134,13 +126,17 @@ def ingest_manifest(folder: Path) -> dict[str, float]:
 def toktok_stages(folder: Path) -> dict[str, float]:
     """Seconds per stage, merges made and the merge-loop rate, from the manifests."""
     work = folder / "toktoktok.work"
-    ingest = _manifests(work, "ingest")
-    train = _manifests(work, "train")
+    ingest = stage_manifests(work, "ingest")
+    train = stage_manifests(work, "train")
     export = json.loads((work / "export" / "manifest.json").read_text())
     made = sum(m["counts"]["merges_made"] for m in train)
     loop = sum(m["seconds"]["train"] for m in train)
     return {
         "ingest": sum(m["seconds"]["total"] for m in ingest),
+        "ingest_kernels": sum(m["seconds"].get("kernels", 0) for m in ingest),
+        "ingest_bytes": sum(m["counts"]["bytes_read"] for m in ingest),
+        "documents": sum(m["counts"]["documents"] for m in ingest),
+        "train_kernels": sum(m["seconds"].get("kernels", 0) for m in train),
         "train_load": sum(m["seconds"]["load"] for m in train),
         "merge_loop": loop,
         "train": sum(m["seconds"]["total"] for m in train),

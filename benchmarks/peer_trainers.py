@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The peer trainers, each run by ``bench.py`` as a whole process of its own.
+"""The peer trainers, each run by the ``peers`` and ``scale`` sections as a whole process of its own.
 
-    python benchmarks/peers.py hf      --corpus train.txt --tokens 32768 --pattern REGEX --out hf.tiktoken
-    python benchmarks/peers.py rustbpe --corpus train.txt --tokens 32768 --pattern REGEX --out rustbpe.tiktoken
+    python benchmarks/peer_trainers.py hf      --corpus train.txt --tokens 32768 --pattern REGEX --out hf.tiktoken
+    python benchmarks/peer_trainers.py rustbpe --corpus train.txt --tokens 32768 --pattern REGEX --out rustbpe.tiktoken
 
 Both stream the same plain ``.txt`` that toktoktok trains on, split into
 documents the way toktoktok's reader does (docs/pretokenization.md: after a blank line that
@@ -22,7 +22,7 @@ all trainers with the same code.
   vocab_size=tokens, pattern=pattern)``; ``get_mergeable_ranks()`` gives the
   ranks. rustbpe has no minimum pair frequency: it merges pairs seen once.
 
-The pattern comes on the command line (bench.py passes toktoktok's default),
+The pattern comes on the command line (the sections pass toktoktok's default),
 so this script imports nothing of toktoktok and its time and memory are its own.
 """
 

@@ -1,7 +1,7 @@
 """The summary block at the top of RESULTS.md: each issue-4 target, what this run measured, met or not.
 
 Every figure is a ratio or a rate from the runs of the same invocation
-(bench.py), medians over its repetitions. Peak RSS compares, for every
+(the peers section), medians over its repetitions. Peak RSS compares, for every
 trainer alike, the larger of ``ru_maxrss`` and the sampled tree peak.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench_report import md_table
+from benchkit.report import md_table
 
 
 @dataclass

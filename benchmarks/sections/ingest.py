@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from bench_corpus import MB, Corpus
-from bench_report import md_table, num
-from bench_runs import Measured, median_of, run_measured
-from bench_toktok import HERE, default_pattern, fresh, ingest_manifest, run_ingest
+from benchkit.corpus import MB, Corpus
+from benchkit.report import md_table, num
+from benchkit.measure import Measured, median_of, run_measured
+from benchkit.toktok import HERE, default_pattern, fresh, ingest_manifest, run_ingest
 
 KINDS = ("baseline", "threads 1", "threads 2")
 LABELS = {"baseline": "regex.findall + Counter (1 process)", "threads 1": "toktoktok ingest, threads: 1",

@@ -9,7 +9,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("toktoktok", "tokenizers", "rustbpe", "tiktoken", "numba", "numpy", "regex")
 
 
@@ -35,7 +35,7 @@ def machine() -> str:
             f"Python {platform.python_version()}")
 
 
-def _git(*args: str) -> str | None:
+def git(*args: str) -> str | None:
     try:
         done = subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True, text=True,
                               check=True)
@@ -46,10 +46,10 @@ def _git(*args: str) -> str | None:
 
 def commit() -> str:
     """``git rev-parse --short HEAD``, marked when tracked files have changes."""
-    head = _git("rev-parse", "--short", "HEAD")
+    head = git("rev-parse", "--short", "HEAD")
     if head is None:
         return "unknown (not a git checkout)"
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
     return head + (" (with uncommitted changes)" if dirty else "")
 
 
@@ -61,6 +61,10 @@ def versions() -> str:
         except metadata.PackageNotFoundError:
             found.append(f"{name} (not installed)")
     return ", ".join(found)
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def now() -> str:

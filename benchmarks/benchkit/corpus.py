@@ -1,7 +1,7 @@
 """The benchmark's corpora: one plain training ``.txt`` and one held-out text each.
 
-With the shared corpora (``<repo>/../../shared/corpora``, i.e.
-``Path(bench.py).resolve().parents[2] / "shared" / "corpora"``): the first
+With the shared corpora (``SHARED_CORPORA``, i.e.
+``/work/shared/corpora`` beside the checkout): the first
 ``mb`` MB of ``NAME.txt.zst``, streamed and cut at a line end, and the first
 2 MB of ``NAME.heldout.txt.zst`` (documents the training file never holds).
 
@@ -22,8 +22,8 @@ from pathlib import Path
 import regex
 import zstandard
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+REPO = Path(__file__).resolve().parents[2]
+SHARED_CORPORA = REPO.parent / "shared" / "corpora"  # /work/shared beside the checkout
 HELDOUT_MB = 2
 DEMO_HELDOUT_SHARE = 0.05
 MB = 1_000_000  # decimal, as the corpora's README counts

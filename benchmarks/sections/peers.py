@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Benchmark toktoktok against Hugging Face ``tokenizers`` and ``rustbpe``.
 
-    make bench                                   # = .venv/bin/python benchmarks/bench.py
-    .venv/bin/python benchmarks/bench.py --quick --out /tmp/RESULTS.md     # small sizes, for development
-    .venv/bin/python benchmarks/bench.py --mb 5 --tokens 4096 --reps 1 --out /tmp/RESULTS.md
+    make bench              # = .venv/bin/python benchmarks/run.py --section peers
+    .venv/bin/python benchmarks/run.py --section peers --quick --out /tmp/RESULTS.md   # small sizes, for development
+    .venv/bin/python benchmarks/run.py --section peers --mb 5 --tokens 4096 --reps 1 --out /tmp/RESULTS.md
 
 What is compared: the three trainers, one after another, on the same text
 (one plain ``.txt`` per corpus, split into the same documents at blank lines),
@@ -13,22 +12,21 @@ merges; toktoktok with ``hardcoded_merges: false``, ``heldout_share: 0``,
 ``min_frequency: 2``, no special tokens; Hugging Face with ``min_frequency=2``;
 rustbpe has no such option).
 
-Corpora (bench_corpus.py): the first ``--mb`` MB of each shared corpus
+Corpora (benchkit/corpus.py): the first ``--mb`` MB of each shared corpus
 (``/work/shared/corpora/NAME.txt.zst``, found relative to this file), held-out
 text from ``NAME.heldout.txt.zst``; without the shared corpora, the project's
 demo corpus with its last 5% of documents held out.
 
-How (bench_runs.py): every trainer runs as a whole separate process, from
+How (benchkit/measure.py): every trainer runs as a whole separate process, from
 start-up to its ``.tiktoken`` on disk: toktoktok as ``toktok run -c CFG
---force`` in a fresh work folder, the peers as ``peers.py hf|rustbpe``. Each
-run is timed for wall time, CPU time (user + system, from ``os.wait4``) and
-peak RSS (``ru_maxrss``; also the sampled peak of the whole process tree,
-which counts toktoktok's worker processes together). toktoktok's peak RSS is
-the larger of ``ru_maxrss`` and the peaks its stage manifests record
-(``peak_rss_mb``, and ``all_processes_peak_rss_mb`` with worker processes;
-``bench_toktok.run_once``): each stage resets the process's high-water mark
-when it starts, so ``ru_maxrss`` alone sees only the last stage (export).
-toktoktok's numba code
+--force`` in a fresh work folder, the peers as ``peer_trainers.py hf|rustbpe``.
+Each run is measured from outside, every trainer alike: wall time, CPU time
+(user + system, from ``os.wait4``) and true peak RSS, the larger of
+``ru_maxrss`` and the sampled peak of the whole process tree (which counts
+toktoktok's worker processes together, and sees every stage: toktoktok's
+stages reset the kernel's high-water mark when they start, so its
+``ru_maxrss`` alone sees only the last stage, export). The peaks toktoktok's
+stage manifests record are shown apart, in its stage table. toktoktok's numba code
 is compiled once into a fresh ``NUMBA_CACHE_DIR`` by a warm-up run, reported
 apart as "first run (numba compile)"; the timed runs load it from that cache.
 Runs are repeated ``--reps`` times (trainers interleaved) and medians are
@@ -41,7 +39,7 @@ better). "first merges equal" counts how many of a peer's merges, in order,
 match toktoktok's before the first difference; "tokens shared" is the share
 of its tokens that toktoktok's vocabulary also has.
 
-Issue 4's figures, from the same invocation (``--sections``, default all):
+Issue 4's figures, from the same invocation (``--parts``, default all):
 
 - ``peers``: the comparison above (end-to-end wall, CPU, RSS, bytes/token);
 - ``ingest`` (bench_ingest.py): toktoktok's ingest stage alone, ``threads``
@@ -72,18 +70,18 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import bench_corpus
-import bench_ingest
-import bench_report
-import bench_scaling
-import bench_targets
-from bench_corpus import Corpus
-from bench_report import md_table, num
-from bench_runs import Measured, median_of
-from bench_scaling import Point, Scaling
-from bench_toktok import default_pattern, run_env, run_once, toktok_stages
+from benchkit import corpus as bench_corpus
+from sections import ingest as bench_ingest
+from benchkit import report as bench_report
+from sections import scaling as bench_scaling
+from sections import targets as bench_targets
+from benchkit.corpus import Corpus
+from benchkit.report import md_table, num
+from benchkit.measure import Measured, median_of
+from sections.scaling import Point, Scaling
+from benchkit.toktok import default_pattern, run_env, run_once, toktok_stages
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 TRAINERS = ("toktoktok", "hf", "rustbpe")
 LABELS = {"toktoktok": "toktoktok", "hf": "HF tokenizers", "rustbpe": "rustbpe"}
 
@@ -196,7 +194,7 @@ def run_corpus(corpus: Corpus, args: argparse.Namespace, work: Path, env: dict[s
                         log(f"  cannot read toktoktok's manifests in {folder}: {exc!r}")
             status = "ok" if measured.returncode == 0 else f"FAILED (exit {measured.returncode}, see {measured.log})"
             log(f"  {corpus.name} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, "
-                f"{measured.cpu:.1f} s CPU, {measured.rss_mb:.0f} MB peak RSS, {status}")
+                f"{measured.cpu:.1f} s CPU, {measured.peak_mb:.0f} MB true peak RSS, {status}")
     score(outcomes, corpus.heldout_text)
     return outcomes
 
@@ -251,16 +249,17 @@ def trainer_rows(outcomes: dict[str, Outcome], first: Measured | None) -> list[l
         ratio = f"{wall / base:.2f}×" if wall is not None and base else "–"
         first_equal = "–" if o.first_equal is None or name == "toktoktok" else f"{o.first_equal:,}"
         shared = "–" if o.shared is None or name == "toktoktok" else f"{100 * o.shared:.1f}%"
-        rows.append([label, num(wall), o.spread("wall"), num(o.median("cpu")), num(o.median("rss_mb"), 0),
-                     num(o.median("tree_mb"), 0), num(o.vocab, 0), num(o.bytes_per_token, 3), ratio,
+        rows.append([label, num(wall), o.spread("wall"), num(o.median("cpu")), num(o.median("peak_mb"), 0),
+                     num(o.median("rss_mb"), 0), num(o.median("tree_mb"), 0), num(o.vocab, 0), num(o.bytes_per_token, 3), ratio,
                      first_equal, shared])
     if first is not None:
-        rows.append(["toktoktok, first run (numba compile)", num(first.wall), "–", num(first.cpu), num(first.rss_mb, 0),
-                     num(first.tree_mb, 0), "–", "–", f"{first.wall / base:.2f}×" if base else "–", "–", "–"])
+        rows.append(["toktoktok, first run (numba compile)", num(first.wall), "–", num(first.cpu), num(first.peak_mb, 0),
+                     num(first.rss_mb, 0), num(first.tree_mb, 0), "–", "–", f"{first.wall / base:.2f}×" if base else "–", "–", "–"])
     return rows
 
 
-TRAINER_HEADERS = ["trainer", "wall s", "wall min–max", "CPU s", "peak RSS MB", "tree peak MB", "vocab",
+TRAINER_HEADERS = ["trainer", "wall s", "wall min–max", "CPU s", "true peak RSS MB", "ru_maxrss MB", "tree peak MB",
+                   "vocab",
                    "held-out bytes/token", "wall ÷ toktoktok", "first merges = toktoktok", "tokens shared"]
 STAGE_HEADERS = ["corpus", "ingest s", "train: load s", "train: merge loop s", "train s", "export s",
                  "rest of process s", "process wall s", "share: ingest / train / export / rest", "merges",
@@ -324,10 +323,6 @@ def determinism(outcomes: dict[str, Outcome]) -> str:
     return ("Output files across repetitions: " + ", ".join(parts) + ".") if parts else ""
 
 
-def load_average() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 @dataclass
 class Findings:
     """Everything one invocation measured."""
@@ -370,31 +365,31 @@ def report(args: argparse.Namespace, f: Findings, facts: dict[str, str]) -> str:
     started, corpora, results, first = facts["date"], f.corpora, f.results, f.first
     lines = [
         "# toktoktok benchmark", "",
-        f"Run {started}, commit {bench_report.commit()}, `{' '.join(['benchmarks/bench.py', *sys.argv[1:]])}`; "
+        f"Run {started}, commit {bench_report.commit()}, `{' '.join(['benchmarks/run.py', *sys.argv[1:]])}`; "
         "machine and settings below.", "",
         *bench_targets.block(targets(args, f), caveat(args, facts)),
         "## The run", "",
         f"- date: {started}",
         f"- commit: {bench_report.commit()}",
         f"- machine: {facts['machine']}",
-        f"- load average (1 / 5 / 15 min): {facts['load']} at start, {load_average()} at the end "
+        f"- load average (1 / 5 / 15 min): {facts['load']} at start, {bench_report.load_average()} at the end "
         "(other work on the machine makes wall times noisier than CPU times)",
         f"- versions: {bench_report.versions()}",
-        f"- command: `{' '.join(['benchmarks/bench.py', *sys.argv[1:]])}`",
+        f"- command: `{' '.join(['benchmarks/run.py', *sys.argv[1:]])}`",
         f"- settings: vocabulary {args.tokens:,} = 256 bytes + {args.tokens - 256:,} merges, toktoktok's default "
         "pattern for every trainer, no special tokens, min_frequency 2 (toktoktok, HF; rustbpe has none), "
         "toktoktok `hardcoded_merges: false`, `heldout_share: 0`, `threads: -1`; "
-        f"{args.reps} repetition(s), medians shown; sections: {', '.join(args.sections)}",
+        f"{args.reps} repetition(s), medians shown; parts: {', '.join(args.parts)}",
         "- corpora:",
         *[f"  - {c.name}: {c.description}" for c in corpora], "",
     ]
     if results:
         lines += [
             "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`). "
-            "CPU s = user + system of the process and its waited-for children; peak RSS = `ru_maxrss` "
-            "(largest single process; for toktoktok the larger of it and its stage manifests' peaks, since each "
-            "stage resets the high-water mark that `ru_maxrss` reports); tree peak = largest sampled sum over the process and its live "
-            "children. Held-out bytes/token: tiktoken with the default pattern "
+            "CPU s = user + system of the process and its waited-for children; true peak RSS = the larger of "
+            "`ru_maxrss` (largest single process) and the tree peak (largest sum over the process and its live "
+            "children, sampled from `/proc` every 50 ms), measured from outside for every trainer alike (toktoktok's "
+            "stages reset the high-water mark that `ru_maxrss` reports, so for it the tree peak is the figure). Held-out bytes/token: tiktoken with the default pattern "
             "(higher is better). wall ÷ toktoktok > 1 means slower than toktoktok.", ""]
     for corpus in corpora:
         outcomes = results.get(corpus.name)
@@ -421,7 +416,7 @@ def report(args: argparse.Namespace, f: Findings, facts: dict[str, str]) -> str:
                   f"{first.wall:.1f} s wall, {first.cpu:.1f} s CPU; later runs load the compiled code from "
                   "that cache.", ""]
     lines += [f"All figures above were measured in this run ({started}, commit {bench_report.commit()}) by "
-              "benchmarks/bench.py; none are copied from earlier runs.", ""]
+              "benchmarks/run.py --section peers; none are copied from earlier runs.", ""]
     return "\n".join(lines)
 
 
@@ -434,7 +429,8 @@ QUICK = {"mb": 5.0, "tokens": 8192, "reps": 2, "small_tokens": 2048, "big_tokens
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Benchmark toktoktok against HF tokenizers and rustbpe.")
+    parser = argparse.ArgumentParser(prog="run.py --section peers",
+                                     description="Benchmark toktoktok against HF tokenizers and rustbpe.")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes for development: 5 MB, 8,192 tokens, 2 reps, no 100k run")
     parser.add_argument("--mb", type=float, default=None, help="MB of each corpus to train on (default 100)")
@@ -444,7 +440,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the scaling table's smallest vocabulary (default 8192)")
     parser.add_argument("--big-tokens", type=int, default=None,
                         help="the big merge run's vocabulary, 0 to skip (default 100352 = 100,096 merges)")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated: {','.join(SECTIONS)}")
+    parser.add_argument("--parts", default=",".join(SECTIONS), help=f"comma-separated: {','.join(SECTIONS)}")
     parser.add_argument("--corpora", default="english,code", help="comma-separated corpus names")
     parser.add_argument("--only", default=",".join(TRAINERS), help="comma-separated: toktoktok,hf,rustbpe")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="the Markdown report")
@@ -458,10 +454,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.only) - set(TRAINERS)
     if unknown or not args.only:
         parser.error(f"--only takes {','.join(TRAINERS)}; got {','.join(sorted(unknown)) or 'nothing'}")
-    args.sections = [t.strip() for t in args.sections.split(",") if t.strip()]
-    unknown = set(args.sections) - set(SECTIONS)
-    if unknown or not args.sections:
-        parser.error(f"--sections takes {','.join(SECTIONS)}; got {','.join(sorted(unknown)) or 'nothing'}")
+    args.parts = [t.strip() for t in args.parts.split(",") if t.strip()]
+    unknown = set(args.parts) - set(SECTIONS)
+    if unknown or not args.parts:
+        parser.error(f"--parts takes {','.join(SECTIONS)}; got {','.join(sorted(unknown)) or 'nothing'}")
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     if args.tokens <= 256 or args.reps < 1 or args.mb <= 0 or args.small_tokens <= 256:
         parser.error("--tokens and --small-tokens must be > 256, --reps >= 1, --mb > 0")
@@ -472,7 +468,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    facts = {"date": bench_report.now(), "machine": bench_report.machine(), "load": load_average()}
+    facts = {"date": bench_report.now(), "machine": bench_report.machine(), "load": bench_report.load_average()}
     work = args.work or Path(tempfile.mkdtemp(prefix="toktok-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     numba_cache = work / "numba-cache"
@@ -481,24 +477,24 @@ def main(argv: list[str] | None = None) -> None:
     try:
         log(f"preparing corpora in {work}")
         corpora = bench_corpus.prepare(args.corpora, args.mb, work)
-        needs_toktok = "toktoktok" in args.only or set(args.sections) - {"peers"}
+        needs_toktok = "toktoktok" in args.only or set(args.parts) - {"peers"}
         f = Findings(corpora, {})
         f.first = warm_up(corpora[0], args, work, env) if needs_toktok else None
-        if "peers" in args.sections:
+        if "peers" in args.parts:
             f.results = {c.name: run_corpus(c, args, work, env) for c in corpora}
-        if "ingest" in args.sections:
+        if "ingest" in args.parts:
             f.ingest = [bench_ingest.run_corpus(c, args.reps, work, env, log) for c in corpora]
         main_c = main_corpus(corpora)
-        if "scaling" in args.sections:
+        if "scaling" in args.parts:
             f.scaling = run_scaling(main_c, args, work, env)
             f.big = next((p for p in f.scaling.by_merges if p.tokens == args.big_tokens), None)
-        elif "merges" in args.sections and args.big_tokens:
+        elif "merges" in args.parts and args.big_tokens:
             f.big = bench_scaling.run_points([Point(main_c, args.big_tokens)], args.reps, work, env, log)[0]
         f.main = comparison_point(main_c, args, f.results)
         f.main_from_comparison = f.main is not None
         if f.main is None and f.scaling is not None:
             f.main = next(p for p in f.scaling.by_merges if p.tokens == args.tokens)
-        elif f.main is None and "merges" in args.sections:
+        elif f.main is None and "merges" in args.parts:
             f.main = bench_scaling.run_points([Point(main_c, args.tokens)], args.reps, work, env, log)[0]
         text = report(args, f, facts)
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -508,7 +504,3 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if args.work is None and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,11 @@
 """Speed of the numba scanner against ``regex.findall`` (MB/s, 1 and 2 threads).
 
-    .venv/bin/python benchmarks/bench_scanner.py [--mb 20] [--repeat 5]
+    .venv/bin/python benchmarks/run.py --section scanner [--mb 20] [--repeat 5]
+    .venv/bin/python benchmarks/run.py --section scanner --file TEXT.txt --mb 100 --json rates.json
+
+This section measures a kernel of the library (``toktoktok.scanner``)
+directly, so it imports it; every other section drives toktoktok through its
+command line, its public library and the manifests it writes.
 
 Text: the first ``--mb`` MB of ``../shared/corpora/{english,code}.txt.zst``
 when present, else the docstrings and sources of Python's standard library
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import platform
 import statistics
@@ -37,8 +43,9 @@ from pathlib import Path
 import numpy as np
 import regex
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchkit.corpus import SHARED_CORPORA, split_documents  # noqa: E402
 from toktoktok.patterns import DEFAULT_PATTERN  # noqa: E402
 from toktoktok.scanner import (  # noqa: E402
     DEFAULT,
@@ -48,13 +55,15 @@ from toktoktok.scanner import (  # noqa: E402
     unicode_tables,
 )
 
-SHARED_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 MB = 1_000_000
-DOC_BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
 
 def load_text(name: str, mb: int) -> tuple[str, str]:
-    """(text, where it came from): a shared corpus head, else stdlib text."""
+    """(text, where it came from): ``name`` a path to a UTF-8 text, else a shared corpus head, else stdlib text."""
+    if Path(name).is_file():
+        with open(name, "rb") as fh:
+            raw = fh.read(mb * MB)
+        return raw.decode("utf-8", errors="ignore"), name
     path = SHARED_CORPORA / f"{name}.txt.zst"
     if path.is_file():
         import zstandard
@@ -75,16 +84,10 @@ def load_text(name: str, mb: int) -> tuple[str, str]:
 
 def documents(text: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The UTF-8 buffer, the documents' byte offsets, and the documents."""
-    docs = _split_keep(text)
+    docs = split_documents(text)
     raws = [d.encode() for d in docs]
     off = np.concatenate([[0], np.cumsum([len(r) for r in raws])]).astype(np.int64)
     return np.frombuffer(b"".join(raws), dtype=np.uint8), off, docs
-
-
-def _split_keep(text: str) -> list[str]:
-    """Cut after each boundary match, keeping every character."""
-    cuts = [m.end() for m in DOC_BOUNDARY.finditer(text)]
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if b > a]
 
 
 def timed(fn, repeat: int) -> tuple[float, float, float]:
@@ -106,7 +109,7 @@ def halves(off: np.ndarray) -> list[np.ndarray]:
     return [off[: mid + 1], off[mid:]]
 
 
-def bench(name: str, mb: int, repeat: int) -> list[tuple[str, float, float]]:
+def bench(name: str, mb: int, repeat: int, kernels_only: bool = False) -> list[tuple[str, float, float, float]]:
     text, source = load_text(name, mb)
     buf, off, docs = documents(text)
     size = len(buf)
@@ -151,6 +154,8 @@ def bench(name: str, mb: int, repeat: int) -> list[tuple[str, float, float]]:
         ("count_pieces, 2 threads", count_two_only, repeat),
         ("count_pieces, 2 threads + merge_counts", count_two_merged, repeat),
     ]
+    if kernels_only:
+        rows = rows[2:]
     out = []
     print(f"  {'':40s} {'median':>8s} {'best':>8s} {'per cpu-s':>10s}  (MB/s)")
     for label, fn, reps in rows:
@@ -165,19 +170,27 @@ def bench(name: str, mb: int, repeat: int) -> list[tuple[str, float, float]]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="run.py --section scanner", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args()
+    ap.add_argument("--file", type=Path, default=None,
+                    help="a UTF-8 text to measure instead of english and code (the kernels only, no regex rows)")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="write the --file's best MB/s (scan_1, count_1, count_2) here (the scale section reads it)")
+    args = ap.parse_args(argv)
     t0 = time.perf_counter()
     unicode_tables()
     print(f"class table ready in {time.perf_counter() - t0:.2f} s (derived once, then loaded from cache)")
     cpu = platform.processor() or platform.machine()
     print(f"machine: {os.cpu_count()} cores, {cpu}; load average {os.getloadavg()[0]:.2f}")
-    for name in ("english", "code"):
-        bench(name, args.mb, args.repeat)
-
-
-if __name__ == "__main__":
-    main()
+    if args.file is None:
+        for name in ("english", "code"):
+            bench(name, args.mb, args.repeat)
+        return
+    best = {label: b for label, _, b, _ in bench(str(args.file), args.mb, args.repeat, kernels_only=True)}
+    if args.json is not None:
+        args.json.write_text(json.dumps({
+            "mb": args.mb, "repeat": args.repeat,
+            "scan_1": best["scan_default, 1 thread"], "count_1": best["count_pieces, 1 thread"],
+            "count_2": best["count_pieces, 2 threads + merge_counts"]}))

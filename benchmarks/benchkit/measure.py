@@ -27,6 +27,7 @@ from a launcher of a few MB, it reports its own.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -52,10 +53,36 @@ class Measured:
     returncode: int
     log: Path
 
+    @property
+    def peak_mb(self) -> float:
+        """True peak RSS as seen from outside: the larger of ``ru_maxrss`` and the sampled tree peak.
+
+        Neither is reset by the measured program's own bookkeeping as long as it
+        leaves the kernel's high-water mark alone; when it does not (toktoktok's
+        stages reset it through ``/proc/self/clear_refs``), ``ru_maxrss`` sees only
+        the part after the last reset and the sampled tree peak is the figure.
+        """
+        return max(self.rss_mb, self.tree_mb)
+
 
 def median_of(values: list[float]) -> float | None:
     """The median of ``values``; None when there are none (every run failed)."""
     return statistics.median(values) if values else None
+
+
+def exponent(xs: list[float], ys: list[float | None]) -> float | None:
+    """Least-squares slope of log(y) on log(x): y ∝ x^k (k = 1 linear, k < 1 sub-linear).
+
+        >>> round(exponent([1, 2, 4], [3, 6, 12]), 6)
+        1.0
+    """
+    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if y and y > 0 and x > 0]
+    if len(pairs) < 2:
+        return None
+    mx = sum(p[0] for p in pairs) / len(pairs)
+    my = sum(p[1] for p in pairs) / len(pairs)
+    sxx = sum((p[0] - mx) ** 2 for p in pairs)
+    return sum((p[0] - mx) * (p[1] - my) for p in pairs) / sxx if sxx else None
 
 
 def _children_map() -> dict[int, list[int]]:

@@ -1,6 +1,6 @@
 """Check on real corpora that ingest counts exactly ``regex.findall``'s pieces (docs/pretokenization.md).
 
-    python benchmarks/check_pieces.py [--mb N] [--patterns default,cl100k,o200k,gpt2]
+    .venv/bin/python benchmarks/run.py --section pieces [--mb N] [--patterns default,cl100k,o200k,gpt2]
 
 For each corpus and each pattern it writes a config (``heldout_share: 0``,
 the three usual special tokens), runs the real ingest stage as a user does
@@ -56,17 +56,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 import yaml
-from bench_corpus import zst_head
+from benchkit.corpus import zst_head
+from benchkit.toktok import toktok_bin
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 MB = 1 << 20
 PATTERNS = ("default", "cl100k", "o200k", "gpt2")
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 TXT_CORPORA = ("english", "code", "german")
 
-# docs/pretokenization.md's .txt document rule: the benchmarks' own copy (bench_corpus.py), not toktoktok's.
-from bench_corpus import split_documents as txt_documents  # noqa: E402
+# docs/pretokenization.md's .txt document rule: the benchmarks' own copy (benchkit/corpus.py), not toktoktok's.
+from benchkit.corpus import split_documents as txt_documents  # noqa: E402
 
 
 @dataclass
@@ -187,8 +188,7 @@ def reference(pool: ProcessPoolExecutor, corpus: Corpus, pattern: str) -> tuple[
 
 
 def toktok_exe() -> list[str]:
-    exe = Path(sys.executable).parent / "toktok"
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "stages.cli"]
+    return [toktok_bin()]
 
 
 def run_ingest(tmp: Path, corpus: Corpus, pattern_name: str, threads: int) -> tuple[Counter[bytes], dict]:
@@ -233,7 +233,7 @@ def worst(a: Counter[bytes], b: Counter[bytes], limit: int = 6) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="run.py --section pieces", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=20, help="MB of each big corpus (default 20)")
     ap.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated pattern names")
     ap.add_argument("--threads", type=int, default=-1, help="ingest's threads: (default -1, all cores)")
@@ -318,7 +318,3 @@ def _table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,24 +1,25 @@
-#!/usr/bin/env python3
 """Peak memory of ``toktok run`` against ``working_set_mb`` (docs/training.md), whether sampling is representative,
 and whether one huge line or row group is streamed.
 
-    make bench-memory                                  # = .venv/bin/python benchmarks/bench_memory.py
-    .venv/bin/python benchmarks/bench_memory.py --merges 2000 --report /tmp/MEMORY.md
-    .venv/bin/python benchmarks/bench_memory.py --demo --report /tmp/MEMORY.md   # the fallback corpus
-    .venv/bin/python benchmarks/bench_memory.py --huge-mb 0 --report /tmp/MEMORY.md  # without the streaming checks
+    make bench-memory                                  # = .venv/bin/python benchmarks/run.py --section memory
+    .venv/bin/python benchmarks/run.py --section memory --merges 2000 --report /tmp/MEMORY.md
+    .venv/bin/python benchmarks/run.py --section memory --demo --report /tmp/MEMORY.md   # the fallback corpus
+    .venv/bin/python benchmarks/run.py --section memory --huge-mb 0 --report /tmp/MEMORY.md  # without the streaming checks
 
 The promise measured: a run's peak resident memory stays at or below
 ``working_set_mb`` plus a fixed overhead, whatever the corpus size. Every run
 is one whole ``toktok run -c CFG --force`` (or ``toktok ingest``) process in a
-fresh folder, one after another (never two at once), measured by
-``bench_runs.run_measured``: ``ru_maxrss`` from ``os.wait4`` (the largest
-single process), the sampled sum over the process and its workers ("tree",
-the launcher left out), and each stage's own peak (``peak_rss_mb`` of the
-ingest, train and export manifests, ``all_processes_peak_rss_mb`` when a
-stage had worker processes; each stage resets the peak when it starts). A
-run's peak is the largest of them all: ``ru_maxrss`` alone sees only the last
-stage, because the reset (``/proc/self/clear_refs``) also resets the
-high-water mark it reports.
+fresh folder, one after another (never two at once), measured from
+outside by ``benchkit.measure.run_measured``: ``ru_maxrss`` from
+``os.wait4`` (the largest single process) and the sampled sum over the
+process and its workers ("tree", the launcher left out). A run's peak is the
+larger of the two (``Measured.peak_mb``): ``ru_maxrss`` alone sees only the
+last stage, because each stage resets the kernel's high-water mark
+(``/proc/self/clear_refs``) when it starts, so the sampled tree is what sees
+the others. Each stage's own account (``peak_rss_mb`` of the ingest, train
+and export manifests, ``all_processes_peak_rss_mb`` when a stage had worker
+processes) is shown beside it and also judged against the budget, but never
+taken as the run's peak.
 
 **The fixed overhead** is, by the project's definition, the peak of a run at
 ``working_set_mb: 1`` on the same corpus (the "floor"): everything that does
@@ -37,7 +38,7 @@ keeps at most ``working_set_mb × TEXT_PER_BUDGET_BYTE`` bytes of text
    500 merges, at each budget. It fills no streaming buffer to speak of, so its
    peak is the libraries alone; reported for information, not judged.
 2. The floor: the four training files at ``working_set_mb: 1``, ``--merges``
-   merges. Its run peak (the largest of process, tree and stages, over
+   merges. Its run peak (the larger of process and tree, from outside, over
    ``--reps`` runs) is the fixed overhead.
 3. The budgets (64, 256 and 1,024 MiB by default) on one phase over the four
    training files of the shared corpora (english.txt.zst, code.txt.zst,
@@ -94,20 +95,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bench_corpus
-import bench_report
+from benchkit import corpus as bench_corpus
+from benchkit import report as bench_report
 import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
-from bench_corpus import SHARED_CORPORA
-from bench_report import md_table, num
-from bench_runs import Measured, run_measured
-from bench_toktok import _manifests as stage_manifests
-from bench_toktok import fresh, run_env, toktok_bin
+from benchkit.corpus import SHARED_CORPORA
+from benchkit.report import md_table, num
+from benchkit.measure import Measured, run_measured
+from benchkit.toktok import stage_manifests
+from benchkit.toktok import fresh, run_env, toktok_bin
 
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE, capacity
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 TRAIN_FILES = ("english.txt.zst", "code.txt.zst", "german.txt.zst", "mixed.parquet")
 DOMAINS = ("english", "code", "german")
 BUDGETS = (64, 256, 1024)
@@ -275,9 +276,9 @@ class Run:
 
     @property
     def peak(self) -> float:
-        """The whole run's peak: the largest of ``ru_maxrss``, the sampled tree and every stage's peak
+        """The whole run's peak as seen from outside: the larger of ``ru_maxrss`` and the sampled tree
         (``ru_maxrss`` alone sees only the last stage: see the module's notes)."""
-        return max(self.measured.rss_mb, self.measured.tree_mb, *[self.stage_peak(s) or 0.0 for s in STAGES])
+        return self.measured.peak_mb
 
     def stage_peak(self, stage: str) -> float | None:
         return stage_peak_of(self.manifests.get(stage, {}))
@@ -376,8 +377,8 @@ class Stream:
 
     @property
     def peaks(self) -> list[float]:
-        """The ingest manifest's peak of every run."""
-        return [stage_peak_of(man) or 0.0 for _, man in self.runs]
+        """The peak of every run, from outside (``Measured.peak_mb``)."""
+        return [m.peak_mb for m, _ in self.runs]
 
     @property
     def peak(self) -> float:
@@ -385,7 +386,7 @@ class Stream:
 
     @property
     def worst(self) -> tuple[Measured, dict[str, Any]]:
-        return max(self.runs, key=lambda r: stage_peak_of(r[1]) or 0.0)
+        return max(self.runs, key=lambda r: r[0].peak_mb)
 
     def counts(self) -> dict[str, Any]:
         """The ingest manifest's counts of the run with the highest peak."""
@@ -398,8 +399,8 @@ class Stream:
         return self.counts().get("forced_cuts", 0)
 
     def all_peaks(self) -> float:
-        """The largest of every peak of every run: manifest, ``ru_maxrss``, tree."""
-        return max([self.peak, *[max(m.rss_mb, m.tree_mb) for m, _ in self.runs]], default=0.0)
+        """The largest of every peak of every run: its ingest manifest's, ``ru_maxrss``, tree."""
+        return max([self.peak, *[stage_peak_of(man) or 0.0 for _, man in self.runs]], default=0.0)
 
 
 def huge_txt(prose: Path, target: Path, size: int, one_line: bool) -> int:
@@ -761,7 +762,7 @@ def verdicts(f: Findings, setup: Setup, rep: bool | None) -> list[str]:
 
 def working_tree() -> str:
     """The tracked files changed since the commit, if any (other work may share the checkout)."""
-    changed = bench_report._git("status", "--porcelain", "--untracked-files=no")
+    changed = bench_report.git("status", "--porcelain", "--untracked-files=no")
     files = [line.split(maxsplit=1)[1] for line in (changed or "").splitlines() if line.strip()]
     return f"; changed in the working tree at the start: {', '.join(files)}" if files else ""
 
@@ -784,7 +785,7 @@ def stream_pairs(f: Findings) -> list[tuple[Stream, Stream, str]]:
 
 STREAM_HEADERS = ["input", "file MiB", "text MiB", "rows / row groups", "seed", "documents kept / read",
                   "share (sample)", "kept MiB", "kept ÷ text", "forced cuts", "ingest s",
-                  "ingest peak (manifest)", "every run", "ru_maxrss (wait4)", "tree (sampled)",
+                  "ingest peak (manifest)", "run peak, every run", "ru_maxrss (wait4)", "tree (sampled)",
                   "budget + overhead", "within"]
 
 
@@ -815,7 +816,7 @@ def stream_section(f: Findings, huge_mb: int) -> list[str]:
     return [
         "## Streaming: one huge line, one huge row group", "",
         f"`toktok ingest` alone, `working_set_mb: {STREAM_BUDGET}`, `heldout_share: 0`, each input "
-        f"{len(f.streams[0].runs)} time(s) (the row is the run with the highest ingest peak). The text inputs: "
+        f"{len(f.streams[0].runs)} time(s) (the row is the run with the highest peak from outside). The text inputs: "
         f"english prose repeated to {huge_mb:,} MiB, once with every line break replaced by a space (one line, "
         "hence one document, which pre-tokenization may cut only at docs/pretokenization.md's safe places, here the spaces) and "
         "once as it is. The sample keeps or drops a document whole: the config's `seed` was chosen so that the "
@@ -856,7 +857,7 @@ def stream_notes(f: Findings) -> list[str]:
 
 def report(f: Findings, setup: Setup, args: argparse.Namespace, facts: dict[str, str]) -> str:
     """MEMORY.md."""
-    command = " ".join(["benchmarks/bench_memory.py", *sys.argv[1:]])
+    command = " ".join(["benchmarks/run.py", *sys.argv[1:]])
     domains = list(setup.heldout)
     corpus = "demo corpus" if setup.demo else "shared corpora (4 files)"
     rep_rows, rep = representativeness(f, domains)
@@ -894,7 +895,7 @@ def report(f: Findings, setup: Setup, args: argparse.Namespace, facts: dict[str,
         "MiB throughout. ru_maxrss = `ru_maxrss` of `toktok run` from `os.wait4` (the largest single process; "
         "it sees only the last stage, see Notes); tree = the largest sum of resident sets of the process and its "
         "workers, sampled every 50 ms; ingest / train / export = each stage's own `peak_rss_mb` from its "
-        "manifest; run peak = the largest of these. "
+        "manifest (the stage's own account); run peak = the larger of ru_maxrss and tree, measured from outside. "
         f"Overhead = {o:.1f} MiB (the floor). Each point ran {args.reps} time(s); its row is the run with the "
         "highest peak (every run's in its own column). within = every one of these peaks is at most budget + "
         "overhead. The first two rows fill numba's empty cache (compiling) and are not judged by the summary; "
@@ -938,7 +939,7 @@ def report(f: Findings, setup: Setup, args: argparse.Namespace, facts: dict[str,
                   md_table(["held-out", "whole corpus", "quarter sample", "difference", "within 1%"], rep_rows), ""]
     lines += stream_section(f, args.huge_mb)
     lines += ["## Notes", "", *notes(f, setup), "",
-              f"All figures above were measured in this run ({facts['date']}) by benchmarks/bench_memory.py.", ""]
+              f"All figures above were measured in this run ({facts['date']}) by benchmarks/run.py --section memory.", ""]
     return "\n".join(lines)
 
 
@@ -965,9 +966,9 @@ def notes(f: Findings, setup: Setup) -> list[str]:
                    + ", ".join(f"{r.label} at {r.budget} MiB" for r in compiled) + ".")
     out.append("- `ru_maxrss` from `os.wait4` sees only the last stage (export): each stage starts by resetting the "
                "process's peak (`/proc/self/clear_refs` 5, stages/artifacts.py), and that resets the very high-water "
-               "mark the kernel reports as `ru_maxrss` at exit. The run peak here therefore also takes the stage "
-               "manifests and the sampled tree; benchmarks that read `ru_maxrss` alone understate a toktoktok run "
-               "(benchmarks/bench.py takes the manifests too).")
+               "mark the kernel reports as `ru_maxrss` at exit. The run peak here therefore also takes the sampled "
+               "tree (the stages' own peaks are shown beside it); benchmarks that read `ru_maxrss` alone understate "
+               "a toktoktok run.")
     out += stream_notes(f)
     w = f.warmup
     measured = [f.floor, *budgets, *f.extra()]
@@ -989,7 +990,8 @@ def notes(f: Findings, setup: Setup) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Peak RSS of toktok run against working_set_mb, and sampling.")
+    parser = argparse.ArgumentParser(prog="run.py --section memory",
+                                     description="Peak RSS of toktok run against working_set_mb, and sampling.")
     parser.add_argument("--merges", type=int, default=8000, help="merges of the corpus runs (default 8000)")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
                         help="comma-separated working_set_mb values in MiB (default 64,256,1024)")
@@ -1033,7 +1035,3 @@ def main(argv: list[str] | None = None) -> None:
     args.report.write_text(text, encoding="utf-8")
     print(text)
     log(f"wrote {args.report}")
-
-
-if __name__ == "__main__":
-    main()

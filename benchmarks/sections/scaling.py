@@ -18,15 +18,14 @@ least-squares fit ``seconds ∝ size^k`` on log-log axes over the points
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from bench_corpus import MB, Corpus
-from bench_report import md_table, num
-from bench_runs import Measured, median_of
-from bench_toktok import run_once, toktok_stages
+from benchkit.corpus import MB, Corpus
+from benchkit.report import md_table, num
+from benchkit.measure import Measured, exponent, median_of
+from benchkit.toktok import run_once, toktok_stages
 
 
 @dataclass
@@ -87,17 +86,6 @@ def run_points(points: list[Point], reps: int, work: Path, env: dict[str, str],
         for point in points:
             run_rep(point, rep, reps, work, env, log)
     return points
-
-
-def exponent(xs: list[float], ys: list[float | None]) -> float | None:
-    """Least-squares slope of log(y) on log(x): y ∝ x^k."""
-    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if y and y > 0 and x > 0]
-    if len(pairs) < 2:
-        return None
-    mx = sum(p[0] for p in pairs) / len(pairs)
-    my = sum(p[1] for p in pairs) / len(pairs)
-    sxx = sum((p[0] - mx) ** 2 for p in pairs)
-    return sum((p[0] - mx) * (p[1] - my) for p in pairs) / sxx if sxx else None
 
 
 HEADERS = ["corpus MB", "merges", "distinct pieces", "ingest s", "ingest MB/s", "train: load s",

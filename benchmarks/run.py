@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""toktoktok's benchmarks: one runner, one section per report.
+
+    .venv/bin/python benchmarks/run.py --section SECTION [the section's options]
+    .venv/bin/python benchmarks/run.py --section SECTION --help
+
+Sections (what each writes; the make target that runs it):
+
+- ``peers`` -> ``RESULTS.md`` (``make bench``): toktoktok, rustbpe and Hugging
+  Face on the same 100 MB corpora; its ``--parts`` add ingest alone, the
+  merge-loop rate and time against size;
+- ``ingest`` -> ``--out`` (default a temp file): ``peers --parts ingest``,
+  toktoktok's ingest at 1 and 2 threads against a ``regex.findall`` +
+  ``Counter`` loop;
+- ``memory`` -> ``MEMORY.md`` (``make bench-memory``): peak RSS of ``toktok
+  run`` against ``working_set_mb``, sampling, huge lines and row groups;
+- ``scale`` -> ``SCALE.md`` (``make bench-scale``): the three trainers on
+  0.1, 0.3 and 1.2 GB of the Linux kernel's source;
+- ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
+  ``regex.findall``;
+- ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
+  real corpora;
+- ``corpus`` -> ``/work/scale-data``: the scale corpora, from Debian's
+  ``linux-source-6.1``.
+
+Where things live:
+
+- ``sections/``: one module per section (``peers`` uses ``ingest``,
+  ``scaling`` and ``targets`` for its parts of RESULTS.md);
+- ``benchkit/``: the shared helpers: ``measure`` (a command run as a whole
+  process, measured from outside: wall, CPU, ``ru_maxrss`` and the sampled
+  peak of its process tree; medians; the growth exponent), ``toktok``
+  (toktoktok's config, its CLI, its manifests), ``corpus`` (the shared
+  corpora and the demo fallback), ``report`` (machine, commit, versions,
+  Markdown tables);
+- ``peer_trainers.py``, ``baseline_ingest.py``: the processes the sections
+  start for rustbpe / Hugging Face and for the ``findall`` baseline;
+  ``scale_corpus.py``: the scale corpora.
+
+The benchmarks drive toktoktok through its command line (``toktok ...``),
+its public library (``toktoktok.load``) and the JSON manifests it writes;
+only ``scanner`` (a kernel's own speed) and ``memory`` (the sampling rule
+it checks against) import library modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SECTIONS = {
+    "peers": "sections.peers",
+    "ingest": "sections.peers",
+    "memory": "sections.memory",
+    "scale": "sections.scale",
+    "scanner": "sections.scanner",
+    "pieces": "sections.pieces",
+    "corpus": "scale_corpus",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0], add_help=False)
+    parser.add_argument("--section", choices=sorted(SECTIONS))
+    args, rest = parser.parse_known_args(argv)
+    if args.section is None:
+        print(__doc__)
+        return 0 if {"-h", "--help"} & set(rest) else 2
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    if args.section == "ingest":  # RESULTS.md's ingest part alone, into its own file unless told
+        out = [] if "--out" in rest else ["--out", str(Path(tempfile.gettempdir()) / "toktok-INGEST.md")]
+        rest = ["--parts", "ingest", "--only", "toktoktok", *out, *rest]
+    module = importlib.import_module(SECTIONS[args.section])
+    return module.main(rest) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

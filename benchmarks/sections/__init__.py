@@ -1,0 +1,1 @@
+"""One module per section of ``benchmarks/run.py``; each has ``main(argv)``."""

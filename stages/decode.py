@@ -1,0 +1,122 @@
+"""``toktok decode``: ids -> text, to check what a token file holds.
+
+The ids come from the command line, or from a file ``toktok encode`` wrote
+(or any file of the same layout, ``toktoktok.token_files``):
+
+- a ``.npy`` shard (any integer dtype);
+- a ``.bin``: nanoGPT's flat file of ``--dtype`` ids (``uint16`` unless
+  given), or Megatron-LM's data file when ``PREFIX.idx`` lies beside it, whose
+  dtype it names; ``--document N`` then picks the N-th document (0-based)
+  rather than the whole file.
+
+Decisions:
+
+- The ids are decoded together (``decode_bytes`` of all of them), so a
+  character split across two tokens comes out whole. Bytes that are not
+  UTF-8 are shown as U+FFFD; ``--bytes`` writes the raw bytes instead, for a
+  pipe or a file.
+- Special tokens decode to their text (``<|endoftext|>``), as tiktoken does.
+- An id the tokenizer does not have is an error naming it, not a silent gap.
+- ``--document`` needs document boundaries: a Megatron index has them; a
+  flat ``.bin`` or ``.npy`` does not, so it is refused there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import tiktoken
+
+from toktoktok.config import ConfigError
+from toktoktok.token_files import read_megatron_index
+
+
+def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = None) -> np.ndarray:
+    """The ids a token file holds (or its ``document``-th document, Megatron only)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--from {path}: no such file")
+    idx = path.with_suffix(".idx")
+    if path.suffix == ".npy":
+        if dtype is not None:
+            raise ConfigError("--dtype is for a .bin file: a .npy names its own dtype")
+        ids = np.load(path, mmap_mode="r")
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise ConfigError(f"--from {path}: not a 1-d array of integer ids ({ids.dtype}, shape {ids.shape})")
+    elif path.suffix == ".bin" and idx.is_file():
+        if dtype is not None:
+            raise ConfigError(f"--dtype does not apply to a Megatron data file: {idx.name} names its dtype")
+        index = read_megatron_index(idx)
+        data = np.memmap(path, dtype=index.dtype, mode="r") if path.stat().st_size else np.zeros(0, index.dtype)
+        if document is None:
+            return data
+        docs = len(index.document_indices) - 1
+        if not 0 <= document < docs:
+            raise ConfigError(f"--document {document}: {idx.name} has {docs} documents (0 to {docs - 1})")
+        first, last = int(index.document_indices[document]), int(index.document_indices[document + 1])
+        if first == last:
+            return np.zeros(0, dtype=index.dtype)
+        start = int(index.pointers[first]) // index.dtype.itemsize
+        stop = int(index.pointers[last - 1]) // index.dtype.itemsize + int(index.sizes[last - 1])
+        return data[start:stop]
+    elif path.suffix == ".bin":
+        name = dtype or "uint16"
+        if path.stat().st_size % np.dtype(name).itemsize:
+            raise ConfigError(f"--from {path}: {path.stat().st_size} bytes is not a whole number of {name} ids")
+        ids = np.memmap(path, dtype=name, mode="r") if path.stat().st_size else np.zeros(0, name)
+    else:
+        raise ConfigError(f"--from {path}: expected a .npy shard or a .bin file (nanoGPT's, or Megatron-LM's "
+                          f"with its .idx beside it)")
+    if document is not None:
+        raise ConfigError(f"--document needs a Megatron-LM data file (.bin with its .idx): {path.name} has no "
+                          f"document boundaries")
+    return ids
+
+
+def decode_ids(enc: tiktoken.Encoding, ids: Sequence[int] | np.ndarray) -> bytes:
+    """The bytes of ``ids``; an id the tokenizer does not have is a ``ConfigError`` naming it.
+
+        >>> enc = tiktoken.Encoding("t", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([b]): b for b in range(256)},
+        ...                         special_tokens={"<|e|>": 257})
+        >>> decode_ids(enc, [104, 105, 257])
+        b'hi<|e|>'
+        >>> try:
+        ...     decode_ids(enc, [104, 256])
+        ... except ConfigError as refused:
+        ...     print(refused)
+        id 256 is not in the vocabulary of t (ids 0 to 257, with gaps)
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    bad = ids[(ids < 0) | (ids > enc.max_token_value)]
+    if len(bad):
+        raise ConfigError(f"id {int(bad[0])} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value})")
+    try:
+        return enc.decode_bytes(ids.tolist())
+    except KeyError as exc:  # an unused id below the highest
+        missing = str(exc.args[0]).rpartition(" ")[2] if exc.args else "?"
+        raise ConfigError(f"id {missing} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value}, "
+                          f"with gaps)") from None
+
+
+def parse_ids(words: Sequence[str]) -> list[int]:
+    """Ids from the command line: separate arguments, or one argument with commas,
+    spaces or brackets (a list pasted from Python).
+
+        >>> parse_ids(["[15496,", "995]", "13"])
+        [15496, 995, 13]
+    """
+    ids = []
+    for word in words:
+        for part in word.replace(",", " ").replace("[", " ").replace("]", " ").split():
+            try:
+                ids.append(int(part))
+            except ValueError:
+                raise ConfigError(f"{part!r} is not a token id (an integer)") from None
+    return ids
+
+
+def refuse(message: str) -> None:
+    """A usage error (exit 2)."""
+    raise ConfigError(message)

@@ -1,0 +1,100 @@
+"""``toktok show``: a text with its token boundaries marked, and its ids.
+
+What people paste into a bug report ("why is this split like that?"):
+
+    [Hello][,][ world][!]
+    ids: [9906, 11, 1917, 0]
+    4 tokens, 13 bytes, 13 characters
+
+Decisions:
+
+- Plain output (not a terminal, or ``--color never``): each token in square
+  brackets. On a terminal (or ``--color always``): no brackets, the tokens on
+  alternating background colours, which reads like the text itself.
+  ``NO_COLOR`` in the environment turns ``auto`` off.
+- White space is made visible where it would vanish: a line break inside a
+  token is written ``\\n`` (``\\r``, ``\\t`` likewise, other control
+  characters ``\\xNN``), and the output line is broken after a token that
+  holds a ``\\n``, so the text's lines stay lines. A backslash is written
+  ``\\\\``, so the escapes are unambiguous. Spaces are left as they are
+  (brackets or colours show where they sit); ``--dots`` writes each space
+  as ``·``.
+- A token whose bytes are not UTF-8 on their own (part of a character cut
+  between tokens) shows those bytes as ``\\xNN``.
+- Special tokens in the text are text by default (``encode_ordinary``);
+  ``--allow-special`` encodes them as their ids.
+
+    >>> import tiktoken
+    >>> enc = tiktoken.Encoding("t", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([b]): b for b in range(256)},
+    ...                     special_tokens={})
+    >>> print(render(enc, enc.encode_ordinary("a b\\n"), color=False))
+    [a][ ][b][\\n]
+    ids: [97, 32, 98, 10]
+    4 tokens, 4 bytes, 4 characters
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import tiktoken
+
+COLORS = ("\x1b[30;48;5;153m", "\x1b[30;48;5;223m", "\x1b[30;48;5;157m", "\x1b[30;48;5;217m")  # blue, sand, green, pink
+RESET = "\x1b[0m"
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL = re.compile(r"[\\\x00-\x1f\x7f]")
+
+
+def visible(token: bytes, *, dots: bool = False) -> str:
+    """A token's text with white space and control characters made visible.
+
+        >>> print(visible(b"  x\\n\\t\\\\"), visible(b" a", dots=True), visible(b"\\xe2\\x80"), visible("é".encode()))
+          x\\n\\t\\\\ ·a \\xe2\\x80 é
+    """
+    out = []
+    for run in _utf8_runs(token):
+        if isinstance(run, int):
+            out.append(f"\\x{run:02x}")
+        else:
+            out.append(_CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), run))
+    text = "".join(out)
+    return text.replace(" ", "·") if dots else text
+
+
+def _utf8_runs(data: bytes) -> list[str | int]:
+    """Valid UTF-8 runs as text, other bytes as ints, in order."""
+    out: list[str | int] = []
+    while data:
+        try:
+            out.append(data.decode("utf-8"))
+            break
+        except UnicodeDecodeError as exc:
+            if exc.start:
+                out.append(data[: exc.start].decode("utf-8"))
+            out += list(data[exc.start : exc.end])
+            data = data[exc.end :]
+    return out
+
+
+def render(enc: tiktoken.Encoding, ids: Sequence[int], *, color: bool, dots: bool = False) -> str:
+    """The marked text, the ids line and the counts line."""
+    pieces = []
+    for i, token in enumerate(ids):
+        raw = enc.decode_single_token_bytes(token)
+        text = visible(raw, dots=dots)
+        pieces.append(f"{COLORS[i % len(COLORS)]}{text}{RESET}" if color else f"[{text}]")
+        if b"\n" in raw:
+            pieces.append("\n")
+    marked = "".join(pieces).rstrip("\n")
+    data = enc.decode_bytes(list(ids))
+    chars = len(data.decode("utf-8", "replace"))
+    counts = f"{len(ids)} token{'s' if len(ids) != 1 else ''}, {len(data)} bytes, {chars} characters"
+    return "\n".join([marked, f"ids: [{', '.join(map(str, ids))}]", counts])
+
+
+def encode_text(enc: tiktoken.Encoding, text: str, *, allow_special: bool = False) -> list[int]:
+    """The ids of ``text``: special tokens as text unless ``allow_special``."""
+    if allow_special:
+        return enc.encode(text, allowed_special="all", disallowed_special=())
+    return enc.encode_ordinary(text)
