@@ -87,6 +87,27 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def chosen_many(key: int, first: int, count: int, share: float) -> np.ndarray:
+    """Whether documents ``first .. first + count - 1`` of the file with ``key``
+    fall in a share: each document's number mixed into the key with
+    splitmix64's finalizer and compared with ``share`` of 2**64. Ingest's rule
+    until units were keyed by offset (``chosen_at``); ``toktok encode``'s
+    validation split still keys documents by number with it.
+
+        >>> chosen_many(file_key(0, "01-en", 0, "sample"), 0, 8, 0.5).tolist()
+        [False, True, True, True, True, False, False, True]
+    """
+    if share >= 1:
+        return np.ones(count, dtype=bool)
+    if share <= 0:
+        return np.zeros(count, dtype=bool)
+    with np.errstate(over="ignore"):
+        x = np.arange(first + 1, first + count + 1, dtype=np.uint64) * _GOLDEN
+        x += np.uint64(key)
+        x = _mix(x)
+    return x < np.uint64(min(int(share * 2.0**64), 2**64 - 1))
+
+
 def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int | np.ndarray = 0) -> np.ndarray:
     """``chosen`` for the units starting at ``offsets`` (of row ``row``, or of each
     unit's row if an array) of the file
