@@ -41,6 +41,7 @@ def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, sal
     (ingest keys units by byte offset since issue 14; encode keeps its rule)."""
     return bool(chosen_many(file_key(seed, slug, file_index, salt), doc, 1, share)[0])
 
+
 EOT, BOS = "<|endoftext|>", "<|bos|>"
 MERGES = [b"th", b"he", b"the", b" t", b" the", b"in", b"ng", b"ing", b"er", b"an", b"nd", b" a", b" an", b" and",
           b"ou", b"or", b"is", b"es", b" o", b" of", b"at", b"on", b"en", b"re", b" s", b" w", b"ed", b"to", b" to"]
