@@ -38,6 +38,20 @@ def _fail(message: str, code: int, verbose: bool) -> None:
     sys.exit(code)
 
 
+def _check_pattern(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--pattern``: a regex that does not compile, or that the probe refuses (it can
+    match the empty string, or leaves a character unmatched), is a usage error (exit 2)."""
+    if value is None:
+        return None
+    from toktoktok.patterns import checked_pattern
+
+    try:
+        checked_pattern(value)
+    except ValueError as exc:
+        raise click.BadParameter(" ".join(str(exc).split()), ctx=ctx, param=param) from None
+    return value
+
+
 def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
     """Run ``action`` and turn every failure into a message and an exit code.
 
@@ -243,7 +257,7 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 
 def _tokenizer_options(func: Callable) -> Callable:
     """``-t TOK`` or ``-c CONFIG`` (the config's output), and ``--pattern`` for a bare ``.tiktoken``."""
-    func = click.option("--pattern", default=None,
+    func = click.option("--pattern", default=None, callback=_check_pattern,
                         help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or "
                              "a regex (default: cl100k_base's and o200k_base's own, else the default pattern).")(func)
     func = click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
@@ -407,7 +421,7 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
               help="A text file or folder to measure on; repeat for several (one row each).")
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
-@click.option("--pattern", default=None,
+@click.option("--pattern", default=None, callback=_check_pattern,
               help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
                    "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")

@@ -30,8 +30,9 @@ Decisions:
   forge document boundaries or chat markup, and the only special ids in the
   output are the separators and ``--bos`` tokens. ``allow_special=True``
   (``--allow-special``) encodes the tokenizer's special tokens in the text
-  as their ids instead (``encode_batch(..., allowed_special="all")``), as
-  training cut them out.
+  as their ids instead (as ``encode_batch(..., allowed_special="all")``
+  would, split at them by ``SpecialIndex``: linear in the text, not in the
+  number of special tokens), as training cut them out.
 - The separator and the bos token must be special tokens of the tokenizer
   (else a usage error). The bos id starts every document and the separator
   id ends it (the last one included), inside the token stream: a Megatron
@@ -108,6 +109,7 @@ from toktoktok.config import ConfigError
 from toktoktok.sampling import chosen_many, file_key
 from toktoktok.sources import TXT_DOCUMENTS, file_format
 from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index
+from toktoktok.tiktoken_file import SpecialIndex
 
 FORMATS = ("npy", "bin", "megatron")
 DEFAULT_SHARD_TOKENS = 100_000_000
@@ -166,10 +168,34 @@ def output_dtype(enc: tiktoken.Encoding, fmt: str, dtype: str | None) -> np.dtyp
 
 
 def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> Callable[[list[str]], list[list[int]]]:
-    """tiktoken's batch encoder: ordinary text, or with the special tokens as ids."""
-    if allow_special:
-        return lambda texts: enc.encode_batch(texts, num_threads=threads, allowed_special="all", disallowed_special=())
-    return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
+    """tiktoken's batch encoder: ordinary text, or with the special tokens as ids.
+
+    With special tokens the texts are split at them here (``SpecialIndex``) and
+    the stretches between encoded as ordinary text, which is what tiktoken's
+    ``encode_batch(..., allowed_special="all")`` does, without its cost of
+    copying every special token on every document (0.14 s a document with
+    65,536 of them).
+    """
+    if not allow_special or not enc.special_tokens_set:
+        return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
+    index = SpecialIndex({tok: enc.encode_single_token(tok) for tok in enc.special_tokens_set})
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        splits = [index.split(text) for text in texts]
+        stretches = [part for parts in splits for part in parts if isinstance(part, str)]
+        encoded = iter(enc.encode_ordinary_batch(stretches, num_threads=threads))
+        out = []
+        for parts in splits:
+            ids: list[int] = []
+            for part in parts:
+                if isinstance(part, str):
+                    ids.extend(next(encoded))
+                else:
+                    ids.append(part)
+            out.append(ids)
+        return out
+
+    return encode
 
 
 class ValSplit:

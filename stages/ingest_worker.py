@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import count_texts
+from toktoktok.pretokenize import PatternMiss, count_texts
 
 
 class PatternTimeout(Exception):
@@ -44,6 +44,8 @@ def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequ
             found, counts = count_texts([text], pattern, special_tokens, timeout=seconds)
         except TimeoutError:
             raise PatternTimeout(index, seconds) from None
+        except PatternMiss as exc:  # the place in this text: say which text of the batch
+            raise PatternMiss(exc.words, index, exc.offset) from None
         for piece, n in zip(found, counts):
             found_all[piece] = found_all.get(piece, 0) + n
     return list(found_all), list(found_all.values()), os.getpid(), own_peak_kb(), specials

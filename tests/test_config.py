@@ -637,7 +637,7 @@ def test_globs_must_be_lists_of_strings(project: Path, value: str, where: str) -
 )  # fmt: skip
 def test_weight_must_be_a_positive_number(project: Path, value: str, got: str) -> None:
     message = error_of(project, MINIMAL.replace("- path: data", f"- path: data\n        weight: {value}"))
-    assert f"config.yaml line 7: phases[0].sources[0].weight must be a positive number, got {got}" in message
+    assert f"config.yaml line 7: phases[0].sources[0].weight must be a positive number at most 1,000,000, got {got}" in message
 
 
 @pytest.mark.parametrize("value", ["''", "3", "null"])

@@ -226,7 +226,7 @@ def test_another_pattern_than_the_published_bases_is_warned_about(tmp_path):
     assert cfg.pattern == NAMED_PATTERNS["default"]
     (warning,) = cfg.warnings
     assert "default" in warning and "cl100k" in warning and "cl100k_base" in warning
-    custom = load_config(config_with(tmp_path, f"{{file: {CL100K}}}", "pattern: '\\\\S+|\\\\s+'\n"))
+    custom = load_config(config_with(tmp_path, f"{{file: {CL100K}}}", "pattern: '\\S+|\\s+'\n"))
     assert custom.pattern.name == "custom" and len(custom.warnings) == 1 and "cl100k" in custom.warnings[0]
 
 

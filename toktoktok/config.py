@@ -39,14 +39,23 @@ Decisions
 - Numbers: a plain (unquoted) scalar such as ``5e-3`` or ``1e3``, which
   YAML 1.1 reads as a string, is read as a float, as YAML 1.2 does. Integer
   keys never accept floats (``merges: 3e4`` is an error: write ``30000``).
-- ``seed`` is an integer in [0, 2**63); ``merges`` at most 2**31 - 1.
+- Every numeric key has an upper bound as well as a lower one (``BOUNDS``,
+  README's table): far above any real run, low enough that no value makes a
+  step take more than linear time or memory in it. ``seed`` is an integer in
+  [0, 2**63); ``merges`` at most 2**31 - 1 (training sizes its arrays for the
+  merges the text can give, never more); ``pad_to_multiple_of`` at most
+  65,536 (every padding token is a special token, which export, load and
+  encode pay for); ``threads`` at most 1,024 worker processes.
 - ``pattern`` names are matched case-insensitively, and tiktoken's encoding
   names are accepted as aliases (``cl100k_base``, ``o200k_base``,
   ``r50k_base``/``p50k_base`` = ``gpt2``): a regex that literally matches
   ``CL100K`` is never what was meant. A custom regex must compile in both
   engines (``regex`` via ``resolve_pattern``, and tiktoken's own), so a
   construct only one of them knows (``\\X``, ``(?V1)``) fails here, not at
-  export time. An empty pattern is an error.
+  export time. An empty pattern is an error, and so is a regex that can
+  match the empty string or leaves a character unmatched (``probe_pattern``
+  runs it over every Unicode category and line-break and space contexts):
+  tiktoken panics on the first and silently drops the text of the second.
 - A ``file:`` must have a readable suffix (``.txt``, ``.jsonl``, ``.parquet``,
   ``.txt``/``.jsonl`` + ``.zst``/``.gz``). A ``path:`` directory is not
   scanned here: the scanner reports a directory with no readable files.
@@ -112,7 +121,8 @@ from toktoktok.config_errors import (
 # toktoktok.config_errors (format_key_path, imported above, is one of them).
 from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
 from toktoktok import id_layout
-from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern
+from toktoktok.patterns import NAMED_PATTERNS, Pattern, UnsafePattern, resolve_pattern, tiktoken_rejects
+from toktoktok.tiktoken_file import find_nested
 
 
 @dataclass(frozen=True)
@@ -211,6 +221,41 @@ MAX_MERGES = 2**31 - 1
 MAX_SEED = 2**63 - 1
 SLUG_MAX_CHARS = 60
 
+# The bounds of every numeric key, checked when the config is read (exit 2).
+# Each is far beyond what a real run needs, and each keeps the cost of the
+# value sane: no step of a run costs more than linear time in any of them.
+MAX_WORKING_SET_MB = 4 * 1024 * 1024  # 4 TiB: plan, sampling and chunk sizes scale with it
+MAX_THREADS = 1024  # one worker process each
+MAX_MIN_FREQUENCY = 2**63 - 1  # counts are 64-bit
+MAX_HELDOUT_SHARE = 0.5
+MAX_PAD_TO_MULTIPLE_OF = 65_536  # up to 65,535 reserved special tokens, each costs export time
+MAX_PIECE_BYTES = 64 * 1024 * 1024  # a piece is held whole in memory
+MIN_PIECE_BYTES = 1024
+MAX_TOKEN_BYTES = MAX_PIECE_BYTES  # a token never outgrows a piece
+MAX_WEIGHT = 1_000_000.0  # counts are multiplied by it
+MAX_SPECIAL_ID = 2**32 - 2  # tiktoken ranks are u32, u32::MAX is its sentinel
+MAX_VOCAB_SIZE = 2**31  # ids 0 to 2**31 - 1, as merges: the phases' arrays are int32
+MIN_PATTERN_TIMEOUT_S, MAX_PATTERN_TIMEOUT_S = 0.01, 3600.0
+MAX_MODEL_MAX_LENGTH = 2**31 - 1  # hf.model_max_length: tokens of context, written into tokenizer_config.json
+
+BOUNDS: dict[str, tuple[object, object]] = {
+    "working_set_mb": (1, MAX_WORKING_SET_MB),
+    "threads": (-1, MAX_THREADS),
+    "phases[].merges": (0, MAX_MERGES),
+    "min_frequency": (1, MAX_MIN_FREQUENCY),
+    "heldout_share": (0, MAX_HELDOUT_SHARE),
+    "pad_to_multiple_of": (1, MAX_PAD_TO_MULTIPLE_OF),
+    "max_token_bytes": (2, MAX_TOKEN_BYTES),
+    "max_piece_bytes": (MIN_PIECE_BYTES, MAX_PIECE_BYTES),
+    "seed": (0, MAX_SEED),
+    "sources[].weight": ("> 0", MAX_WEIGHT),
+    "warm_start.special_tokens ids": (0, MAX_SPECIAL_ID),
+    "vocab_size": (257, MAX_VOCAB_SIZE),
+    "pattern_timeout_s": (MIN_PATTERN_TIMEOUT_S, MAX_PATTERN_TIMEOUT_S),
+    "hf.model_max_length": (1, MAX_MODEL_MAX_LENGTH),
+}
+"""Every numeric key's (lowest, highest) accepted value, as README's table shows them."""
+
 
 # --------------------------------------------------------------------------
 # Value checkers: each returns the checked value or raises ConfigError
@@ -251,16 +296,30 @@ def _int(ctx: Context, path: KeyPath, value: Any, low: int, high: int | None = N
     if not _is_int(value) or value < low:
         raise ctx.error(path, f"must be an integer >= {low}, got {describe(value)}")
     if high is not None and value > high:
-        raise ctx.error(path, f"must be an integer <= {high}, got {describe(value)}")
+        raise ctx.error(path, f"must be an integer <= {high}, got {describe(value)}{_why_bound(path)}")
     return value
 
 
-def _optional_int(ctx: Context, path: KeyPath, value: Any, low: int) -> int | None:
+def _optional_int(ctx: Context, path: KeyPath, value: Any, low: int, high: int) -> int | None:
+    """null, or an integer in [low, high]."""
     if value is None:
         return None
     if not _is_int(value) or value < low:
         raise ctx.error(path, f"must be an integer >= {low} or null, got {describe(value)}")
+    if value > high:
+        raise ctx.error(path, f"must be an integer <= {high:_} or null, got {describe(value)}{_why_bound(path)}")
     return value
+
+
+def _why_bound(path: KeyPath) -> str:
+    """What an upper bound protects, said after a value above it."""
+    reasons = {
+        "pad_to_multiple_of": "each padding token is a special token that export, load and encode pay for",
+        "threads": "each thread is a worker process",
+        "working_set_mb": "that is 4 TiB of memory",
+    }
+    reason = reasons.get(str(path[-1]))
+    return f" ({reason})" if reason else ""
 
 
 def _number(ctx: Context, path: KeyPath, value: Any, wanted: str, ok: Any) -> float:
@@ -369,7 +428,8 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
     text_column = entry.get("text_column", "text")
     if not isinstance(text_column, str) or not text_column:
         raise ctx.error(path + ("text_column",), f"must be a non-empty string, got {describe(text_column)}")
-    weight = _number(ctx, path + ("weight",), entry.get("weight", 1.0), "a positive number", lambda w: w > 0)
+    weight = _number(ctx, path + ("weight",), entry.get("weight", 1.0),
+                     f"a positive number at most {MAX_WEIGHT:,.0f}", lambda w: 0 < w <= MAX_WEIGHT)
     include = _string_list(ctx, path + ("include",), entry.get("include"))
     exclude = _string_list(ctx, path + ("exclude",), entry.get("exclude"))
     return Source(location, is_dir, text_column, weight, include, exclude)
@@ -428,15 +488,20 @@ def _check_nesting(ctx: Context, tokens: list[tuple[KeyPath, str]]) -> None:
     """No special token may sit inside another (tiktoken would pick by hash order).
 
     The same token listed in two places (top level and warm start) is allowed.
+    The error is raised at the later of the two in the file's order. The search
+    is ``find_nested``'s, linear in the tokens' total length (a pairwise
+    comparison would take minutes for 100,000 tokens).
     """
-    for j, (path_b, b) in enumerate(tokens):
-        for path_a, a in tokens[:j]:
-            if a == b:
-                continue
-            if a in b or b in a:
-                outer, inner = (b, a) if a in b else (a, b)
-                both = f"{b!r} and {format_key_path(path_a)} {a!r}"
-                raise ctx.error(path_b, f"{both} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
+    found = find_nested(token for _, token in tokens)
+    if found is None:
+        return
+    first: dict[str, int] = {}
+    for i, (_, token) in enumerate(tokens):
+        first.setdefault(token, i)
+    inner, outer = found
+    (path_a, a), (path_b, b) = sorted((tokens[first[inner]], tokens[first[outer]]), key=lambda t: first[t[1]])
+    both = f"{b!r} and {format_key_path(path_a)} {a!r}"
+    raise ctx.error(path_b, f"{both} overlap: {inner!r} is inside {outer!r}; tiktoken could match either")
 
 
 def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
@@ -464,7 +529,7 @@ def _warm_start(ctx: Context, raw: Any) -> WarmStart | None:
         where = path + ("special_tokens", token)
         if not token:
             raise ctx.error(where, "is an empty special token")
-        _int(ctx, where, token_id, 0, 2**32 - 1)
+        _int(ctx, where, token_id, 0, MAX_SPECIAL_ID)
         if token_id in by_id:
             raise ctx.error(where, f"has id {token_id}, already used by {by_id[token_id]!r}")
         by_id[token_id] = token
@@ -499,7 +564,8 @@ def _hf(ctx: Context, doc: dict[str, Any], special_tokens: tuple[str, ...],
                 raise ctx.error(path + (role,), f"is {token!r}, not a declared special token "
                                                 f"(special_tokens: {known})")
         roles[role] = token
-    max_length = _optional_int(ctx, path + ("model_max_length",), entry.get("model_max_length"), 1)
+    max_length = _optional_int(ctx, path + ("model_max_length",), entry.get("model_max_length"), 1,
+                               MAX_MODEL_MAX_LENGTH)
     template = entry.get("chat_template")
     if template is not None:
         template = _string(ctx, path + ("chat_template",), template, "a Jinja template (a non-empty string) or null")
@@ -518,9 +584,11 @@ def _pattern(ctx: Context, raw: Any) -> Pattern:
         return NAMED_PATTERNS[name]
     try:
         pattern = resolve_pattern(raw)
+    except UnsafePattern as exc:
+        raise ctx.error(("pattern",), f"is refused: it {exc}") from None
     except ValueError as exc:
         raise ctx.error(("pattern",), f"is not a valid regex: {exc}") from None
-    problem = _tiktoken_rejects(pattern.tiktoken)
+    problem = tiktoken_rejects(pattern.tiktoken)
     if problem:
         raise ctx.error(("pattern",), f"is a regex tiktoken cannot use: {problem}")
     return pattern
@@ -545,22 +613,6 @@ def _base_pattern(ctx: Context, raw: Any, warm_start: WarmStart | None) -> tuple
     shown = pattern.name if pattern.name != "custom" else f"a custom regex {describe(raw)}"
     return pattern, (f"pattern: {shown} is not {own.name}, the pattern the warm start {known.name} was trained "
                      f"with: its merges were learned on {own.name}'s pieces (leave pattern: out to use {own.name})",)
-
-
-def _tiktoken_rejects(pattern: str) -> str | None:
-    """tiktoken's engine (fancy-regex) differs from ``regex``: try it on 256 bytes."""
-    try:
-        import tiktoken
-    except ImportError:  # pragma: no cover - tiktoken is a dependency
-        return None
-    ranks = {bytes([b]): b for b in range(256)}
-    try:
-        tiktoken.Encoding("toktoktok-check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # pyo3 panics are BaseExceptions
-        return " ".join(str(exc).split()) or type(exc).__name__
-    return None
 
 
 def _output(ctx: Context, raw: Any) -> Path:
@@ -628,7 +680,7 @@ def load_config(path: str | Path) -> Config:
     doc = read_document(config_path, ctx)
     _check_keys(ctx, (), doc, TOP_KEYS)
     output = _output(ctx, _require(ctx, doc, (), "output"))
-    vocab_size = _optional_int(ctx, ("vocab_size",), doc.get("vocab_size"), id_layout.BYTES + 1)
+    vocab_size = _optional_int(ctx, ("vocab_size",), doc.get("vocab_size"), id_layout.BYTES + 1, MAX_VOCAB_SIZE)
     phases = _phases(ctx, _require(ctx, doc, (), "phases"), merges_optional=vocab_size is not None)
     settings = _settings(ctx, doc)
     hf = _hf(ctx, doc, settings["special_tokens"], settings["warm_start"])
@@ -740,22 +792,23 @@ def _scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
     threads_path, threads = get("threads")
     if not _is_int(threads) or not (threads == -1 or threads >= 1):
         raise ctx.error(threads_path, f"must be -1 (all cores) or an integer >= 1, got {describe(threads)}")
-    share_ok = lambda x: 0 <= x <= 0.5  # noqa: E731
+    _int(ctx, threads_path, threads, -1, MAX_THREADS)
+    share_ok = lambda x: 0 <= x <= MAX_HELDOUT_SHARE  # noqa: E731
     return {
-        "working_set_mb": _int(ctx, *get("working_set_mb"), 1),
+        "working_set_mb": _int(ctx, *get("working_set_mb"), 1, MAX_WORKING_SET_MB),
         "threads": threads,
         "verbose": _bool(ctx, *get("verbose")),
         "hardcoded_merges": _bool(ctx, *get("hardcoded_merges")),
         "seed": _int(ctx, *get("seed"), 0, MAX_SEED),
-        "min_frequency": _int(ctx, *get("min_frequency"), 1),
-        "heldout_share": _number(ctx, *get("heldout_share"), "a number between 0 and 0.5", share_ok),
-        "pad_to_multiple_of": _optional_int(ctx, *get("pad_to_multiple_of"), 1),
-        "max_token_bytes": _optional_int(ctx, *get("max_token_bytes"), 2),
+        "min_frequency": _int(ctx, *get("min_frequency"), 1, MAX_MIN_FREQUENCY),
+        "heldout_share": _number(ctx, *get("heldout_share"), f"a number between 0 and {MAX_HELDOUT_SHARE}", share_ok),
+        "pad_to_multiple_of": _optional_int(ctx, *get("pad_to_multiple_of"), 1, MAX_PAD_TO_MULTIPLE_OF),
+        "max_token_bytes": _optional_int(ctx, *get("max_token_bytes"), 2, MAX_TOKEN_BYTES),
         "export_hf": _bool(ctx, *get("export_hf")),
-        "max_piece_bytes": _int(ctx, *get("max_piece_bytes"), 1024),
+        "max_piece_bytes": _int(ctx, *get("max_piece_bytes"), MIN_PIECE_BYTES, MAX_PIECE_BYTES),
         "on_bad_file": _choice(ctx, *get("on_bad_file"), ("fail", "skip")),
         "pattern_timeout_s": _number(ctx, *get("pattern_timeout_s"), "a number of seconds between 0.01 and 3600",
-                                     lambda x: 0.01 <= x <= 3600),
+                                     lambda x: MIN_PATTERN_TIMEOUT_S <= x <= MAX_PATTERN_TIMEOUT_S),
     }
 
 

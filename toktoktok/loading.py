@@ -22,7 +22,10 @@ Decisions:
 - Keyword arguments win over the companion file; each one replaces that part
   of it whole (``special_tokens={}`` means "no special tokens").
 - ``pattern=`` takes what a config's ``pattern:`` takes: a name
-  (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex.
+  (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex, checked
+  as a config's is (``checked_pattern``): a regex that can match the empty
+  string or leaves a character unmatched raises ``UnsafePattern``, a
+  ``ValueError``, instead of a tiktoken panic at the first encode.
 - No companion: OpenAI's ``cl100k_base`` and ``o200k_base`` files, recognised
   by content (``known_bases``), get their own pattern and special tokens;
   any other file the default pattern (docs/pretokenization.md) and no
@@ -49,7 +52,7 @@ from typing import Any
 import tiktoken
 
 from toktoktok.known_bases import recognise
-from toktoktok.patterns import NAMED_PATTERNS, resolve_pattern
+from toktoktok.patterns import NAMED_PATTERNS, checked_pattern, resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
 
 META_FORMAT = "toktoktok-meta/2"
@@ -186,7 +189,7 @@ def load(
         check_companion(path, meta, ranks)
     else:
         meta = _known_meta(path)
-    pat_str = resolve_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
+    pat_str = checked_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
     if pat_str is None:
         pat_str = resolve_pattern(None).tiktoken
     special = dict(special_tokens) if special_tokens is not None else _meta_special_tokens(meta, companion)

@@ -76,11 +76,23 @@ NAMED_PATTERNS: dict[str, Pattern] = {
 }
 
 
+class UnsafePattern(ValueError):
+    """A custom pattern that can match the empty string, or leaves text unmatched."""
+
+
 def resolve_pattern(value: str | None) -> Pattern:
     """Map a config's ``pattern:`` value (None, a name, or a regex) to a Pattern.
 
     A custom regex is used as written by both engines and matched over whole
-    documents. Raises ``ValueError`` when a custom regex does not compile.
+    documents. Raises ``ValueError`` when a custom regex does not compile, and
+    ``UnsafePattern`` (a ``ValueError``) when ``probe_pattern`` finds it can
+    match the empty string or leave a character unmatched.
+
+        >>> try:
+        ...     resolve_pattern(r"\\w+|\\s+")
+        ... except UnsafePattern as exc:
+        ...     print(str(exc).split(" in ")[0])
+        leaves ',' (U+002C, category Po) unmatched
     """
     if value is None:
         return NAMED_PATTERNS["default"]
@@ -89,10 +101,155 @@ def resolve_pattern(value: str | None) -> Pattern:
     import regex
 
     try:
-        regex.compile(value)
+        compiled = regex.compile(value)
     except regex.error as exc:
         raise ValueError(f"pattern does not compile: {exc}") from exc
+    problem = probe_pattern(compiled)
+    if problem:
+        raise UnsafePattern(problem)
     return Pattern("custom", value, value, False)
+
+
+# Characters of every Unicode general category but Cs (a surrogate is never
+# UTF-8 text), a few for the big ones (each checked by the tests).
+PROBE_CHARACTERS = {
+    "Lu": "AÄΣЖ", "Ll": "aßσж", "Lt": "ǅ", "Lm": "ʰー", "Lo": "あ中אاก", "Mn": "\u0301\u0308", "Mc": "\u0903",
+    "Me": "\u20dd", "Nd": "0٣०", "Nl": "Ⅻ", "No": "²½", "Pc": "_", "Pd": "-–", "Ps": "(「", "Pe": ")」",
+    "Pi": "«“", "Pf": "»”", "Po": "!,.'\"。", "Sm": "+∑", "Sc": "$€", "Sk": "^`", "So": "©👍",
+    "Zs": " \u00a0\u3000", "Zl": "\u2028", "Zp": "\u2029", "Cc": "\t\n\r\x00\x0b\x0c\x85",
+    "Cf": "\u200b\u200d\ufeff", "Co": "\ue000", "Cn": "\uffff",
+}
+# Line-break and space contexts, where patterns differ most (lookaheads, \s*).
+PROBE_CONTEXTS = (
+    "", "\n", "\r\n", " \n", "a \n b", "a  ", "   ", "\n\n", "a\r\nb", "\t\n ", "x\r", "a\n", " a",
+    "Hello, world! It's 2026:  naïve café,\n\n    3.14159\r\n\tend  ", "1234567 89", "x  \n  y\n",
+)
+
+
+def probe_texts() -> list[str]:
+    """The texts ``probe_pattern`` runs the pattern over: the contexts, and each
+    probe character alone, doubled, and after and before a letter, a space and
+    a line break (about 600 short texts).
+
+        >>> "a\u0301" in probe_texts() and "\u2028 " in probe_texts()
+        True
+    """
+    texts = list(PROBE_CONTEXTS)
+    for chars in PROBE_CHARACTERS.values():
+        for c in chars:
+            texts += [c, c + c, "a" + c, c + "a", " " + c, c + " ", "\n" + c, c + "\n"]
+    return texts
+
+
+def probe_pattern(compiled) -> str | None:
+    r"""Why a pattern cannot be used, or None: tiktoken panics on a match of the
+    empty string, and silently drops the text between two matches. So every
+    probe text must be covered exactly by non-empty matches, one after another.
+
+    A probe is not a proof (a pattern may still fail on text the probes do not
+    hold); ingest checks every document again (``first_miss``) and stops at the
+    first such place. A compiled ``regex`` pattern or a string.
+
+        >>> probe_pattern(r"\S+|\s+") is None
+        True
+        >>> probe_pattern(r"\w*|\s")
+        "matches the empty string (in '', at character 0): tiktoken would panic on it; make every alternative take at least one character (+ rather than *)"
+    """
+    import regex
+
+    compiled = regex.compile(compiled) if isinstance(compiled, str) else compiled
+    for text in probe_texts():
+        miss = first_miss(compiled, text)
+        if miss is not None:
+            return describe_miss(text, *miss)
+    return None
+
+
+def first_miss(compiled, text: str) -> tuple[int, int] | None:
+    r"""``(offset, end)`` of the first empty match (``end == offset``) or the first
+    run of text no match covers, or None when the matches tile ``text``.
+
+        >>> import regex
+        >>> first_miss(regex.compile(r"a+"), "aab a"), first_miss(regex.compile(r"b?"), "bc")
+        ((2, 4), (1, 1))
+    """
+    at = 0
+    for m in compiled.finditer(text):
+        start, end = m.span()
+        if start > at:
+            return at, start
+        if end == start:
+            return start, start
+        at = end
+    return (at, len(text)) if at < len(text) else None
+
+
+def describe_miss(text: str, offset: int, end: int) -> str:
+    """The problem ``first_miss`` found, in words (character offsets into ``text``).
+
+        >>> print(describe_miss("ab", 1, 2))
+        leaves 'b' (U+0062, category Ll) unmatched in 'ab': tiktoken silently drops the text a pattern does not match; end the pattern with an alternative that takes any character, such as |\\S+|\\s+
+    """
+    shown = repr(text if len(text) <= 40 else text[:40] + "...")
+    if end == offset:
+        return (f"{miss_words(text, offset, end)} (in {shown}, at character {offset}): tiktoken would panic on "
+                "it; make every alternative take at least one character (+ rather than *)")
+    return (f"{miss_words(text, offset, end)} in {shown}: tiktoken silently drops the text a pattern does not "
+            r"match; end the pattern with an alternative that takes any character, such as |\S+|\s+")
+
+
+def miss_words(text: str, offset: int, end: int) -> str:
+    """What went wrong at ``text[offset:end]``, in a few words.
+
+        >>> miss_words("ab", 1, 1), miss_words("a\u0301", 1, 2)
+        ('matches the empty string', "leaves '\u0301' (U+0301, category Mn) unmatched")
+    """
+    import unicodedata
+
+    if end == offset:
+        return "matches the empty string"
+    char = text[offset]
+    return f"leaves {char!r} (U+{ord(char):04X}, category {unicodedata.category(char)}) unmatched"
+
+
+def tiktoken_rejects(pattern: str) -> str | None:
+    """Why tiktoken's engine (fancy-regex, not ``regex``) cannot use ``pattern``, or None:
+    it is tried on the 256 bytes, so a construct only ``regex`` knows fails here,
+    not at export time.
+
+        >>> tiktoken_rejects(r"\\S+|\\s+") is None, tiktoken_rejects(r"\\X+|\\s+") is None
+        (True, False)
+    """
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a dependency
+        return None
+    ranks = {bytes([b]): b for b in range(256)}
+    try:
+        tiktoken.Encoding("toktoktok-check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # pyo3 panics are BaseExceptions
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return None
+
+
+def checked_pattern(value: str) -> Pattern:
+    """A ``--pattern`` or ``pattern=`` value (a name or a regex) as a Pattern, checked as
+    a config's ``pattern:`` is: it compiles in both engines and passes ``probe_pattern``.
+    Raises ``ValueError`` (``UnsafePattern`` for the probe) saying why.
+
+        >>> checked_pattern("o200k").name
+        'o200k'
+    """
+    try:
+        pattern = resolve_pattern(value)
+    except UnsafePattern as exc:
+        raise UnsafePattern(f"the pattern is refused: it {exc}") from None
+    problem = tiktoken_rejects(pattern.tiktoken) if pattern.name == "custom" else None
+    if problem:
+        raise ValueError(f"pattern is a regex tiktoken cannot use: {problem}")
+    return pattern
 
 
 # A letter first assigned in each Unicode version, newest first: the newest one

@@ -116,21 +116,79 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = (), *,
     return out
 
 
+class PatternMiss(ValueError):
+    """The pattern matched the empty string or left text unmatched in
+    ``texts[index]`` at character ``offset`` (tiktoken would panic on the first
+    and drop the second): the run stops there. ``words`` says what happened and
+    where, in a few words; ingest adds the file and the offset in it."""
+
+    def __init__(self, words: str, index: int = 0, offset: int = 0) -> None:
+        super().__init__(words, index, offset)
+        self.words, self.index, self.offset = words, index, offset
+
+    def __str__(self) -> str:
+        return self.words
+
+
 def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = (), *,
                 timeout: float | None = None) -> tuple[list[bytes], list[int]]:
     """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).
 
     This runs in ingest's worker processes for patterns without the numba
     scanner: the module imports only ``regex``, so a worker stays small.
+    The config's probe (``patterns.probe_pattern``) cannot prove a custom
+    pattern covers every text, so the batch is checked here: no piece may be
+    empty, and the pieces' lengths (each distinct piece's length times its
+    count) must add up to the segments' (the matches never overlap, so then
+    they tile every segment). That costs a pass over the distinct pieces, not
+    over every match; only a batch that fails is searched again for the first
+    place, which ``PatternMiss`` names.
 
         >>> from toktoktok.patterns import resolve_pattern
         >>> count_texts(["a a a"], resolve_pattern(None))
         ([b'a', b' a'], [1, 2])
     """
+    compiled = _compiled(pattern.python)
     counted: Counter[str] = Counter()
+    covered = 0
     for text in texts:
-        counted.update(pieces(text, pattern, special_tokens, timeout=timeout))
+        for seg in split_special(text, special_tokens):
+            covered += len(seg)
+            if compiled.groups:  # a custom regex with groups: keep whole matches
+                counted.update(m.group() for m in compiled.finditer(seg, timeout=timeout))
+            else:
+                counted.update(compiled.findall(seg, timeout=timeout))
+    if "" in counted or sum(len(p) * n for p, n in counted.items()) != covered:
+        misses = (_miss(compiled, text, special_tokens, i) for i, text in enumerate(texts))
+        raise next((m for m in misses if m is not None), PatternMiss("the pattern does not tile a batch"))
     return [p.encode("utf-8", "surrogatepass") for p in counted], list(counted.values())
+
+
+def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str], index: int = 0) -> PatternMiss | None:
+    """The first place in ``text`` (special tokens left out) the pattern does not tile, or None.
+
+        >>> miss = _miss(regex.compile(r"[a-z]+|\\s+"), "ok <|e|>fine, no", ["<|e|>"])
+        >>> print(miss, miss.offset)
+        the pattern leaves ',' (U+002C, category Po) unmatched, after 'ok <|e|>fine': tiktoken would drop that text 12
+    """
+    from toktoktok.patterns import first_miss, miss_words
+
+    tokens = tuple(t for t in special_tokens if t)
+    bounds = [0]
+    if tokens:
+        for m in _special_regex(tokens).finditer(text):
+            bounds += [m.start(), m.end()]
+    bounds.append(len(text))
+    for start, end in zip(bounds[::2], bounds[1::2]):
+        miss = first_miss(compiled, text[start:end])
+        if miss is None:
+            continue
+        at = start + miss[0]
+        what = miss_words(text[start:end], *miss)
+        harm = "panic there" if miss[0] == miss[1] else "drop that text"
+        return PatternMiss(f"the pattern {what}, after {text[max(0, at - 30):at]!r}: tiktoken would {harm}",
+                           index, at)
+    return None
 
 
 def _inside_special(text: str, p: int, special_tokens: Sequence[str]) -> bool:

@@ -18,6 +18,8 @@ token (a gap inherited from a warm start) has an empty span.
 
 from __future__ import annotations
 
+import itertools
+
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -135,10 +137,19 @@ def special_ids(tokens: Iterable[str], vocab_size: int, *, kept: Mapping[str, in
     """
     kept = dict(kept or {})
     ids = {tok: vocab_size + i for i, tok in enumerate(t for t in tokens if t not in kept)}
-    k = 0
-    while pad_to and (vocab_size + len(ids)) % pad_to:
-        name = f"<|reserved_special_token_{k}|>"
-        if name not in ids and name not in kept:
-            ids[name] = vocab_size + len(ids)
-        k += 1
+    padding = -(vocab_size + len(ids)) % pad_to if pad_to else 0
+    # a name already used is skipped: at most padding + len(tokens) + len(kept) names
+    # are drawn, linear in pad_to (at most 65,536, the config's bound)
+    free = (name for name in map(reserved_name, itertools.count()) if name not in ids and name not in kept)
+    for name in itertools.islice(free, padding):
+        ids[name] = vocab_size + len(ids)
     return kept | ids
+
+
+def reserved_name(k: int) -> str:
+    """The name of the ``k``-th padding token.
+
+        >>> reserved_name(7)
+        '<|reserved_special_token_7|>'
+    """
+    return f"<|reserved_special_token_{k}|>"

@@ -53,7 +53,7 @@ from typing import Any
 import pyarrow as pa
 
 from stages import artifacts, workdir
-from stages.ingest.batching import Batcher, PatternTooSlow, Workers, load_kernels
+from stages.ingest.batching import Batcher, PatternMissAt, PatternTooSlow, Workers, load_kernels
 from stages.ingest.chunking import Chunker, chunk_bytes
 from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
@@ -108,6 +108,12 @@ def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], 
     tally.kept_documents += 1
     tally.kept_bytes += size
     tally.heldout_trained = 1
+
+
+class PatternMissError(ValueError):
+    """A custom pattern matched the empty string or left a character unmatched in
+    a document (exit 1, whatever ``on_bad_file`` says: tiktoken would panic on
+    the first and silently drop the second)."""
 
 
 def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
@@ -171,6 +177,10 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     try:
         batcher = _read_all(cfg, phase, files, chunker, tally, heldout, progress, share)
+    except PatternMissAt as exc:
+        raise PatternMissError(
+            f"{files[exc.file_index][1]}: {exc.words}, at character {exc.offset} of what this file trains on; "
+            "a pattern must match every character, never the empty string: stopping") from None
     except PatternTooSlow as exc:
         raise PatternTimeoutError(
             f"{files[exc.file_index][1]}: the pattern took more than {exc.seconds:.3g} s (pattern_timeout_s: "

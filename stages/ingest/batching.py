@@ -22,7 +22,7 @@ from stages.workdir import resolve_threads
 from toktoktok import counts, documents, scanner
 from toktoktok.config import Config
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import split_special
+from toktoktok.pretokenize import PatternMiss, split_special
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 
@@ -34,6 +34,16 @@ class PatternTooSlow(RuntimeError):
     def __init__(self, file_index: int, offset: int, seconds: float) -> None:
         super().__init__(file_index, offset, seconds)
         self.file_index, self.offset, self.seconds = file_index, offset, seconds
+
+
+class PatternMissAt(ValueError):
+    """A custom pattern matched the empty string or left text unmatched
+    (``PatternMiss``) at character ``offset`` of what file ``file_index`` trains
+    on; the stage names the file."""
+
+    def __init__(self, file_index: int, offset: int, words: str) -> None:
+        super().__init__(file_index, offset, words)
+        self.file_index, self.offset, self.words = file_index, offset, words
 
 
 def batch_chars(cfg: Config) -> int:
@@ -191,11 +201,14 @@ class Batcher:
     @staticmethod
     def _counted(result: Any, file_index: int, first: int, lengths: list[int]) -> Any:
         """``result()``, a too slow custom pattern turned into ``PatternTooSlow``
-        with the file and the character offset of the text it choked on."""
+        with the file and the character offset of the text it choked on, and a
+        ``PatternMiss`` into ``PatternMissAt`` with the file and the offset."""
         try:
             return result()
         except PatternTimeout as exc:
             raise PatternTooSlow(file_index, first + sum(lengths[: exc.index]), exc.seconds) from None
+        except PatternMiss as exc:  # the pattern matched empty or left text unmatched
+            raise PatternMissAt(file_index, first + sum(lengths[: exc.index]) + exc.offset, exc.words) from None
 
     def file_done(self) -> None:
         self.send()
