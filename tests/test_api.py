@@ -32,7 +32,7 @@ from tests.conftest import (
     work_of,
     write_config,
 )
-from toktoktok import sampling
+from toktoktok import sampling, units
 from toktoktok.api import count_documents
 from toktoktok.config import check_settings
 from toktoktok.patterns import NAMED_PATTERNS
@@ -159,6 +159,13 @@ def test_importing_the_library_does_not_import_the_stages():
     assert "train" in toktoktok.__all__
 
 
+def _jsonl(path, docs):
+    """One line per document, as ``stages.pipeline.train_texts`` writes them: the
+    file whose keys (line offsets) and size ``train()`` samples by."""
+    path.write_text("".join(json.dumps({"text": d}, ensure_ascii=True) + "\n" for d in docs), encoding="ascii")
+    return path
+
+
 def _parquet(path, docs):
     """One row per document: ingest reads them in order, and measures their UTF-8 bytes."""
     pq.write_table(pa.table({"text": pa.array(docs, pa.string())}), path)
@@ -170,7 +177,7 @@ def test_train_equals_the_cli_with_held_out_share_and_sampling(seed, tmp_path):
     docs = split_txt_documents(english_text(1_000_000))
     options = dict(merges=150, special_tokens=SPECIALS[:1], seed=seed, working_set_mb=1, threads=2)
     enc = toktoktok.train(docs, **options)  # default heldout_share
-    source = _parquet(tmp_path / "docs.parquet", docs)
+    source = _jsonl(tmp_path / "docs.jsonl", docs)
     phases = [{"name": "train", "merges": 150, "sources": [{"file": str(source)}]}]
     cli_options = {k: v for k, v in options.items() if k != "merges"}
     cli = cli_encoding(tmp_path / "cli", phases, **cli_options)
@@ -178,9 +185,15 @@ def test_train_equals_the_cli_with_held_out_share_and_sampling(seed, tmp_path):
     ingest = manifest(work_of(tmp_path / "cli" / "config.yaml") / "ingest" / "01-train")
     assert ingest["sample"]["share"] < 0.5, "the sample is in play"
     assert ingest["counts"]["heldout_documents"] > 0 and ingest["counts"]["sampled_out_documents"] > 0
-    sizes = [len(d.encode()) for d in docs]
-    share = sampling.share(total=sum(sizes), capacity=sampling.capacity(1))
-    fates, _ = sampling.document_fates(sizes, seed=seed, slug="01-train", heldout_share=0.005, sample_share=share)
+    lines = sampling.jsonl_offsets(docs)
+    assert lines[-1] == source.stat().st_size
+    share = sampling.share(total=int(lines[-1]), capacity=sampling.capacity(1))
+    found = [(line + offset, len(part.encode())) for line, d in zip(lines.tolist(), docs)
+             for offset, part in units.row_parts(d, units.bound(1), cut=True, breaks=True)[0]]
+    offsets, sizes = zip(*found)
+    assert len(found) > len(docs), "some documents are cut into units"
+    fates, _ = sampling.unit_fates(sizes, offsets, seed=seed, slug="01-train", heldout_share=0.005,
+                                   sample_share=share)
     assert np.count_nonzero(fates == sampling.HELD) == ingest["counts"]["heldout_documents"]
     assert np.count_nonzero(fates == sampling.LEFT_OUT) == ingest["counts"]["sampled_out_documents"]
 
@@ -197,36 +210,40 @@ def test_train_equals_the_cli_with_a_warm_start_and_other_options(pattern, corpu
     enc = toktoktok.train(texts, **options)
     assert enc._special_tokens["<|a|>"] == base._special_tokens["<|a|>"], "a warm start's special token keeps its id"
     assert enc.n_vocab % 64 == 0 and "<|reserved_special_token_0|>" in enc._special_tokens
-    phases = [{"name": "train", "merges": 80, "sources": [{"file": str(_parquet(tmp_path / "t.parquet", texts))}]}]
+    phases = [{"name": "train", "merges": 80, "sources": [{"file": str(_jsonl(tmp_path / "t.jsonl", texts))}]}]
     cli = cli_encoding(tmp_path / "cli", phases, **{k: v for k, v in options.items() if k != "merges"})
     same_tokenizer(enc, cli)
 
 
 def _fates_reference(sizes, seed, heldout_share, share, cap):
-    """Ingest's rule, one document at a time (``_Router.open``), in plain Python."""
+    """Ingest's rule, one unit at a time (``Router.open``), in plain Python; unit k
+    is row k // 3 at offset 1000 * (k % 3)."""
     fates, held = [], 0
-    for doc, size in enumerate(sizes):
-        if held < cap and sampling.chosen(seed, "01-x", 2, doc, heldout_share, salt=sampling.HELDOUT):
+    for k, size in enumerate(sizes):
+        row, offset = k // 3, 1000 * (k % 3)
+        if held < cap and sampling.chosen(seed, "01-x", 2, offset, heldout_share, salt=sampling.HELDOUT, row=row):
             fates.append(sampling.HELD)
             held += min(size, cap - held)
         else:
-            kept = sampling.chosen(seed, "01-x", 2, doc, share, salt=sampling.SAMPLE)
+            kept = sampling.chosen(seed, "01-x", 2, offset, share, salt=sampling.SAMPLE, row=row)
             fates.append(sampling.TRAIN if kept else sampling.LEFT_OUT)
     return fates, held
 
 
 @pytest.mark.parametrize(("heldout_share", "share", "cap"), [(0.3, 0.6, 5_000), (0.5, 1.0, 10**9), (0, 0.2, 0),
                                                              (0.2, 0.5, 0)])
-def test_document_fates_is_the_rule_ingest_applies_per_document(heldout_share, share, cap):
+def test_unit_fates_is_the_rule_ingest_applies_per_unit(heldout_share, share, cap):
     sizes = np.random.default_rng(5).integers(0, 400, size=300)
-    fates, held = sampling.document_fates(sizes, seed=9, slug="01-x", file_index=2, heldout_share=heldout_share,
-                                          sample_share=share, heldout_cap=cap)
+    rows, offsets = np.arange(300) // 3, 1000 * (np.arange(300) % 3)
+    fates, held = sampling.unit_fates(sizes, offsets, rows=rows, seed=9, slug="01-x", file_index=2,
+                                      heldout_share=heldout_share, sample_share=share, heldout_cap=cap)
     assert (fates.tolist(), held) == _fates_reference(sizes.tolist(), 9, heldout_share, share, cap)
-    first, after = sampling.document_fates(sizes[:120], seed=9, slug="01-x", file_index=2,
-                                           heldout_share=heldout_share, sample_share=share, heldout_cap=cap)
-    rest, end = sampling.document_fates(sizes[120:], seed=9, slug="01-x", file_index=2, first=120,
-                                        heldout_share=heldout_share, sample_share=share, heldout_cap=cap,
-                                        heldout_bytes=after)
+    first, after = sampling.unit_fates(sizes[:120], offsets[:120], rows=rows[:120], seed=9, slug="01-x",
+                                       file_index=2, heldout_share=heldout_share, sample_share=share,
+                                       heldout_cap=cap)
+    rest, end = sampling.unit_fates(sizes[120:], offsets[120:], rows=rows[120:], seed=9, slug="01-x",
+                                    file_index=2, heldout_share=heldout_share, sample_share=share,
+                                    heldout_cap=cap, heldout_bytes=after)
     assert (np.concatenate([first, rest]).tolist(), end) == (fates.tolist(), held), "in parts as in one"
 
 
@@ -252,5 +269,8 @@ def test_train_cuts_a_long_run_as_ingest_does(tmp_path):
     ingest = work_of(tmp_path / "cli" / "config.yaml") / "ingest" / "01-train"
     assert manifest(ingest)["counts"]["forced_cuts"] > 0
     settings = check_settings({"max_piece_bytes": 1024, "threads": 2}, where="test")
-    table = count_documents(docs, np.zeros(len(docs), np.uint8), settings)
+    bound = units.bound(settings["working_set_mb"])  # ingest (and train()) cut the long document into units
+    parts = [p for d in docs for _, p in units.row_parts(d, bound, cut=True, breaks=True)[0]]
+    assert len(parts) > len(docs)
+    table = count_documents(parts, np.zeros(len(parts), np.uint8), settings)
     assert dict(zip(table["piece"].to_pylist(), table["count"].to_pylist())) == chunk_counts(ingest)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import regex
 
-from toktoktok.documents import _space_at, doc_ends, last_break_cut, reference_ends, valid_utf8
+from toktoktok.documents import space_at, doc_ends, last_break_cut, reference_ends, valid_utf8
 from toktoktok.sources import ReadStats, Utf8Decoder, iter_txt_windows
 
 # line breaks, \s characters of every length, look-alikes, invalid and cut sequences
@@ -42,13 +42,13 @@ def _random_bytes(rng: random.Random, n: int) -> bytes:
 
 
 def test_every_code_point_is_white_space_exactly_as_regex_says():
-    """``_space_at`` against ``regex``'s ``\\s`` for every code point (surrogates excluded)."""
+    """``space_at`` against ``regex``'s ``\\s`` for every code point (surrogates excluded)."""
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:
             continue
         ch = chr(cp)
         data = np.frombuffer(ch.encode(), dtype=np.uint8)
-        assert _space_at(data, 0) == bool(regex.match(r"\s", ch)), hex(cp)
+        assert space_at(data, 0) == bool(regex.match(r"\s", ch)), hex(cp)
 
 
 def test_kernel_equals_reference_on_random_bytes():

@@ -61,6 +61,7 @@ from stages import workdir  # noqa: E402
 import toktoktok.atomic as atomic  # noqa: E402
 from stages.progress import Progress  # noqa: E402
 from tests.conftest import split_txt_documents
+from toktoktok import units  # noqa: E402
 from toktoktok.config import load_config  # noqa: E402
 from toktoktok.patterns import NAMED_PATTERNS  # noqa: E402
 from toktoktok.pretokenize import PartCutter  # noqa: E402
@@ -581,17 +582,21 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
     manifest = ingest.run_ingest(cfg, phase, force=True, progress=Progress(stream=io.StringIO()))
     share = manifest["sample"]["share"]
     assert (share < 1) == (budget_mb == 1)
-    # the reference: the seeded rules applied to our own split of the decoded file
+    # the reference: the seeded rules applied to our own split of the file into units,
+    # keyed by each unit's byte offset
     held, kept, held_bytes = [], [], 0
-    fates = []  # per document: kept or not
-    for d, text in enumerate(txt_documents(data.decode("utf-8", "replace"))):
-        if held_bytes < cap and is_heldout(cfg.seed, phase.slug, 0, d, cfg.heldout_share):
+    fates = []  # per unit: kept or not
+    pattern = NAMED_PATTERNS[name]
+    for start, end in units.reference_units(data, units.bound(budget_mb), cut=True,
+                                            breaks=pattern.cut_at_safe_places):
+        text = data[start:end].decode("utf-8", "replace")
+        if held_bytes < cap and is_heldout(cfg.seed, phase.slug, 0, start, cfg.heldout_share):
             raw = text.encode()[: cap - held_bytes]
             held.append(raw.decode("utf-8", "ignore"))
             held_bytes += len(raw)
             fates.append((text, False))
         else:
-            fates.append((text, chosen(cfg.seed, phase.slug, 0, d, share, salt="sample")))
+            fates.append((text, chosen(cfg.seed, phase.slug, 0, start, share, salt="sample")))
     kept = [text for text, keep in fates if keep]
     assert held_bytes >= cap and len(held) < n_docs // 4, "the cap is reached early in the file"
     stored = pl.read_ipc(workdir.ingest_dir(cfg, phase) / "heldout.arrow")["text"].to_list()

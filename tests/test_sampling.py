@@ -34,6 +34,7 @@ from tests.conftest import (
     write_config,
 )
 from toktoktok import counts as count_tables
+from toktoktok import units
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE, chosen, is_heldout
 
 CHARS = 900_000
@@ -51,6 +52,33 @@ def _corpus(root: Path) -> list[Path]:
     parquet = root / "c.parquet"
     pq.write_table(pa.table({"text": pa.array(paragraphs[1::2], pa.string())}), parquet)
     return [txt, jsonl, parquet]
+
+
+def _row_units(row: int, offset: int, text: str, bound: int) -> list[tuple[int, int, str]]:
+    """A row's units by the plain reference: (row, key offset, text)."""
+    data = text.encode()
+    cuts = units.reference_cuts(data, 0, len(data), grid=units.grid(bound), breaks=True, tokens=()) \
+        if len(data) > bound else []
+    edges = [0, *cuts, len(data)]
+    return [(row, offset + a, data[a:b].decode()) for a, b in zip(edges, edges[1:])]
+
+
+def unit_texts(path: Path, bound: int) -> list[tuple[int, int, str]]:
+    """A file's units read our own way (default pattern): ``(row, offset, text)``
+    with the keys ``sampling`` documents."""
+    if path.suffix == ".txt":
+        data = path.read_bytes()
+        return [(0, a, data[a:b].decode("utf-8", "replace"))
+                for a, b in units.reference_units(data, bound, cut=True, breaks=True)]
+    if path.suffix == ".jsonl":
+        out, at = [], 0
+        for line in path.read_bytes().split(b"\n"):
+            if line.strip():
+                out += _row_units(0, at, json.loads(line)["text"], bound)
+            at += len(line) + 1
+        return out
+    rows = pq.read_table(path)["text"].to_pylist()
+    return [u for r, t in enumerate(rows) if t is not None for u in _row_units(r, 0, t, bound)]
 
 
 def _text_bytes(path: Path) -> int:
@@ -78,15 +106,17 @@ def test_the_sample_is_exactly_the_documents_the_seeded_rule_picks(tmp_path):
     assert m["sample"]["text_bytes"] == total
     assert m["sample"]["share"] == pytest.approx(share, rel=1e-12)
     kept: list[str] = []
-    seen = 0
+    seen = all_units = 0
     for index, path in enumerate(files):
-        docs = read_documents(path)
-        seen += len(docs)
-        kept += [d for n, d in enumerate(docs) if chosen(7, "01-p", index, n, share, salt="sample")]
-    assert 0 < len(kept) < seen
+        seen += len(read_documents(path))
+        found = unit_texts(path, units.bound(1))
+        all_units += len(found)
+        kept += [t for row, offset, t in found if chosen(7, "01-p", index, offset, share, salt="sample", row=row)]
+    assert 0 < len(kept) < all_units
     assert m["counts"]["documents"] == seen
+    assert m["counts"]["units"] == all_units
     assert m["counts"]["kept_documents"] == len(kept)
-    assert m["counts"]["sampled_out_documents"] == seen - len(kept)
+    assert m["counts"]["sampled_out_documents"] == all_units - len(kept)
     assert m["counts"]["kept_bytes"] == sum(len(d.encode()) for d in kept)
     assert chunk_counts(folder) == piece_counts(kept, [])
     # about the capacity: within 25% for documents of a few hundred bytes

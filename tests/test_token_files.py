@@ -32,8 +32,15 @@ from click.testing import CliRunner
 
 from tests.conftest import TOKTOK, english_text, split_txt_documents, toktok
 from toktoktok.patterns import NAMED_PATTERNS
-from toktoktok.sampling import chosen
+from toktoktok.sampling import chosen_many, file_key
 from toktoktok.tiktoken_file import write_tiktoken
+
+
+def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, salt: str) -> bool:
+    """encode's validation split: document numbers hashed by ``sampling.chosen_many``
+    (ingest keys units by byte offset since issue 14; encode keeps its rule)."""
+    return bool(chosen_many(file_key(seed, slug, file_index, salt), doc, 1, share)[0])
+
 
 EOT, BOS = "<|endoftext|>", "<|bos|>"
 MERGES = [b"th", b"he", b"the", b" t", b" the", b"in", b"ng", b"ing", b"er", b"an", b"nd", b" a", b" an", b" and",

@@ -11,20 +11,26 @@
 but with none of their files: it never imports ``stages`` and writes
 nothing, so it works from any script, notebook or stdin. It gives the
 ``.tiktoken`` that ``toktok run`` gives for the same documents as one source
-of one row per document (a parquet file, say) in a phase named ``train``,
-with the same options; ``tests/test_api.py`` compares the two.
+of one row per document in a phase named ``train``, with the same options:
+the jsonl file ``stages.pipeline.train_texts`` writes (a parquet file too
+when nothing is held out or sampled: a parquet row's key is its number, a
+jsonl row's its line's offset); ``tests/test_api.py`` compares them.
 
-1. Documents. ``texts`` is an iterable of strings, each one document (its
-   held-out and sampling unit, docs/pretokenization.md), read once into a list (the sample
+1. Documents. ``texts`` is an iterable of strings, each one document (one
+   held-out and sampling unit, or several if it is larger than the bound:
+   ``toktoktok.units``), read once into a list (the sample
    needs the total before the first choice). A lone surrogate becomes
    U+FFFD, as it does when a JSON escape spells one; a surrogate pair
    becomes its character.
-2. Fates (``sampling.document_fates``): the seeded held-out choice
+2. Fates (``sampling.unit_fates``): the seeded held-out choice
    (``heldout_share``, at most ``sampling.HELDOUT_CAP_BYTES`` of text) and
    the sample (``working_set_mb`` buys ``sampling.capacity`` bytes of text;
-   more text keeps each document with the share capacity / total), both
-   hashes of the document's place: phase ``01-train``, file 0, document
-   number. Held-out text is not kept: nothing here validates with it.
+   more text keeps each unit with the share capacity / total), both
+   hashes of the unit's place: phase ``01-train``, file 0, the byte offset
+   of the document's line in the jsonl file ``stages.pipeline.train_texts``
+   writes plus the unit's offset in the text (the share is measured against
+   that file's size too: ``sampling.jsonl_offsets``). Held-out text is not
+   kept: nothing here validates with it.
 3. Pieces (``counts.count_texts``) of every trained document: special
    tokens cut out, then the pattern over each segment; the numba scanner for
    the named patterns, in threads (``threads``; it releases the GIL),
@@ -134,7 +140,7 @@ def train(
     docs, sizes = documents(texts)
     started = time.perf_counter()
     with _numba_threads(_resolve_threads(settings["threads"])):
-        fates, share = _fates(sizes, settings)
+        docs, fates, share = _fates(docs, sizes, settings)
         table = count_documents(docs, fates, settings)
         del docs
         result, specials = _learn(table, merges, settings)
@@ -222,14 +228,48 @@ def documents(texts: Iterable[str]) -> tuple[list[str], np.ndarray]:
     return docs, np.array(sizes, dtype=np.int64)
 
 
-def _fates(sizes: np.ndarray, settings: dict[str, Any]) -> tuple[np.ndarray, float]:
-    """Each document's fate as ingest decides it for a phase's one file; the sample's share."""
-    from toktoktok import sampling
+def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any]) -> tuple[list[str], np.ndarray, float]:
+    """The documents' units (``units.row_parts``: a document, or parts of one
+    larger than the bound) and each unit's fate as ingest decides it for the
+    rows of the jsonl file ``stages.pipeline.train_texts`` writes (keyed by
+    the line's byte offset plus the unit's offset in the text; the share
+    measured against the file's size: ``sampling.jsonl_offsets``); the
+    sample's share. A phase that would train on nothing trains on its last
+    held-out unit (as kept: cut at the cap)."""
+    import numpy as np
 
-    share = sampling.share(total=int(sizes.sum()), capacity=sampling.capacity(settings["working_set_mb"]))
-    fates, _ = sampling.document_fates(sizes, seed=settings["seed"], slug=PHASE_SLUG, file_index=0,
-                                       heldout_share=settings["heldout_share"], sample_share=share)
-    return fates, share
+    from toktoktok import sampling, units
+
+    pattern = settings["pattern"]
+    bound = units.bound(settings["working_set_mb"])
+    cut = bool(pattern.cut_at_safe_places or pattern.cut_at_spaces)
+    lines = sampling.jsonl_offsets(docs)
+    texts: list[str] = []
+    offsets: list[int] = []
+    unit_sizes: list[int] = []
+    for line, doc, size in zip(lines.tolist(), docs, sizes.tolist()):
+        if size <= bound:
+            texts.append(doc)
+            offsets.append(line)
+            unit_sizes.append(size)
+            continue
+        parts, _ = units.row_parts(doc, bound, cut=cut, breaks=pattern.cut_at_safe_places,
+                                   special_tokens=settings["special_tokens"])
+        for offset, part in parts:
+            texts.append(part)
+            offsets.append(line + offset)
+            unit_sizes.append(len(part.encode("utf-8")))
+    share = sampling.share(total=int(lines[-1]), capacity=sampling.capacity(settings["working_set_mb"]))
+    fates, _ = sampling.unit_fates(unit_sizes, offsets, seed=settings["seed"], slug=PHASE_SLUG,
+                                   file_index=0, heldout_share=settings["heldout_share"], sample_share=share)
+    held = np.flatnonzero(fates == sampling.HELD)
+    if len(held) and not np.any(fates == sampling.TRAIN):
+        last = int(held[-1])
+        room = sampling.HELDOUT_CAP_BYTES - sum(unit_sizes[i] for i in held[:-1].tolist())
+        if unit_sizes[last] > room:
+            texts[last] = texts[last].encode("utf-8")[:room].decode("utf-8", "ignore")
+        fates[last] = sampling.TRAIN
+    return texts, fates, share
 
 
 def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]) -> Any:
@@ -395,6 +435,6 @@ def _summary(fates: np.ndarray, share: float, table: Any, result: Any, merges: i
 
     tally = np.bincount(fates, minlength=3)
     pieces = int(np.asarray(table["count"]).sum()) if len(table) else 0
-    print(f"train(): {len(fates)} documents: {tally[sampling.TRAIN]} trained, {tally[sampling.HELD]} held out, "
+    print(f"train(): {len(fates)} units (documents, or parts of large ones): {tally[sampling.TRAIN]} trained, {tally[sampling.HELD]} held out, "
           f"{tally[sampling.LEFT_OUT]} left out of the sample (share {share:.1%}); {pieces} pieces, "
           f"{len(table)} distinct; {result.made} of {merges} merges made; {seconds:.2f} s", file=sys.stderr)

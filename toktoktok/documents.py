@@ -48,7 +48,7 @@ def _is_break(byte):
 
 
 @njit(cache=True, nogil=True)
-def _space_at(buf, e):
+def space_at(buf, e):
     """Whether the character starting at ``buf[e]`` is one of ``\\s``'s code points."""
     n = len(buf)
     c = buf[e]
@@ -81,7 +81,7 @@ def _ends_at(buf, e):
     blank = (a == 10 and b == 10) or (a == 13 and b == 13) or (a == 10 and b == 13)
     if not blank and e >= 3 and a == 13 and b == 10:
         blank = _is_break(buf[e - 3])  # \r\r\n or \n\r\n
-    return blank and not _space_at(buf, e)
+    return blank and not space_at(buf, e)
 
 
 @njit(cache=True, nogil=True)
@@ -130,7 +130,7 @@ def last_break_cut(buf, lo, hi):
     """
     p = min(hi, len(buf) - 1)
     while p > lo:
-        if _is_break(buf[p - 1]) and not _space_at(buf, p):
+        if _is_break(buf[p - 1]) and not space_at(buf, p):
             return p
         p -= 1
     return -1

@@ -1,33 +1,37 @@
-"""Which documents a phase trains on: the held-out share and the sample.
+"""Which units a phase trains on: the held-out share and the sample.
 
-Both choices are a seeded hash of a document's place (phase, file index,
-document number), compared with a share. The choice therefore does not
-depend on timing, threads or the order of reading, and every document has
-the same chance whatever its file or position.
+A unit is a document, or a part of a large one (``toktoktok.units``). Both
+choices are a seeded hash of a unit's place, compared with a share: (seed,
+phase, file index, and the unit's start) where the start is the byte offset
+in the file's decompressed bytes (after a UTF-8 byte order mark; of the UTF-8
+stream for a file recoded from UTF-16 or UTF-32) for ``.txt``; the line's byte
+offset plus the unit's offset in the row's UTF-8 text for jsonl; the row
+number and the unit's offset in its UTF-8 text for parquet. The choice
+therefore depends neither on timing, threads, the order or size of reads, nor
+on how an engine splits a file, and every unit has the same chance whatever
+its file or position.
 
 **The sample.** ``working_set_mb`` buys text: a phase keeps at most
 ``TEXT_PER_BUDGET_BYTE`` (0.4) bytes of training text per byte of budget, so
 that counting and training it fit the budget (at 64 MiB, the tightest point
 measured by ``benchmarks/bench_memory.py``, 26.6 MiB of text peaks 5 MiB
 below the budget plus the overhead; at 0.5 it was 9 MiB above).
-When a phase has more, each document is kept with
+When a phase has more, each unit is kept with
 probability ``capacity / total`` (``share``), so the kept text is
-``capacity`` on average.
+``capacity`` on average, and, units being small next to it, close to it.
 
 A classic reservoir keeps the sample's text until the end, because it does
 not know the total in advance. toktoktok holds no text: it counts pieces as
 it streams. So it measures the total first (``sources.text_bytes``: a file
 size, or a streaming decompression, about 1 GB/s for zstd) and then decides
-each document as it passes, with the same result as a reservoir whose
-priorities are the hashes: every document equally likely, nothing held.
-A document larger than a read block is decided at its first block and its
-blocks are streamed (or skipped) like any other.
+each unit as it passes, with the same result as a reservoir whose
+priorities are the hashes: every unit equally likely, nothing held.
 
     >>> share(total=400 << 20, capacity=100 << 20)
     0.25
     >>> share(total=50 << 20, capacity=100 << 20)
     1.0
-    >>> 2_300 < sum(chosen(0, "01-en", 0, d, 0.25, salt="sample") for d in range(10_000)) < 2_700
+    >>> 2_300 < sum(chosen(0, "01-en", 0, 1000 * d, 0.25, salt="sample") for d in range(10_000)) < 2_700
     True
 """
 
@@ -52,17 +56,19 @@ def share(*, total: int, capacity: int) -> float:
     return capacity / total
 
 
-RULE = "file-key+splitmix64"  # how ``chosen`` hashes: part of ingest's key, so a change redoes the choice
+RULE = "unit-offset+splitmix64"  # how units are cut and ``chosen`` hashes: part of ingest's key, so a change redoes the choice
 SAMPLE, HELDOUT = "sample", "heldout"  # the two choices' salts: independent of each other
+_GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
-def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, salt: str) -> bool:
-    """Whether a document falls in a share: a seeded hash below ``share`` (of 2**64).
+def chosen(seed: int, slug: str, file_index: int, offset: int, share: float, *, salt: str, row: int = 0) -> bool:
+    """Whether the unit starting at ``offset`` (of row ``row``, for parquet) falls in
+    a share: a seeded hash below ``share`` (of 2**64). One unit of ``chosen_at``.
 
     ``salt`` keeps the held-out choice and the sample independent of each other.
-    One document of ``chosen_many``.
     """
-    return bool(chosen_many(file_key(seed, slug, file_index, salt), doc, 1, share)[0])
+    return bool(chosen_at(file_key(seed, slug, file_index, salt), np.array([offset], dtype=np.uint64), share,
+                          row=row)[0])
 
 
 def file_key(seed: int, slug: str, file_index: int, salt: str) -> int:
@@ -71,12 +77,22 @@ def file_key(seed: int, slug: str, file_index: int, salt: str) -> int:
     return int.from_bytes(digest, "little")
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, in place: every bit of the result depends on every bit of ``x``."""
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
+
+
 def chosen_many(key: int, first: int, count: int, share: float) -> np.ndarray:
-    """``chosen`` for documents ``first .. first + count - 1`` of the file with ``key``,
-    at once: the documents' numbers are mixed into the key with splitmix64's
-    finalizer (every bit of the result depends on every bit of both), and the
-    result compared with ``share`` of 2**64. A per-document blake2b in Python
-    took longer than counting the text on code (210,000 documents per 100 MB).
+    """Whether documents ``first .. first + count - 1`` of the file with ``key``
+    fall in a share: each document's number mixed into the key with
+    splitmix64's finalizer and compared with ``share`` of 2**64. Ingest's rule
+    until units were keyed by offset (``chosen_at``); ``toktok encode``'s
+    validation split still keys documents by number with it.
 
         >>> chosen_many(file_key(0, "01-en", 0, "sample"), 0, 8, 0.5).tolist()
         [False, True, True, True, True, False, False, True]
@@ -85,70 +101,107 @@ def chosen_many(key: int, first: int, count: int, share: float) -> np.ndarray:
         return np.ones(count, dtype=bool)
     if share <= 0:
         return np.zeros(count, dtype=bool)
-    x = np.arange(first + 1, first + count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    x += np.uint64(key)
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
+    with np.errstate(over="ignore"):
+        x = np.arange(first + 1, first + count + 1, dtype=np.uint64) * _GOLDEN
+        x += np.uint64(key)
+        x = _mix(x)
     return x < np.uint64(min(int(share * 2.0**64), 2**64 - 1))
 
 
-def is_heldout(seed: int, slug: str, file_index: int, doc: int, share: float) -> bool:
+def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int | np.ndarray = 0) -> np.ndarray:
+    """``chosen`` for the units starting at ``offsets`` (of row ``row``, or of each
+    unit's row if an array) of the file
+    with ``key``, at once: the row and then the offset are mixed into the key
+    with splitmix64's finalizer, and the result compared with ``share`` of 2**64.
+    A per-unit blake2b in Python took longer than counting the text on code
+    (210,000 documents per 100 MB).
+
+        >>> chosen_at(file_key(0, "01-en", 0, "sample"), np.arange(8, dtype=np.uint64) * 100, 0.5).tolist()
+        [False, False, True, False, True, False, False, True]
+    """
+    count = len(offsets)
+    if share >= 1:
+        return np.ones(count, dtype=bool)
+    if share <= 0:
+        return np.zeros(count, dtype=bool)
+    with np.errstate(over="ignore"):
+        k = _mix((np.asarray(row, dtype=np.uint64).reshape(-1) + np.uint64(1)) * _GOLDEN + np.uint64(key))
+        x = _mix((np.asarray(offsets, dtype=np.uint64) + np.uint64(1)) * _GOLDEN + k)
+    return x < np.uint64(min(int(share * 2.0**64), 2**64 - 1))
+
+
+def is_heldout(seed: int, slug: str, file_index: int, offset: int, share: float, *, row: int = 0) -> bool:
     """The held-out choice: ``chosen`` with its own salt, so that it is independent
-    of the sample. (Until this version it was a blake2b of each document's place;
-    ``RULE`` is in ingest's key, so a work folder made before is ingested again.)"""
-    return chosen(seed, slug, file_index, doc, share, salt=HELDOUT)
+    of the sample. (Until this version units were documents, keyed by their
+    number in the file; ``RULE`` is in ingest's key, so a work folder made
+    before is ingested again.)"""
+    return chosen(seed, slug, file_index, offset, share, salt=HELDOUT, row=row)
 
 
-HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most (the document that crosses it is cut)
-TRAIN, HELD, LEFT_OUT = 0, 1, 2  # a document's fate (``document_fates``)
+def jsonl_offsets(texts: list[str]) -> np.ndarray:
+    """The byte offset of each document's line in the jsonl file that
+    ``stages.pipeline.train_texts`` writes (``json.dumps({"text": d},
+    ensure_ascii=True)`` and a line break each), and last the file's size:
+    the keys of documents in memory (``toktoktok.train``), and the total its
+    sample's share is measured against, so that training on the texts and
+    ``toktok run`` on that file choose alike.
+
+        >>> jsonl_offsets(["ab", "c"]).tolist()
+        [0, 15, 29]
+    """
+    import json
+
+    sizes = np.fromiter((len(json.dumps({"text": t}, ensure_ascii=True)) + 1 for t in texts), dtype=np.int64,
+                        count=len(texts))
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
-def document_fates(
+HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most (the unit that crosses it is cut)
+TRAIN, HELD, LEFT_OUT = 0, 1, 2  # a unit's fate (``unit_fates``)
+
+
+def unit_fates(
     sizes: np.ndarray | list[int],
+    offsets: np.ndarray | list[int],
     *,
     seed: int,
     slug: str,
+    rows: np.ndarray | list[int] | int = 0,
     file_index: int = 0,
-    first: int = 0,
     heldout_share: float,
     sample_share: float = 1.0,
     heldout_cap: int = HELDOUT_CAP_BYTES,
     heldout_bytes: int = 0,
 ) -> tuple[np.ndarray, int]:
-    """Each document's fate, in reading order: ``HELD`` (held out), ``TRAIN`` or
+    """Each unit's fate, in key order: ``HELD`` (held out), ``TRAIN`` or
     ``LEFT_OUT`` (not in the sample); and the phase's held-out bytes after them.
 
-    ``sizes``: the UTF-8 bytes of documents ``first, first + 1, ...`` of file
-    ``file_index`` of the phase ``slug``; ``heldout_bytes``: what the phase
-    held out before them (earlier files, earlier calls). A document is held
-    out if its held-out hash falls in ``heldout_share`` while the phase has
-    held out less than ``heldout_cap`` bytes; the one that crosses the cap is
-    still held out (cut at the cap, so the phase never holds more). Every
-    other document is trained on if its sample hash falls in ``sample_share``.
-    This is the rule ingest applies as it reads; the choice needs the sizes
-    only for the cap.
+    ``sizes``: the UTF-8 bytes of units of file ``file_index`` of the phase
+    ``slug``, starting at ``offsets`` (of ``rows``, for rows of a parquet
+    file or documents in memory), in key order; ``heldout_bytes``: what the
+    phase held out before them. A unit is held out if its held-out hash falls
+    in ``heldout_share`` while the phase has held out less than
+    ``heldout_cap`` bytes; the one that crosses the cap is still held out
+    (cut at the cap, so the phase never holds more). Every other unit is
+    trained on if its sample hash falls in ``sample_share``. This is the rule
+    ingest applies as it reads (the last-unit rule aside: see ``ingest``);
+    the choice needs the sizes only for the cap.
 
-    Since the held-out bytes only grow, the held-out documents are the
+    Since the held-out bytes only grow, the held-out units are the
     candidates up to the one that reaches the cap: one cumulative sum, no
-    loop over documents.
+    loop over units.
 
-        >>> fates, held = document_fates([500, 2000, 700, 300, 900, 100], seed=0, slug="01-train",
-        ...                              heldout_share=0.5, sample_share=0.5, heldout_cap=2400)
+        >>> fates, held = unit_fates([500, 2000, 700, 300, 900, 100], [0, 500, 2500, 3200, 3500, 4400],
+        ...                          seed=0, slug="01-train", heldout_share=0.5, sample_share=0.5,
+        ...                          heldout_cap=2400)
         >>> fates.tolist(), held
-        ([1, 1, 0, 2, 0, 2], 2400)
-
-    Documents 0, 1, 3 and 4 are held-out candidates: 0 and 1 are held out (1
-    crosses the cap: ingest keeps its first 1,900 bytes), and by 3 the cap is
-    reached, so 3 and 4 go to the sample like the others, where 3 and 5 are
-    left out.
+        ([1, 1, 0, 2, 2, 0], 2400)
     """
     sizes = np.asarray(sizes, dtype=np.int64)
-    count = len(sizes)
-    candidate = chosen_many(file_key(seed, slug, file_index, HELDOUT), first, count, heldout_share)
-    sampled = chosen_many(file_key(seed, slug, file_index, SAMPLE), first, count, sample_share)
+    offsets = np.asarray(offsets, dtype=np.uint64)
+    rows = np.asarray(rows, dtype=np.uint64)
+    candidate = chosen_at(file_key(seed, slug, file_index, HELDOUT), offsets, heldout_share, row=rows)
+    sampled = chosen_at(file_key(seed, slug, file_index, SAMPLE), offsets, sample_share, row=rows)
     fates = np.where(sampled, TRAIN, LEFT_OUT).astype(np.uint8)
     where = np.flatnonzero(candidate)
     before = heldout_bytes + np.cumsum(sizes[where]) - sizes[where]  # held out before each candidate

@@ -100,6 +100,8 @@ class Block:
     doc: int  # 0-based document index within the file
     text: str
     end: bool  # True on the document's last block
+    row: int = 0  # parquet: the document's row number (nulls counted)
+    offset: int = 0  # jsonl: the byte offset of the document's line (sampling's key, with ``row``)
 
 
 @dataclass
@@ -678,13 +680,13 @@ def iter_stream_blocks(stream: BinaryIO, *, documents: str = "blank-line", block
     stats.files += 1
 
 
-def _document_blocks(doc: int, text: str, block_chars: int) -> Iterator[Block]:
+def _document_blocks(doc: int, text: str, block_chars: int, row: int = 0, offset: int = 0) -> Iterator[Block]:
     """One document as blocks of at most block_chars characters."""
     if len(text) <= block_chars:
-        yield Block(doc, text, True)
+        yield Block(doc, text, True, row, offset)
         return
     for i in range(0, len(text), block_chars):
-        yield Block(doc, text[i : i + block_chars], i + block_chars >= len(text))
+        yield Block(doc, text[i : i + block_chars], i + block_chars >= len(text), row, offset)
 
 
 def _jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
@@ -707,8 +709,9 @@ def _jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
 
 
 def _jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
-    doc = 0
+    doc = at = 0
     for lineno, raw in enumerate(_iter_lines(_counted(raw_chunks(path, block_chars, stats), stats)), 1):
+        offset, at = at, at + len(raw) + 1
         line = _decode_line(raw, stats)
         if lineno == 1:
             line = line.removeprefix("\ufeff")
@@ -720,7 +723,7 @@ def _jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -
         if _ESCAPED_SURROGATE.search(raw):
             text = _replace_surrogates(text, stats)
         stats.documents += 1
-        yield from _document_blocks(doc, text, block_chars)
+        yield from _document_blocks(doc, text, block_chars, 0, offset)
         doc += 1
 
 
@@ -772,17 +775,18 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
 
 
 def _parquet_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
-    doc = 0
+    doc = row = 0
     with _open_parquet(path) as pf:
         _text_field_type(path, pf.schema_arrow, column)
         for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[column], use_threads=False):
             array = _as_strings(batch.column(0))
             stats.bytes_read += pc.sum(pc.binary_length(array)).as_py() or 0
             for text in array.to_pylist():
+                row += 1
                 if text is None:
                     continue
                 stats.documents += 1
-                yield from _document_blocks(doc, text, block_chars)
+                yield from _document_blocks(doc, text, block_chars, row - 1)
                 doc += 1
 
 

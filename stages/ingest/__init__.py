@@ -11,10 +11,12 @@ Writes, in ``WORK/ingest/NN-slug/``:
 
 The phase's text is measured first (``sources.text_bytes``); if it is more
 than the budget buys (``sampling.capacity``), each document is kept with the
-share capacity / total. The main process reads files, decides for each
-document whether it is held out or left out of the sample (seeded hashes of
-its position, so the choice does not depend on timing or threads), cuts
-documents into parts at the pattern's safe places and sends batches of parts
+share capacity / total. The main process reads files, cuts them into
+sampling units (documents, and parts of large ones: ``toktoktok.units``),
+decides for each unit whether it is held out or left out of the sample
+(seeded hashes of its byte offset, so the choice depends neither on timing,
+threads nor the way the file is read), cuts units into parts at the
+pattern's safe places and sends batches of parts
 to workers, which cut out special tokens, find the pieces and count them.
 For the named patterns (default, cl100k, o200k, gpt2) the workers are threads
 running the numba scanner (``toktoktok.scanner``, proven piece for piece
@@ -57,6 +59,7 @@ from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
 from toktoktok import sampling
 from toktoktok.config import Config, Phase
+from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import SourceError
 
 
@@ -85,6 +88,28 @@ class PatternTimeoutError(RuntimeError):
     says: a tokenizer must not depend on the machine's load)."""
 
 
+def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], batcher: Batcher,
+                    tally: Tally) -> None:
+    """A phase that would train on nothing trains on its last held-out unit instead:
+    the held-out share never takes a phase's last training unit. (Decided at the
+    end, when it is known that nothing else trains; the unit is the last one in
+    key order, as the held-out cap is applied in key order. If it crossed the
+    cap it was cut there, and it trains as it was kept.)"""
+    text = heldout.pop()
+    size = len(text.encode("utf-8", "surrogatepass"))
+    cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
+                        breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+                        max_piece_chars=cfg.max_piece_bytes)
+    batcher.add(cutter.feed(text) + cutter.finish(), weight, index)
+    batcher.file_done()  # the chunker takes a file's counts at its end
+    tally.forced_cuts += cutter.forced_cuts
+    tally.heldout_documents -= 1
+    tally.heldout_bytes -= size
+    tally.kept_documents += 1
+    tally.kept_bytes += size
+    tally.heldout_trained = 1
+
+
 class PatternMissError(ValueError):
     """A custom pattern matched the empty string or left a character unmatched in
     a document (exit 1, whatever ``on_bad_file`` says: tiktoken would panic on
@@ -96,20 +121,21 @@ def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: T
     """Read every file of the phase through the workers; returns the batcher (its
     counters). A bad file is skipped with ``on_bad_file: skip``: what it had
     counted is taken back out of the tally unless part of it was already written."""
+    held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool:
         batcher = Batcher(cfg, chunker, pool)
         chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
         for index, (src, path) in enumerate(files):
             held_before, counted_before = len(heldout), dataclasses.replace(tally)
             try:
-                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share)
+                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files)
                 batcher.file_done()
                 tally.files += 1
             except (SourceError, FileNotFoundError) as exc:
                 if cfg.on_bad_file == "fail":
                     raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
                 dropped = batcher.discard(index)
-                del heldout[held_before:]
+                del heldout[held_before:], held_files[held_before:]
                 if dropped:  # nothing of it was written: the counts go back to what they were
                     bad = tally.bad_files
                     for f in dataclasses.fields(tally):
@@ -117,6 +143,8 @@ def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: T
                     tally.bad_files = bad
                 tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
                 progress.note(f"skipped bad file {path}: {exc}")
+        if tally.kept_documents == 0 and heldout:
+            train_last_held(cfg, files[held_files[-1]][0].weight, held_files.pop(), heldout, batcher, tally)
         batcher.drain()
     return batcher
 
@@ -138,7 +166,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         progress.note(f"warning: {stale}: ingesting phase '{phase.name}' again")
     if share < 1:
         progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MiB of text, more than "
-                      f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its documents")
+                      f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
     artifacts.begin(folder)
     loading = time.perf_counter()
     load_kernels(cfg)  # numba's compiled code, from its cache: timed apart, as train does

@@ -1,25 +1,27 @@
-"""Ingest's routing: each document of a file is decided at its start (held out,
-left out of the sample, or trained on) and its text sent where it belongs:
-training text to the cutter and the batcher, held-out text to the held-out
-list.
+"""Ingest's routing: each unit of a file (a document, or a part of a large one:
+``toktoktok.units``) is decided at its start (held out, left out of the
+sample, or trained on) and its text sent where it belongs: training text to
+the cutter and the batcher, held-out text to the held-out list.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from stages.ingest.batching import Batcher, has_scanner
 from stages.progress import Progress
-from toktoktok import documents, sampling
+from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows
 
 HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
 TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
+ROW_BLOCK_CHARS = 1 << 20  # a row's unit goes to the cutter in blocks of this many characters (api.READ_BLOCK_CHARS)
 
 
 @dataclass
@@ -31,12 +33,15 @@ class Tally:
     bytes_read: int = 0
     replaced_chars: int = 0
     forced_cuts: int = 0
-    heldout_documents: int = 0
+    units: int = 0  # sampling units: documents, and parts of documents over the bound (toktoktok.units)
+    units_over_bound: int = 0  # units larger than the bound: no safe place to cut them
+    heldout_documents: int = 0  # units held out (the names say documents: most units are)
     heldout_bytes: int = 0
     heldout_truncated: int = 0
-    sampled_out_documents: int = 0
-    kept_documents: int = 0
+    sampled_out_documents: int = 0  # units left out of the sample
+    kept_documents: int = 0  # units trained on
     kept_bytes: int = 0
+    heldout_trained: int = 0  # 1 when a phase's only unit to train on had been held out (it trains)
     recoded_files: int = 0  # UTF-16 or UTF-32 by their byte order mark, decoded as such
     bad_files: list[dict[str, str]] = field(default_factory=list)
 
@@ -64,15 +69,16 @@ def hold(text: str, held: list[str], tally: Tally) -> None:
 
 def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: Batcher,
                  heldout: list[str], tally: Tally, progress: Progress, share: float,
-                 span: tuple[int, int] | None = None) -> None:
+                 heldout_files: list[int] | None = None, span: tuple[int, int] | None = None) -> None:
     """Send one file's training text to the batcher and keep its held-out documents
-    (``span``: only those bytes of a plain ``.txt``, starting where a document does)."""
+    (``span``: only those bytes of a plain ``.txt``, starting where a document does;
+    the Ray engine's byte ranges, used only when no unit can be held out or left out)."""
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
-    route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally)
+    route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally, heldout_files)
     if file_format(path)[0] == "txt":
-        ingest_txt(path, route, progress, span)
+        ingest_txt(path, route, progress, splitter(cfg), span)
     else:
         ingest_rows(path, src, route, progress)
     route.break_stream()
@@ -80,24 +86,32 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 
+def splitter(cfg: Config) -> units.Splitter:
+    """The unit splitter of a ``.txt`` file under this config."""
+    pattern = cfg.pattern
+    return units.Splitter(units.bound(cfg.working_set_mb), cut=bool(pattern.cut_at_safe_places or pattern.cut_at_spaces),
+                          breaks=pattern.cut_at_safe_places, special_tokens=cfg.special_tokens)
+
+
 TRAIN, HELD, SKIP = "train", "held", "skip"
 
 
 class Router:
-    """Decides each document of a file (held out, left out of the sample, or
+    """Decides each unit of a file (held out, left out of the sample, or
     trained on) at its start, and sends its text where it belongs.
 
-    A held-out or left-out document breaks the stream of parts (the cutter
+    A held-out or left-out unit breaks the stream of parts (the cutter
     is finished); training text is fed to the cutter, whose parts go to the
     batcher.
     """
 
     def __init__(self, cfg: Config, phase: Phase, index: int, weight: float, share: float, batcher: Batcher,
-                 cutter: PartCutter, heldout: list[str], tally: Tally) -> None:
+                 cutter: PartCutter, heldout: list[str], tally: Tally,
+                 heldout_files: list[int] | None = None) -> None:
         self.cfg, self.slug, self.index, self.weight, self.share = cfg, phase.slug, index, weight, share
         self.batcher, self.cutter, self.heldout, self.tally = batcher, cutter, heldout, tally
-        self.doc = 0  # the next document's number in the file
-        self.fate: str | None = None  # the open document's; None between documents
+        self.heldout_files = heldout_files if heldout_files is not None else []  # each held-out unit's file
+        self.fate: str | None = None  # the open unit's; None between units
         self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.SAMPLE)
         self.heldout_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.HELDOUT)
         self.held: list[str] = []
@@ -106,48 +120,50 @@ class Router:
         self.bytes_ok = (has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
                          and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
         self.carry = b""  # training bytes after the last safe place, not sent yet
-        self.decoder: Utf8Decoder | None = None  # the file's (.txt), set by _ingest_txt
+        self.decoder: Utf8Decoder | None = None  # the file's (.txt), set by ingest_txt
 
     def deciding(self) -> bool:
-        """Whether a document could be anything but trained on now."""
+        """Whether a unit could be anything but trained on now."""
         return self.share < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
 
-    def open(self, sample: str | None = None) -> str:
-        """Decide the next document (the caller breaks the stream if it does not train).
+    def open(self, offset: int, sample: str | None = None, row: int = 0) -> str:
+        """Decide the next unit, starting at ``offset`` (of row ``row``: see
+        ``sampling``); the caller breaks the stream if it does not train.
 
         ``sample``: its fate in the sample (TRAIN or SKIP) when ``plan`` has found
         it a held-out candidate: only the cap is left to check, nothing is hashed again.
         """
-        doc, self.doc = self.doc, self.doc + 1
         cfg, tally = self.cfg, self.tally
+        tally.units += 1
         room = tally.heldout_bytes < HELDOUT_CAP_BYTES
-        if room and (sample is not None or sampling.chosen_many(self.heldout_key, doc, 1, cfg.heldout_share)[0]):
+        at = np.array([offset], dtype=np.uint64)
+        if room and (sample is not None or sampling.chosen_at(self.heldout_key, at, cfg.heldout_share, row=row)[0]):
             self.fate, self.held = HELD, []
         else:
             if sample is None:
-                sample = TRAIN if sampling.chosen_many(self.sample_key, doc, 1, self.share)[0] else SKIP
+                sample = TRAIN if sampling.chosen_at(self.sample_key, at, self.share, row=row)[0] else SKIP
             tally.sampled_out_documents += sample is SKIP
             tally.kept_documents += sample is TRAIN
             self.fate = sample
         return self.fate
 
-    def plan(self, count: int) -> tuple[list[str | None], list[str]]:
-        """The fates of the next ``count`` documents as far as they are known now:
+    def plan(self, offsets: np.ndarray, row: int = 0) -> tuple[list[str | None], list[str]]:
+        """The fates of the units starting at ``offsets`` as far as they are known now:
         TRAIN or SKIP from the sample (decided all at once), None for a held-out
         candidate, which ``open`` decides when it comes (the cap may be reached);
-        and every document's fate in the sample, for ``open``."""
-        cfg, first = self.cfg, self.doc
+        and every unit's fate in the sample, for ``open``."""
+        cfg = self.cfg
         samples = [TRAIN if keep else SKIP
-                   for keep in sampling.chosen_many(self.sample_key, first, count, self.share).tolist()]
+                   for keep in sampling.chosen_at(self.sample_key, offsets, self.share, row=row).tolist()]
         fates: list[str | None] = list(samples)
         if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
-            for k in np.flatnonzero(sampling.chosen_many(self.heldout_key, first, count, cfg.heldout_share)).tolist():
+            for k in np.flatnonzero(sampling.chosen_at(self.heldout_key, offsets, cfg.heldout_share, row=row)).tolist():
                 fates[k] = None
         return fates, samples
 
     def open_many(self, fate: str, count: int) -> None:
-        """Open ``count`` documents in a row whose fate ``plan`` knew (TRAIN or SKIP)."""
-        self.doc += count
+        """Open ``count`` units in a row whose fate ``plan`` knew (TRAIN or SKIP)."""
+        self.tally.units += count
         if fate is TRAIN:
             self.tally.kept_documents += count
         else:
@@ -155,7 +171,7 @@ class Router:
         self.fate = fate
 
     def break_stream(self) -> None:
-        """The parts so far end here (before a held-out or left-out document, after
+        """The parts so far end here (before a held-out or left-out unit, after
         a row, at the end of a file)."""
         self.to_text()
         self.batcher.add(self.cutter.finish(), self.weight, self.index)
@@ -214,57 +230,72 @@ class Router:
             self.batcher.add(self.cutter.feed(text), self.weight, self.index)
 
     def text(self, text: str) -> None:
-        """Text of the open document, wherever its fate sends it."""
+        """Text of the open unit, wherever its fate sends it."""
         if self.fate is TRAIN:
             self.train(text)
         elif self.fate is HELD:
             hold(text, self.held, self.tally)
 
     def close(self) -> None:
-        """The open document ends."""
+        """The open unit ends."""
         if self.fate is HELD:
             self.heldout.append("".join(self.held))
+            self.heldout_files.append(self.index)
             self.tally.heldout_documents += 1
             self.held = []
         self.fate = None
 
 
 
-def ingest_txt(path: Path, route: Router, progress: Progress, span: tuple[int, int] | None = None) -> None:
-    """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``).
 
-    Documents follow each other in one stream of parts: a ``.txt`` document
-    ends where the default and cl100k patterns may be cut anyway, and for
-    other patterns (and for a special token holding a blank line) this keeps
-    the pieces equal to the pattern over the whole file. When no document can
-    be held out or left out (``Router.deciding``), a window's bytes are sent
-    whole, with no work per document; otherwise each document is decided at
-    its start and each run of training documents is still sent at once
-    (``Router.train_raw``: as bytes for the default and cl100k patterns).
+
+def ingest_txt(path: Path, route: Router, progress: Progress, split: units.Splitter,
+               span: tuple[int, int] | None = None) -> None:
+    """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``),
+    whose units ``split`` finds (``units.Splitter``).
+
+    Units follow each other in one stream of parts: a ``.txt`` unit ends
+    where the default and cl100k patterns may be cut anyway, and for other
+    patterns (and for a special token holding a blank line) this keeps the
+    pieces equal to the pattern over the whole file. When no unit can be held
+    out or left out (``Router.deciding``), a window's bytes are sent whole,
+    with no work per unit; otherwise each unit is decided at its start and
+    each run of training units is still sent at once (``Router.train_raw``:
+    as bytes for the default and cl100k patterns).
     """
     stats = ReadStats()
     decoder = route.decoder = Utf8Decoder(stats)
     try:
-        for window in iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span):
+        for window in _unit_windows(iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span), split):
+            stats.documents += window.documents
             progress.update(len(window.data))
             if route.fate in (None, TRAIN) and not route.deciding():
-                whole_window(window, route, stats)
+                whole_window(window, route)
             else:
-                each_document(window, route, decoder, stats)
+                each_unit(window, route, decoder)
         route.to_text()
         route.text(decoder.decode(b"", final=True))
         route.close()
     finally:
         route.tally.add_read(stats)
+        route.tally.units_over_bound += split.over_bound
 
 
-def whole_window(window: TxtWindow, route: Router, stats: ReadStats) -> None:
-    """Every document of the window trains: count them, send the bytes at once."""
+def _unit_windows(windows: Iterator[TxtWindow], split: units.Splitter) -> Iterator[units.UnitWindow]:
+    """The file's windows as units' windows, with the splitter's last one."""
+    for window in windows:
+        yield split.feed(window.data, window.ends)
+    yield split.feed(b"", np.zeros(0, dtype=np.int64), final=True)
+
+
+def whole_window(window: units.UnitWindow, route: Router) -> None:
+    """Every unit of the window trains: count them, send the bytes at once."""
     n, size = len(window.ends), len(window.data)
+    if not size:
+        return
     closes = n > 0 and int(window.ends[-1]) == size
     started = (route.fate is None) + n - closes
-    route.doc += started
-    stats.documents += started
+    route.tally.units += started
     route.tally.kept_documents += started
     route.fate = TRAIN
     route.train_raw(window.data)
@@ -272,22 +303,24 @@ def whole_window(window: TxtWindow, route: Router, stats: ReadStats) -> None:
         route.close()
 
 
-def each_document(window: TxtWindow, route: Router, decoder: Utf8Decoder, stats: ReadStats) -> None:
-    """Decide the documents starting in the window and send each run of documents of
-    one fate at once: held-out candidates one by one, the sample for all at once."""
+def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> None:
+    """Decide the units starting in the window and send each run of units of one
+    fate at once: held-out candidates one by one, the sample for all at once."""
     data, ends = window.data, window.ends.tolist()
+    if not len(data):
+        return
     stops = ends if ends and ends[-1] == len(data) else [*ends, len(data)]
-    first = 0 if route.fate is None else 1  # segment 0 may go on with the open document
-    fates, samples = route.plan(len(stops) - first)
-    stats.documents += len(stops) - first
+    first = 0 if route.fate is None else 1  # segment 0 may go on with the open unit
+    starts = np.asarray([0, *ends][first : len(stops)], dtype=np.uint64) + np.uint64(window.start)
+    fates, samples = route.plan(starts)
     run = -1  # where training bytes not sent yet start (the stream keeps the file's order)
     start = i = 0
     while i < len(stops):
-        last = i  # the last segment of this step: one document, or a run of one fate
+        last = i  # the last segment of this step: one unit, or a run of one fate
         if i >= first:
             fate = fates[i - first]
             if fate is None:
-                fate = route.open(samples[i - first])
+                fate = route.open(window.start + start, samples[i - first])
             else:
                 while last + 1 < len(stops) and fates[last + 1 - first] is fate:
                     last += 1
@@ -313,18 +346,38 @@ def each_document(window: TxtWindow, route: Router, decoder: Utf8Decoder, stats:
 
 
 def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> None:
-    """A jsonl or parquet file, document by document (each row ends its stream of parts)."""
+    """A jsonl or parquet file, a row at a time: each unit of a row (the row, or
+    parts of it: ``units.row_parts``) is decided at its start, and each row ends
+    its stream of parts. A row's blocks are joined (the reader holds it whole anyway)."""
     stats = ReadStats()
+    cfg = route.cfg
+    bound = units.bound(cfg.working_set_mb)
+    cut = bool(cfg.pattern.cut_at_safe_places or cfg.pattern.cut_at_spaces)
+    texts: list[str] = []
     try:
         for block in iter_blocks(path, text_column=src.text_column, stats=stats):
-            if route.fate is None and route.open() is not TRAIN:
-                route.break_stream()
-            route.text(block.text)
+            texts.append(block.text)
             progress.update(len(block.text))
-            if block.end:
+            if not block.end:
+                continue
+            text = texts[0] if len(texts) == 1 else "".join(texts)
+            texts = []
+            parts, over = units.row_parts(text, bound, cut=cut, breaks=cfg.pattern.cut_at_safe_places,
+                                          special_tokens=cfg.special_tokens)
+            route.tally.units_over_bound += over
+            offsets = np.array([block.offset + offset for offset, _ in parts], dtype=np.uint64)
+            fates, samples = route.plan(offsets, block.row)  # all at once: one hash call per row
+            for k, (offset, part) in enumerate(parts):
+                if fates[k] is None:
+                    route.open(block.offset + offset, samples[k], row=block.row)
+                else:
+                    route.open_many(fates[k], 1)
+                if route.fate is not TRAIN:
+                    route.break_stream()
+                for i in range(0, len(part), ROW_BLOCK_CHARS):  # as read, so forced cuts fall alike
+                    route.text(part[i : i + ROW_BLOCK_CHARS])
                 if route.fate is TRAIN:
                     route.break_stream()
                 route.close()
     finally:
         route.tally.add_read(stats)
-
