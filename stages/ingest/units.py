@@ -67,7 +67,7 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
         batcher = Batcher(cfg, chunker, pool)
         chunker.pool = pool
         try:
-            ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span)
+            ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span)
             batcher.file_done()
             batcher.drain()
         except (SourceError, FileNotFoundError) as exc:
