@@ -34,6 +34,7 @@ if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
     pa.set_memory_pool(pa.system_memory_pool())
 
 from toktoktok.atomic import atomic_path, atomic_write_bytes
+from toktoktok.loading import file_sha256
 
 MANIFEST = "manifest.json"
 FORMAT = "toktoktok-artifacts/1"
@@ -46,12 +47,8 @@ def key_of(obj: Any) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+    """sha256 of a file's bytes (``toktoktok.loading.file_sha256``)."""
+    return file_sha256(path)
 
 
 class DamagedArtifact(Exception):

@@ -124,7 +124,7 @@ def check_companion(path: str | os.PathLike[str], meta: dict[str, Any], ranks: d
     recorded = meta.get("tiktoken")
     if not isinstance(recorded, dict):
         raise CompanionMismatch(f"{companion}: no record of its .tiktoken (the 'tiktoken' entry is missing)")
-    actual = {"sha256": _file_sha256(path), "ranks": len(ranks), "bytes": path.stat().st_size}
+    actual = {"sha256": file_sha256(path), "ranks": len(ranks), "bytes": path.stat().st_size}
     differ = [k for k in ("sha256", "ranks", "bytes") if recorded.get(k) != actual[k]]
     if differ:
         raise CompanionMismatch(
@@ -133,7 +133,8 @@ def check_companion(path: str | os.PathLike[str], meta: dict[str, Any], ranks: d
             "exports, or a publish was cut short; rerun `toktok run` (or `toktok export`) to finish it")
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks (hex)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):
