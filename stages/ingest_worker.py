@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import PatternMiss, count_texts
+from toktoktok.pretokenize import PatternMiss, count_texts, special_occurrences
 
 
 class PatternTimeout(Exception):
@@ -33,7 +33,7 @@ def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequ
     least one MiB's worth) before ``PatternTimeout`` names it: a custom
     pattern that backtracks without end must not run without bound.
     """
-    specials = {tok: sum(text.count(tok) for text in texts) for tok in special_tokens}
+    specials = special_occurrences(texts, special_tokens)
     if timeout_s_per_mib is None:
         found, counts = count_texts(texts, pattern, special_tokens)
         return found, counts, os.getpid(), own_peak_kb(), specials

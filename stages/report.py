@@ -31,6 +31,7 @@ the same run gives the same report.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import random
 import unicodedata
@@ -376,9 +377,9 @@ def _usage(cfg: Config, growth: _Growth, domains: list[_Domain]) -> list[Any]:
         within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
         ids = sym[np.repeat(off[:-1], n) + within]
         used = np.bincount(ids, weights=np.repeat(counts.astype(np.float64), n), minlength=size)
-        for group in domain.groups:
-            for tokens in enc.encode_ordinary_batch(group):
-                used += np.bincount(np.asarray(tokens, dtype=np.int64), minlength=size)[:size]
+        for group in domain.groups:  # one count per group of documents, not an array per document
+            ids = np.fromiter(itertools.chain.from_iterable(enc.encode_ordinary_batch(group)), dtype=np.int64)
+            used += np.bincount(ids, minlength=size)[:size]
         out.append(used)
     return out
 

@@ -28,7 +28,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from stages import artifacts
@@ -42,6 +41,7 @@ from toktoktok.config import (
     default_work_dir,
     resolve_vocab_size,
 )
+from toktoktok.config import resolve_threads as resolve_threads  # re-exported: the stages take it from here
 from toktoktok.loading import meta_path, split_name
 from toktoktok.sources import SourceError, list_source_files, text_bytes
 from toktoktok.vocab import Vocab
@@ -110,13 +110,6 @@ def output_set(cfg: Config) -> list[Path]:
 
 
 # ---------------------------------------------------------------- threads
-
-
-def resolve_threads(threads: int) -> int:
-    """``threads: -1`` means every core this process may use."""
-    if threads and threads > 0:
-        return threads
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 # ---------------------------------------------------------------- a phase's inputs
@@ -326,11 +319,6 @@ def vocab_after(cfg: Config, last: int) -> Vocab:
         tokens = table["bytes"].to_pylist()
         vocab = vocab.extended(t for r, t in zip(ranks, tokens) if r >= len(vocab))
     return vocab
-
-
-def inventory_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A (piece, count) table as flat arrays: bytes, int64 offsets, int64 counts."""
-    return counts.inventory(table)
 
 
 # ---------------------------------------------------------------- before any work

@@ -36,7 +36,7 @@ jsonl row's its line's offset); ``tests/test_api.py`` compares them.
    the named patterns, in threads (``threads``; it releases the GIL),
    ``regex`` in this thread for a custom pattern (no worker processes, so no
    ``if __name__ == "__main__"`` guard is needed). A document longer than
-   ``PART_CHARS + max_piece_bytes`` characters goes through
+   ``PartCutter.part_chars + max_piece_bytes`` characters goes through
    ``pretokenize.PartCutter`` as ingest reads it (blocks of
    ``READ_BLOCK_CHARS``), so ``max_piece_bytes`` cuts the same runs.
 4. Merges (``merge.train_phase``) on the summed inventory sorted by piece,
@@ -86,14 +86,13 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from toktoktok.config import MAX_MERGES, TOP_KEYS, ConfigError, check_settings
+from toktoktok.config import MAX_MERGES, TOP_KEYS, ConfigError, batch_chars, check_settings, resolve_threads
 
 if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
     import numpy as np
 
 PHASE_NAME = "train"  # the one phase: its name is the Encoding's name
 PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
-PART_CHARS = 1 << 20  # ingest's PartCutter part size (its default)
 READ_BLOCK_CHARS = 1 << 20  # ingest reads a jsonl or parquet document in blocks of this many characters
 SUM_GROUP = 16  # counted batches summed together
 _NOT_OPTIONS = ("phases", "work_dir", "special_tokens")
@@ -139,7 +138,7 @@ def train(
         merges = _merges_for(vocab_size, merges, settings)
     docs, sizes = documents(texts)
     started = time.perf_counter()
-    with _numba_threads(_resolve_threads(settings["threads"])):
+    with _numba_threads(resolve_threads(settings["threads"])):
         docs, fates, share = _fates(docs, sizes, settings)
         table = count_documents(docs, fates, settings)
         del docs
@@ -284,9 +283,9 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
     cutter = None
     if pattern.cut_at_spaces or pattern.cut_at_safe_places:
         cutter = PartCutter(cut=True, breaks=pattern.cut_at_safe_places, special_tokens=specials,
-                            part_chars=PART_CHARS, max_piece_chars=settings["max_piece_bytes"])
-    workers = _resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
-    batch_chars = min(max(settings["working_set_mb"] << 13, 1 << 18), 1 << 19)  # as ingest's batches
+                            max_piece_chars=settings["max_piece_bytes"])  # its part size: ingest's, the default
+    workers = resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
+    size = batch_chars(settings["working_set_mb"])  # as ingest's batches
     summed = _Sums()
     with contextlib.ExitStack() as stack:
         pool = None
@@ -294,7 +293,7 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
             scanner.unicode_tables()  # build or load the tables once, before the threads
             pool = stack.enter_context(ThreadPoolExecutor(workers))
         inflight: list[Future[Any] | Any] = []
-        for batch in _batches(docs, np.flatnonzero(fates == sampling.TRAIN), cutter, batch_chars):
+        for batch in _batches(docs, np.flatnonzero(fates == sampling.TRAIN), cutter, size):
             inflight.append(pool.submit(counts.count_texts, batch, pattern, specials) if pool
                             else counts.count_texts(batch, pattern, specials))
             while len(inflight) > (workers + 1 if pool else 0):  # bounded memory in flight
@@ -406,13 +405,6 @@ def encoding(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str,
 
     validate_special_tokens(ranks, specials)
     return tiktoken.Encoding(name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=specials)
-
-
-def _resolve_threads(threads: int) -> int:
-    """``threads: -1`` means every core this process may use."""
-    if threads > 0:
-        return threads
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @contextlib.contextmanager

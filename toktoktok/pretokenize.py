@@ -130,6 +130,22 @@ class PatternMiss(ValueError):
         return self.words
 
 
+def special_occurrences(texts: Sequence[str | bytes], special_tokens: Sequence[str]) -> dict[str, int]:
+    """How often each special token occurs in ``texts`` (str or UTF-8 bytes): they
+    are cut out of the training text, so a token that is also an ordinary word is
+    worth a warning (ingest counts them).
+
+        >>> special_occurrences(["a<|e|>b<|e|>", b"<|e|>"], ("<|e|>", "<|x|>"))
+        {'<|e|>': 3, '<|x|>': 0}
+    """
+    found = dict.fromkeys(special_tokens, 0)
+    encoded = {tok: tok.encode("utf-8") for tok in special_tokens}
+    for text in texts:
+        for tok in special_tokens:
+            found[tok] += text.count(encoded[tok] if isinstance(text, bytes) else tok)
+    return found
+
+
 def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = (), *,
                 timeout: float | None = None) -> tuple[list[bytes], list[int]]:
     """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).

@@ -21,8 +21,9 @@ from stages.ingest_worker import PatternTimeout, count_in_worker, ignore_sigint
 from stages.workdir import resolve_threads
 from toktoktok import counts, documents, scanner
 from toktoktok.config import Config
+from toktoktok.config import batch_chars as config_batch_chars
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import PatternMiss, split_special
+from toktoktok.pretokenize import PatternMiss, special_occurrences
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 
@@ -55,49 +56,24 @@ def batch_chars(cfg: Config) -> int:
     """
     if BATCH_TEXT_CHARS is not None:
         return BATCH_TEXT_CHARS
-    return min(max(cfg.working_set_mb << 13, 1 << 18), 1 << 19)
+    return config_batch_chars(cfg.working_set_mb)
 
 
 
 def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
-    """Distinct pieces of ``texts`` with their counts, with the numba scanner
-    (default and cl100k patterns; ``pretokenize.count_texts`` does any pattern).
-
-    Runs in a thread: the scanner and its counter release the GIL, so threads
-    count batches side by side with no process to start and nothing to pickle.
+    """``counts.count_texts`` with the numba scanner, in a worker thread (the
+    scanner and its counter release the GIL, so threads count batches side by
+    side with nothing to pickle), and with special tokens how often each occurs
+    (``pretokenize.special_occurrences``): then ``(table, found)``.
 
     >>> from toktoktok.patterns import resolve_pattern
     >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).to_pylist()
     [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
     """
-    if special_tokens:  # a view of a .txt window is split as bytes
-        texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
-        found = special_occurrences(texts, special_tokens)
-    segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
-                for text in texts for seg in split_special(text, special_tokens)]
-    seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
-    np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
-    joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
-    buf = np.frombuffer(joined, dtype=np.uint8)
-    table = counts.from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
-    return (table, found) if special_tokens else table
-
-
-def special_occurrences(texts: list, special_tokens: tuple[str, ...]) -> dict[str, int]:
-    """How often each special token occurs in ``texts`` (str or bytes): they are cut
-    out of the training text, so a token that is also an ordinary word is worth a
-    warning (see ``stages.ingest``).
-
-        >>> special_occurrences(["a<|e|>b<|e|>", b"<|e|>"], ("<|e|>", "<|x|>"))
-        {'<|e|>': 3, '<|x|>': 0}
-    """
-    found = dict.fromkeys(special_tokens, 0)
-    encoded = {tok: tok.encode("utf-8") for tok in special_tokens}
-    for text in texts:
-        for tok in special_tokens:
-            found[tok] += text.count(encoded[tok] if isinstance(text, bytes) else tok)
-    return found
-
+    if not special_tokens:
+        return counts.count_texts(texts, pattern)
+    texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]  # a view of a .txt window, as bytes
+    return counts.count_texts(texts, pattern, special_tokens), special_occurrences(texts, special_tokens)
 
 
 def load_kernels(cfg: Config) -> None:

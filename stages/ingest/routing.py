@@ -19,7 +19,7 @@ from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows
 
-HELDOUT_CAP_BYTES = 8 << 20  # held-out text per phase, at most
+from toktoktok.sampling import HELDOUT_CAP_BYTES  # held-out text per phase, at most (monkeypatched in tests)
 TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
 ROW_BLOCK_CHARS = 1 << 20  # a row's unit goes to the cutter in blocks of this many characters (api.READ_BLOCK_CHARS)
 
