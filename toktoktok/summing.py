@@ -264,6 +264,20 @@ class RunningSum:
         arena[: self._used] = self._arena[: self._used]
         self._arena = arena
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The sum as flat arrays (pieces' bytes, offsets, int64 counts), the bytes a view."""
+        off = _offsets(self._meta, self.rows)
+        return self._arena[: self._used], off, self._meta[: self.rows, W_COUNT]
+
+    def add_sum(self, other: RunningSum) -> None:
+        """Add another running sum's rows (in its order)."""
+        if other.rows:
+            self.add_arrays(*other.arrays())
+
+    def longest(self) -> int:
+        """Bytes of the longest piece (0 for none)."""
+        return int(self._meta[: self.rows, W_LEN].max()) if self.rows else 0
+
     def _grow_table(self) -> None:
         slots = 2 * len(self._table)
         meta = np.empty((slots // 2, 4), dtype=np.int64)
@@ -276,6 +290,5 @@ class RunningSum:
         """The sum as a count table (a copy: adding more later does not change it)."""
         from toktoktok.counts import from_arrays
 
-        off = _offsets(self._meta, self.rows)
-        return from_arrays(self._arena[: self._used].copy(), off,
-                           self._meta[: self.rows, W_COUNT].copy().view(np.uint64))
+        buf, off, counts = self.arrays()
+        return from_arrays(buf.copy(), off, counts.copy().view(np.uint64))
