@@ -182,6 +182,32 @@ def _offsets(meta, n):
     return off
 
 
+@njit(cache=True)
+def _in_order(buf, off):
+    for p in range(len(off) - 2):
+        a, b = off[p], off[p + 1]
+        n, m = b - a, off[p + 2] - b
+        k = 0
+        while k < n and k < m and buf[a + k] == buf[b + k]:
+            k += 1
+        if (buf[a + k] > buf[b + k]) if (k < n and k < m) else n > m:
+            return False
+    return True
+
+
+def pieces_sorted(table: pa.Table) -> bool:
+    """Whether a count table's pieces are in ascending byte order (one pass, no sort).
+
+        >>> from toktoktok.counts import from_lists
+        >>> pieces_sorted(from_lists([b"a", b"ab", b"b"], [1, 1, 1])), pieces_sorted(from_lists([b"b", b"a"], [1, 1]))
+        (True, False)
+    """
+    from toktoktok.counts import to_arrays
+
+    buf, off, _ = to_arrays(table)
+    return bool(_in_order(buf, off))
+
+
 class RunningSum:
     """Count tables added one by one; ``table()`` is their sum (first-added order).
 
