@@ -523,7 +523,7 @@ def _train_kernel(
     made = 0
     next_rank = first_rank
     tok_end = tok_off[first_rank]
-    w_stamp = np.zeros(n_words, dtype=np.int64)
+    w_stamp = np.zeros(n_words, dtype=np.int32)  # a merge's number: below 2**31
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged
     touched = np.empty(1024, dtype=np.int32)
     stamp = 0
@@ -601,10 +601,11 @@ def _train_kernel(
             if P[q, COUNT] >= min_freq:
                 if h_size == len(h_count):
                     h_size = _heap_compact(h_count, h_key, h_pair, h_size, P, min_freq)
-                if 4 * h_size >= 3 * len(h_count):
-                    h_count = _grow(h_count, h_size + 1)
-                    h_key = _grow(h_key, h_size + 1)
-                    h_pair = _grow(h_pair, h_size + 1)
+                    if 4 * h_size >= 3 * len(h_count):  # mostly live: grow by half
+                        bigger = len(h_count) + len(h_count) // 2
+                        h_count = _grow(h_count, bigger)
+                        h_key = _grow(h_key, bigger)
+                        h_pair = _grow(h_pair, bigger)
                 _push(h_count, h_key, h_pair, h_size, P[q, COUNT], P[q, KEY], q)
                 h_size += 1
     return m_rank[:n_learned], m_left[:n_learned], m_right[:n_learned], m_count[:n_learned], tok_buf[:tok_end], made
@@ -699,7 +700,7 @@ def train_phase(
     tok_off[: first + 1] = vocab.off
     table = build_table(vocab.buf, vocab.off, table_capacity(first + merges))
     progress = np.zeros(4, dtype=np.int64)  # new ranks, pieces visited, symbols scanned, heap pops
-    args = (sym, off[:-1].copy(), lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
+    args = (sym, off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
             min_frequency, max_token_bytes or 0, progress)
     t1 = time.perf_counter()
     out, marks = _run_reporting(_train_kernel, args, progress, on_progress)
