@@ -91,6 +91,7 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     if not pieces_sorted(table):  # one chunk file is (ingest writes its rows sorted)
         table = table.take(pc.sort_indices(table, [("piece", "ascending")]))
     buf, off, counts = inventory(table)
+    del table  # the arrays hold what training needs (the counts as a copy)
     vocab = workdir.vocab_after(cfg, phase.index - 1)
     warnings = []
     need = memory.train_estimate_mb(distinct_pieces=len(counts), piece_bytes=len(buf))
