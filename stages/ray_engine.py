@@ -69,6 +69,7 @@ from toktoktok.sources import file_format
 RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
 MIN_RANGE_BYTES = 4 << 20  # a file is cut for idle CPUs only into ranges at least this large
 FAN_IN = 8  # tables summed by one reduce task
+LONG_TEXT = 1 << 20  # PartCutter's part_chars: a unit's text longer than this may be cut by force where it was fed
 LOCAL_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # a single-node instance: listen and connect on 127.0.0.1 only
     "RAY_USAGE_STATS_ENABLED": "0",  # no usage statistics sent or announced
@@ -319,9 +320,11 @@ def settle(cfg: Config, phase: Phase, units: list[Unit], results: list[UnitResul
     out, or trained on. Their texts are here, so training on them needs no
     reread when a break in the stream around a unit changes no piece
     (``separable``); otherwise, or when the text of one was cut at the unit's
-    own cap, the unit is counted again knowing ``before``. ``results`` are
-    changed in place (held-out texts, keys, tallies); every unit's held-out
-    bytes are known here, so recounting needs no second pass.
+    own cap, or when one is longer than ``LONG_TEXT`` (a unit with no safe place
+    in a grid step, whose forced cuts fall where the text was fed), the unit is
+    counted again knowing ``before``. ``results`` are changed in place
+    (held-out texts, keys, tallies); every unit's held-out bytes are known
+    here, so recounting needs no second pass.
     """
     out = Settled()
     before = 0
@@ -350,7 +353,8 @@ def settle(cfg: Config, phase: Phase, units: list[Unit], results: list[UnitResul
         sample_key = sampling.file_key(cfg.seed, phase.slug, unit.index, sampling.SAMPLE)
         train = [j for j in back if sampling.chosen_at(sample_key, np.array([keys[j][0]], dtype=np.uint64), share,
                                                        row=keys[j][1])[0]]
-        redo = short or last in train or (bool(train) and not separable(cfg, unit))
+        redo = (short or last in train or (bool(train) and not separable(cfg, unit))
+                or any(len(texts[j]) > LONG_TEXT for j in train))
         if redo:
             out.recount.append((i, before))
         else:
