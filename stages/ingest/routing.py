@@ -17,7 +17,8 @@ from stages.progress import Progress
 from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows
+from toktoktok.sources import (ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows,
+                               open_binary)
 
 UTF8_BOM = b"\xef\xbb\xbf"  # not part of the stream: offsets count from after it
 
@@ -113,7 +114,7 @@ def span_origin(path: Path, span: tuple[int, int] | None) -> int:
     """
     if span is None or span[0] == 0:
         return 0
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         bom = fh.read(len(UTF8_BOM)) == UTF8_BOM
     return span[0] - len(UTF8_BOM) * bom
 

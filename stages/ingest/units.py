@@ -30,7 +30,7 @@ from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
 from toktoktok import counts, documents
 from toktoktok.config import Config, Phase, Source
-from toktoktok.sources import SourceError, file_format
+from toktoktok.sources import SourceError, file_format, open_binary
 
 NEVER_WRITE = 1 << 62  # a chunker that only sums
 
@@ -140,7 +140,7 @@ def splittable(cfg: Config, src: Source, path: Path) -> bool:
 
 def wide_bom(path: Path) -> bool:
     """Whether the file starts with a UTF-16 or UTF-32 byte order mark (it is recoded: read whole)."""
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         head = fh.read(4)
     return head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
 
@@ -157,7 +157,7 @@ def plan_spans(path: Path, size: int, range_bytes: int, look_bytes: int = 1 << 2
         [(0, 5), (5, 10), (10, 25), (25, 29)]
     """
     cuts = [0]
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         for target in range(range_bytes, size, range_bytes):
             if target <= cuts[-1]:
                 continue
