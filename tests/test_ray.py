@@ -34,6 +34,7 @@ from stages.ingest import routing  # noqa: E402
 from stages.progress import Progress  # noqa: E402
 from toktoktok import sampling  # noqa: E402
 from toktoktok.config import load_config  # noqa: E402
+from toktoktok.uris import RemotePath  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -128,6 +129,25 @@ def test_sample_and_heldout_same_as_local(tmp_path, corpus):
     got = results(config)
     assert expected["heldout"], "nothing was held out: the test would prove nothing"
     assert manifest(config)["sample"]["share"] < 1
+    for what in expected:
+        assert got[what] == expected[what], what
+
+
+def test_pyarrow_uri_sources_same_as_local(tmp_path, corpus, monkeypatch):
+    """The corpus read through pyarrow.fs (``RemotePath`` of its ``file://`` URI, as an
+    ``s3://`` source is read), ``a.txt`` in byte ranges, with a held-out share: the
+    Ray engine's workers open, cut and count it as the local engine reads the paths."""
+    settings = {"heldout_share": 0.05, "seed": 4}
+    expected = results(run(tmp_path / "local", corpus, "local", **settings))
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 60_000)
+    config = write_config(tmp_path / "ray", [phase("A", 300, {"path": str(corpus)})],
+                          special_tokens=["<|endoftext|>"], **settings)
+    cfg = load_config(config)
+    far = tuple(dataclasses.replace(s, path=RemotePath(s.path.as_uri())) for s in cfg.phases[0].sources)
+    cfg = dataclasses.replace(cfg, engine="ray", phases=(dataclasses.replace(cfg.phases[0], sources=far),))
+    pipeline.run(cfg, progress=Progress())
+    got, m = results(config), manifest(config)
+    assert m["inputs"][0]["path"].startswith("file://") and m["engine"]["tasks"] > 8, m["engine"]
     for what in expected:
         assert got[what] == expected[what], what
 

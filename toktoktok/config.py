@@ -727,7 +727,8 @@ def _check_work_dir_safety(ctx: Context, cfg: Config) -> None:
         if cfg.output == cfg.warm_start.file:
             raise ctx.error(("output",), f"would overwrite the warm-start file {cfg.warm_start.file}")
     for phase in cfg.phases:
-        guarded += [(f"a source of phase {phase.name!r}", s.path) for s in phase.sources]
+        guarded += [(f"a source of phase {phase.name!r}", s.path) for s in phase.sources
+                    if not isinstance(s.path, RemotePath)]  # never inside a local folder
     for what, path in guarded:
         if path == cfg.work_dir or cfg.work_dir in path.parents:
             raise ctx.error(("work_dir",), f"{cfg.work_dir} contains {what} ({path}); it must be a folder of its own")
