@@ -20,10 +20,12 @@ byte offset: ``sampling.RULE``), and a range's splitter counts offsets from
 the range's place in the file, so a task decides its units as the local
 engine does. Only the per-phase held-out cap (``routing.HELDOUT_CAP_BYTES``)
 spans tasks: each task applies it to its own units alone, and the driver
-applies it across them in key order (``settle``): a unit's candidates past
+applies it across them in key order (``Capper``): a unit's candidates past
 the cap go back to the sample's choice, their texts counted by a small task
 (``texts_task``), or the unit counted again when that would not give the
-same pieces. Then, as the local engine does, a phase that would train on
+same pieces. Units are submitted a window at a time (``count_all``), and
+those submitted once the cap is known to be reached hold nothing out, so
+this extra work is only for the units in flight at that moment. Then, as the local engine does, a phase that would train on
 nothing trains on its last held-out unit (``ingest.train_last_held``).
 
 Where Ray runs (``ray:`` in the config): without ``address``, a local instance
@@ -231,14 +233,15 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         cpus = int(ray.cluster_resources().get("CPU", 1)) // threads
         units = plan_units(cfg, files, cpus)
         cap = routing.HELDOUT_CAP_BYTES
-        submitted = [counter.remote(cfg, phase, u, share, 0, threads, cap) for u in units]
-        results = wait_in_order(ray, [meta for _, meta in submitted], units, progress)
-        found = settle(cfg, phase, units, results, share)
-        for i, before in found.recount:
-            submitted[i] = counter.remote(cfg, phase, units[i], share, before, threads, cap)
-        extra = [texter.remote(cfg, texts, units[i].src.weight, units[i].index) for i, texts in found.extra]
-        again = unwrap(ray, lambda: ray.get([submitted[i][1] for i, _ in found.recount]))
-        for (i, before), result in zip(found.recount, again):
+
+        def count(i: int, before: int) -> tuple[Any, Any]:
+            return counter.remote(cfg, phase, units[i], share, before, threads, cap)
+
+        capper = Capper(cfg, phase, units, share)
+        submitted, results = count_all(ray, count, capper, units, max(2 * cpus, 4), progress)
+        extra = [texter.remote(cfg, texts, units[i].src.weight, units[i].index) for i, texts in capper.extra]
+        again = unwrap(ray, lambda: ray.get([submitted[i][1] for i, _ in capper.recount]))
+        for (i, _), result in zip(capper.recount, again):
             results[i] = result
         extras = unwrap(ray, lambda: ray.get([meta for _, meta in extra]))
         last = last_held(results)
@@ -253,7 +256,7 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         root = tree(summer, [table for table, _ in submitted] + [table for table, _ in extra])
         table = unwrap(ray, lambda: ray.get(root)) if root is not None else counts.SCHEMA.empty_table()
         summed = time.perf_counter()
-    gathered = Gathered(tasks=len(units) + len(found.recount) + len(extra), recounted=len(found.recount))
+    gathered = Gathered(tasks=len(units) + len(capper.recount) + len(extra), recounted=len(capper.recount))
     first_of_file = set()
     parts = []
     for unit, result in zip(units, results):
@@ -283,63 +286,90 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
     return gathered
 
 
-def wait_in_order(ray: Any, refs: list, units: list[Unit], progress: Progress) -> list[UnitResult]:
-    """The tasks' results in unit order, the progress advanced as each finishes."""
-    position = {ref: i for i, ref in enumerate(refs)}
-    results: list[UnitResult | None] = [None] * len(refs)
-    pending = list(refs)
-    while pending:
+def count_all(ray: Any, count: Any, capper: Capper, units: list[Unit], window: int,
+              progress: Progress) -> tuple[list[tuple[Any, Any]], list[UnitResult]]:
+    """Every unit counted (``count(i, heldout_before)`` submits unit ``i``), at most
+    ``window`` at once, their results settled in unit order as they come
+    (``capper``); the tasks' refs (the last for a unit counted again) and results.
+
+    Once the units settled so far hold the cap, every unit submitted after is
+    told so (``heldout_before`` = the cap): it holds nothing out, so nothing of
+    it is counted twice. Only the units already running when the cap is reached
+    return candidates past it, and the driver holds the held-out text of at
+    most ``window`` units at a time.
+    """
+    results: list[UnitResult | None] = [None] * len(units)
+    submitted: list[tuple[Any, Any]] = []
+    position: dict[Any, int] = {}
+    pending: list[Any] = []
+    settled = 0
+    while settled < len(units):
+        while len(submitted) < len(units) and len(pending) < window:
+            refs = count(len(submitted), capper.cap if capper.full else 0)
+            position[refs[1]] = len(submitted)
+            pending.append(refs[1])
+            submitted.append(refs)
         done, pending = ray.wait(pending, num_returns=1)
         for ref in done:
-            i = position[ref]
+            i = position.pop(ref)
             results[i] = unwrap(ray, lambda ref=ref: ray.get(ref))
             progress.update(units[i].size)
-    return results  # type: ignore[return-value]
+        while settled < len(units) and results[settled] is not None:
+            redo = capper.step(settled, results[settled])
+            if redo is not None:
+                submitted[settled] = count(settled, redo)
+            settled += 1
+    return submitted, results  # type: ignore[return-value]
 
 
-@dataclass
-class Settled:
-    """What the held-out cap, applied across units, leaves to do: units to count
-    again knowing the held-out bytes before them, and per unit the texts of
-    held-out candidates the cap turned back into training text."""
+class Capper:
+    """Applies the per-phase held-out cap in key order (unit order: files in order,
+    a file's ranges in byte order) as the local engine applies it as it reads,
+    one unit's result at a time (``step``).
 
-    recount: list[tuple[int, int]] = field(default_factory=list)  # (unit, held-out bytes before it)
-    extra: list[tuple[int, list[str]]] = field(default_factory=list)  # (unit, texts to train on)
-
-
-def settle(cfg: Config, phase: Phase, units: list[Unit], results: list[UnitResult], share: float) -> Settled:
-    """Apply the per-phase held-out cap in key order (unit order: files in order, a
-    file's ranges in byte order) as the local engine applies it as it reads.
-
-    Each task counted its unit as if nothing were held out before it, so it held
-    out its candidates while its own held-out bytes were below the cap
-    (``sampling.unit_fates``: the one that crosses it cut there). With ``before``
-    bytes held out by the units before it, the phase holds out the candidates
-    while ``before`` plus theirs is below the cap: a prefix of the unit's. The
-    rest go back to what the sample says (``chosen_at`` of their keys): left
-    out, or trained on. Their texts are here, so training on them needs no
-    reread when a break in the stream around a unit changes no piece
-    (``separable``); otherwise, or when the text of one was cut at the unit's
-    own cap, or when one is longer than ``LONG_TEXT`` (a unit with no safe place
-    in a grid step, whose forced cuts fall where the text was fed), the unit is
-    counted again knowing ``before``. ``results`` are changed in place
-    (held-out texts, keys, tallies); every unit's held-out bytes are known
-    here, so recounting needs no second pass.
+    Each task counted its unit knowing only whether the cap was reached before
+    it, so it held out its candidates while its own held-out bytes were below
+    the cap (``sampling.unit_fates``: the one that crosses it cut there). With
+    ``before`` bytes held out by the units before it, the phase holds out the
+    candidates while ``before`` plus theirs is below the cap: a prefix of the
+    unit's. The rest go back to what the sample says (``chosen_at`` of their
+    keys): left out, or trained on. Their texts are here, so training on them
+    needs no reread when a break in the stream around a unit changes no piece
+    (``separable``): they are listed in ``extra``. Otherwise, or when the text
+    of one was cut at the unit's own cap, or when one is longer than
+    ``LONG_TEXT`` (a unit with no safe place in a grid step, whose forced cuts
+    fall where the text was fed), the unit is to be counted again knowing
+    ``before`` (``recount``). Every unit's held-out bytes are known here, so
+    the units after one counted again need not wait for it.
     """
-    out = Settled()
-    before = 0
-    for i, (unit, result) in enumerate(zip(units, results)):
+
+    def __init__(self, cfg: Config, phase: Phase, units: list[Unit], share: float) -> None:
+        self.cfg, self.phase, self.units, self.share = cfg, phase, units, share
+        self.cap = routing.HELDOUT_CAP_BYTES
+        self.before = 0  # held-out bytes of the units settled so far
+        self.recount: list[tuple[int, int]] = []  # (unit, held-out bytes before it)
+        self.extra: list[tuple[int, list[str]]] = []  # (unit, texts to train on)
+
+    @property
+    def full(self) -> bool:
+        """Whether the units settled so far hold the cap: later units hold nothing out."""
+        return self.before >= self.cap
+
+    def step(self, i: int, result: UnitResult) -> int | None:
+        """Settle unit ``i`` (``result`` changed in place: held-out texts, keys,
+        tally); the held-out bytes before it if it must be counted again."""
         tally, texts = result.tally, result.heldout
         if not texts:
-            continue
-        if before == 0:
-            before = tally.heldout_bytes
-            continue
+            return None
+        if self.before == 0:
+            self.before = tally.heldout_bytes
+            return None
+        before = self.before
         last = len(texts) - 1 if tally.heldout_truncated else -1  # a text cut at the unit's own cap
         held, held_bytes, cut, back, short = [], 0, 0, [], False
         for j, text in enumerate(texts):
             data = text.encode("utf-8", "surrogatepass")
-            room = routing.HELDOUT_CAP_BYTES - before - held_bytes
+            room = self.cap - before - held_bytes
             if room <= 0:
                 back.append(j)
             elif len(data) > room or j == last:
@@ -349,25 +379,23 @@ def settle(cfg: Config, phase: Phase, units: list[Unit], results: list[UnitResul
             else:
                 held.append(text)
                 held_bytes += len(data)
-        keys = result.heldout_keys
-        sample_key = sampling.file_key(cfg.seed, phase.slug, unit.index, sampling.SAMPLE)
-        train = [j for j in back if sampling.chosen_at(sample_key, np.array([keys[j][0]], dtype=np.uint64), share,
-                                                       row=keys[j][1])[0]]
-        redo = (short or last in train or (bool(train) and not separable(cfg, unit))
-                or any(len(texts[j]) > LONG_TEXT for j in train))
-        if redo:
-            out.recount.append((i, before))
-        else:
-            if train:
-                out.extra.append((i, [texts[j] for j in train]))
-            sizes = {j: len(texts[j].encode("utf-8", "surrogatepass")) for j in train}
-            tally.kept_documents += len(train)
-            tally.kept_bytes += sum(sizes.values())
-            tally.sampled_out_documents += len(back) - len(train)
-            tally.heldout_documents, tally.heldout_bytes, tally.heldout_truncated = len(held), held_bytes, cut
-            result.heldout, result.heldout_keys = held, keys[: len(held)]
-        before += held_bytes
-    return out
+        self.before += held_bytes
+        unit, keys = self.units[i], result.heldout_keys
+        sample_key = sampling.file_key(self.cfg.seed, self.phase.slug, unit.index, sampling.SAMPLE)
+        train = [j for j in back if sampling.chosen_at(sample_key, np.array([keys[j][0]], dtype=np.uint64),
+                                                       self.share, row=keys[j][1])[0]]
+        if (short or last in train or (train and not separable(self.cfg, unit))
+                or any(len(texts[j]) > LONG_TEXT for j in train)):
+            self.recount.append((i, before))
+            return before
+        if train:
+            self.extra.append((i, [texts[j] for j in train]))
+        tally.kept_documents += len(train)
+        tally.kept_bytes += sum(len(texts[j].encode("utf-8", "surrogatepass")) for j in train)
+        tally.sampled_out_documents += len(back) - len(train)
+        tally.heldout_documents, tally.heldout_bytes, tally.heldout_truncated = len(held), held_bytes, cut
+        result.heldout, result.heldout_keys = held, keys[: len(held)]
+        return None
 
 
 def separable(cfg: Config, unit: Unit) -> bool:
