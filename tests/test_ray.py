@@ -4,7 +4,10 @@ instance: one ``ray.init`` for all of these tests (the ``ray_local`` fixture).
 - The summed inventory, ``merges.arrow`` and the ``.tiktoken`` are those of the
   local engine for several splits of the files into byte ranges, several fan-ins
   of the sum tree and 1 or 2 scanner threads per task (2 or 1 tasks at once);
-  with a sample and a held-out share (one task per file) the held-out text too.
+  with a sample and a held-out share, in byte ranges too, the held-out text and
+  the manifest's unit counts as well, the held-out cap reached across tasks, and
+  a phase whose every unit would be held out training on its last one.
+- Sources read through pyarrow.fs (``file://`` URIs as ``RemotePath``) in ranges.
 - A task whose worker is killed is retried, and counted once.
 - kill -9 of ``toktok ingest --engine ray`` leaves none of the processes it started;
   Ctrl-C exits 130 and leaves none either.
