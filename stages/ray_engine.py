@@ -243,15 +243,11 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         again = unwrap(ray, lambda: ray.get([submitted[i][1] for i, _ in capper.recount]))
         for (i, _), result in zip(capper.recount, again):
             results[i] = result
-        extras = unwrap(ray, lambda: ray.get([meta for _, meta in extra]))
-        last = last_held(results)
-        if last is not None and sum(r.tally.kept_documents for r in results) == 0:
-            text = results[last].heldout.pop()  # the held-out share never takes a phase's last training unit
-            results[last].heldout_keys = results[last].heldout_keys[: len(results[last].heldout)]
+        last = last_held(results) if sum(r.tally.kept_documents for r in results) == 0 else None
+        if last is not None:  # the held-out share never takes a phase's last training unit
+            text = train_held(results[last])
             extra.append(texter.remote(cfg, [text], units[last].src.weight, units[last].index))
-            trained = unwrap(ray, lambda: ray.get(extra[-1][1]))
-            train_held(results[last].tally, text)
-            extras.append(trained)
+        extras = unwrap(ray, lambda: ray.get([meta for _, meta in extra]))
         counted = time.perf_counter()
         root = tree(summer, [table for table, _ in submitted] + [table for table, _ in extra])
         table = unwrap(ray, lambda: ray.get(root)) if root is not None else counts.SCHEMA.empty_table()
@@ -417,15 +413,19 @@ def last_held(results: list[UnitResult]) -> int | None:
     return next((i for i in range(len(results) - 1, -1, -1) if results[i].heldout), None)
 
 
-def train_held(tally: Tally, text: str) -> None:
-    """``tally`` after its unit's last held-out text was trained on instead
-    (``ingest.train_last_held``'s accounting)."""
+def train_held(result: UnitResult) -> str:
+    """Take the unit's last held-out text to train on instead, as
+    ``ingest.train_last_held`` does (its accounting in the unit's tally)."""
+    text = result.heldout.pop()
+    result.heldout_keys = result.heldout_keys[: len(result.heldout)]
+    tally = result.tally
     size = len(text.encode("utf-8", "surrogatepass"))
     tally.heldout_documents -= 1
     tally.heldout_bytes -= size
     tally.kept_documents += 1
     tally.kept_bytes += size
     tally.heldout_trained = 1
+    return text
 
 
 def tree(summer: Any, refs: list) -> Any:
