@@ -371,12 +371,18 @@ def _usage(cfg: Config, growth: _Growth, domains: list[_Domain]) -> list[Any]:
     size = max(growth.by_rank, default=-1) + 1
     out = []
     for phase, domain in zip(cfg.phases, domains):
-        buf, off, counts = inventory(workdir.phase_inventory(cfg, phase))
-        sym, lens = segment_pieces(vocab, buf, off)
-        n = lens.astype(np.int64)
-        within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        ids = sym[np.repeat(off[:-1], n) + within]
-        used = np.bincount(ids, weights=np.repeat(counts.astype(np.float64), n), minlength=size)
+        # the last phase's trainer segmented its pieces with this very vocabulary
+        trained = workdir.phase_usage(cfg, phase, len(vocab)) if phase is cfg.phases[-1] else None
+        if trained is not None and len(trained) <= size:
+            used = np.zeros(size, dtype=np.float64)
+            used[: len(trained)] = trained
+        else:
+            buf, off, counts = inventory(workdir.phase_inventory(cfg, phase))
+            sym, lens = segment_pieces(vocab, buf, off)
+            n = lens.astype(np.int64)
+            within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+            ids = sym[np.repeat(off[:-1], n) + within]
+            used = np.bincount(ids, weights=np.repeat(counts.astype(np.float64), n), minlength=size)
         for group in domain.groups:  # one count per group of documents, not an array per document
             ids = np.fromiter(itertools.chain.from_iterable(enc.encode_ordinary_batch(group)), dtype=np.int64)
             used += np.bincount(ids, minlength=size)[:size]

@@ -9,6 +9,11 @@ Writes, in ``WORK/train/NN-slug/``:
   and of its two parts), ``bytes: binary``, ``count: uint64`` (the pair's
   count when it was merged), in the order learned. A merge whose bytes were
   already a token repeats that token's rank (docs/training.md) and adds no rank;
+- ``usage.arrow``: ``id: uint32, count: uint64``: how often each id of the
+  vocabulary after the phase occurs when the phase's pieces are segmented with
+  it (as tiktoken would; each piece times its count), ids that occur only. The
+  trainer has that segmentation at hand from its own check; the report reads
+  the last phase's instead of segmenting the inventory again (0.6 s at 1.2 GB);
 - ``manifest.json``: inputs' digests, counts, rate, timings (last).
 """
 
@@ -108,13 +113,16 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     for warning in warnings[1 if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB) else 0:]:
         progress.note(f"warning: {warning}")
     output = artifacts.write_ipc(folder / "merges.arrow", merges_table(result))
+    used = np.flatnonzero(result.usage)
+    usage = artifacts.write_ipc(folder / "usage.arrow", pa.table({
+        "id": pa.array(used.astype(np.uint32)), "count": pa.array(result.usage[used].astype(np.uint64))}))
     return artifacts.finish(folder, {
         "stage": "train",
         "phase": phase.name,
         "key": key,
         "settings": workdir.train_settings(cfg, phase),
         "inputs": {"pieces": ingest_manifest["outputs"], "vocab_size_before": len(vocab)},
-        "outputs": [output],
+        "outputs": [output, usage],
         "counts": {
             "distinct_pieces": len(counts),
             "pieces": int(counts.sum()),
@@ -132,4 +140,6 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
                     "train": round(trained - loaded, 3),
                     "total": round(time.perf_counter() - started, 3)},
         "merges_per_second": round(result.made / max(trained - loaded, 1e-9), 1),
+        # inside train: segmenting, counting pairs, the first 1,000 merges, the rest, the check
+        "train_split_seconds": result.seconds,
     })

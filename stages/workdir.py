@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from stages import artifacts
@@ -293,6 +294,22 @@ def phase_merges(cfg: Config, phase: Phase) -> pa.Table:
     against its train manifest)."""
     train_manifest(cfg, phase)
     return artifacts.read_ipc(train_dir(cfg, phase) / "merges.arrow")
+
+
+def phase_usage(cfg: Config, phase: Phase, size: int) -> np.ndarray | None:
+    """How often each id below ``size`` occurs in the phase's pieces segmented with
+    the vocabulary after the phase (its ``usage.arrow``, verified against its
+    train manifest); None when the file is absent (an older work folder)."""
+    manifest = train_manifest(cfg, phase)
+    if not any(o["name"] == "usage.arrow" for o in manifest["outputs"]):
+        return None
+    table = artifacts.read_ipc(train_dir(cfg, phase) / "usage.arrow")
+    used = np.zeros(size, dtype=np.int64)
+    ids = table["id"].to_numpy().astype(np.int64)
+    if len(ids) and ids.max() >= size:
+        return None  # a vocabulary of another size: not this one's usage
+    used[ids] = table["count"].to_numpy().astype(np.int64)
+    return used
 
 
 def base_vocab(cfg: Config) -> Vocab:

@@ -276,6 +276,7 @@ CHUNK_COLUMNS = {"piece": pa.binary(), "count": pa.uint64()}
 HELDOUT_COLUMNS = {"text": pa.large_string()}
 MERGES_COLUMNS = {"rank": pa.uint32(), "left": pa.uint32(), "right": pa.uint32(), "bytes": pa.binary(),
                   "count": pa.uint64()}
+USAGE_COLUMNS = {"id": pa.uint32(), "count": pa.uint64()}
 POLARS = {pa.binary(): pl.Binary, pa.uint64(): pl.UInt64, pa.uint32(): pl.UInt32, pa.large_string(): pl.String}
 
 
@@ -293,6 +294,8 @@ def test_artifacts_columns_and_manifests(main):
             columns = HELDOUT_COLUMNS
         elif path.name == "merges.arrow":
             columns = MERGES_COLUMNS
+        elif path.name == "usage.arrow":
+            columns = USAGE_COLUMNS
         else:
             pytest.fail(f"unexpected artifact {path}")
         df = pl.read_ipc(path)
@@ -315,6 +318,21 @@ def test_artifacts_columns_and_manifests(main):
         assert all(p.stat().st_mtime_ns <= last for p in folder.iterdir()), "the manifest is written last"
         for out in m["outputs"]:
             assert (folder / out["name"]).is_file() or Path(out.get("path", "")).is_file()
+
+
+def test_usage_is_every_piece_segmented_by_tiktokens_rule_times_its_count(main):
+    """usage.arrow against the plain-Python rule (``segment_reference``) with the
+    vocabulary after each phase, over that phase's whole inventory."""
+    by_phase = ranks_by_phase(main)
+    for (slug, _), ranks in zip(main.phases, by_phase[1:]):
+        want: dict[int, int] = {}
+        for path in sorted((main.work / "ingest" / slug).glob("chunk-*.arrow")):
+            table = read_arrow(path)
+            for piece, count in zip(table["piece"].to_pylist(), table["count"].to_pylist()):
+                for rank in segment_reference(piece, ranks):
+                    want[rank] = want.get(rank, 0) + count
+        usage = read_arrow(main.work / "train" / slug / "usage.arrow")
+        assert dict(zip(usage["id"].to_pylist(), usage["count"].to_pylist())) == want, slug
 
 
 def test_manifests_record_inputs_outputs_counts_rss_and_timings(main):

@@ -41,6 +41,7 @@ English: 0.81-1.01 s -> 0.56-0.71 s, identical merges).
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -60,6 +61,8 @@ from toktoktok.segment import (
 from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
+EARLY_MERGES = 1000  # the merges timed apart: the first ones touch the most pieces
+POLL_SECONDS = 0.002  # how often the merge loop's progress is looked at
 
 
 def train_reference(
@@ -538,6 +541,19 @@ def _count_differing(sym_a, lens_a, sym_b, lens_b, off, counts):
     return pieces, weighted
 
 
+@njit(cache=True)
+def _usage(sym, lens, off, counts, size):
+    """Occurrences of each id in the segmented pieces, each piece times its count.
+
+    Piece w's ids are ``sym[off[w] : off[w] + lens[w]]``.
+    """
+    used = np.zeros(size, dtype=np.int64)
+    for w in range(len(lens)):
+        for k in range(off[w], off[w] + lens[w]):
+            used[sym[k]] += counts[w]
+    return used
+
+
 @dataclass(frozen=True)
 class PhaseResult:
     """What one phase learned.
@@ -560,6 +576,11 @@ class PhaseResult:
     differing_weight: int
     visited_pieces: int = 0  # pieces the merge loop rewrote, summed over merges
     scanned_symbols: int = 0  # symbols it read doing so
+    # how often each id of ``vocab`` occurs in the pieces segmented with it, times their counts
+    usage: np.ndarray | None = None
+    # where the time went (s): segmenting the pieces, counting their pairs and
+    # building the heap, the first ``EARLY_MERGES`` merges, the rest, the check
+    seconds: dict[str, float] | None = None
 
     def merged_bytes(self) -> list[bytes]:
         return [self.vocab.token(int(r)) for r in self.rank]
@@ -581,6 +602,7 @@ def train_phase(
     Piece ``w`` is ``buf[off[w]:off[w+1]]`` and occurs ``counts[w]`` times.
     ``on_progress(made)`` is called about ten times a second while the loop runs.
     """
+    t0 = time.perf_counter()
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     sym, lens = segment_pieces(vocab, buf, off)
     # every merge removes a symbol somewhere: never size for more than can happen
@@ -592,13 +614,20 @@ def train_phase(
     progress = np.zeros(4, dtype=np.int64)  # new ranks, pieces visited, symbols scanned, heap pops
     args = (sym, off[:-1].copy(), lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
             min_frequency, max_token_bytes or 0, progress)
-    out = _run_reporting(_train_kernel, args, progress, on_progress)
+    t1 = time.perf_counter()
+    out, marks = _run_reporting(_train_kernel, args, progress, on_progress)
+    t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
     check_sym, check_lens = segment_pieces(new_vocab, buf, off)
     pieces, weight = _count_differing(sym, lens, check_sym, check_lens, off, counts)
+    usage = _usage(check_sym, check_lens, off, counts, len(new_vocab))
+    loop_start = marks.get("loop", t2)
+    early_end = marks.get("early", t2)
+    seconds = {"segment": t1 - t0, "pairs": loop_start - t1, "early_merges": early_end - loop_start,
+               "later_merges": t2 - early_end, "check": time.perf_counter() - t2}
     return PhaseResult(m_rank, m_left, m_right, m_count, new_vocab, int(made), int(pieces), int(weight),
-                       int(progress[1]), int(progress[2]))
+                       int(progress[1]), int(progress[2]), usage, {k: round(v, 3) for k, v in seconds.items()})
 
 
 def load_kernels() -> None:
@@ -609,11 +638,13 @@ def load_kernels() -> None:
 
 
 def _run_reporting(kernel, args, progress, on_progress):
-    """Run a nogil kernel in a thread, reporting ``progress[0]`` while it runs."""
-    if on_progress is None:
-        return kernel(*args)
+    """Run the nogil merge kernel in a thread, reporting ``progress[0]`` about ten
+    times a second; returns its result and the times (``perf_counter``) at which
+    it started merging (``"loop"``: its first heap pop) and made its
+    ``EARLY_MERGES``-th merge (``"early"``), seen by polling every few ms."""
     result: list = []
     errors: list[BaseException] = []
+    marks: dict[str, float] = {}
 
     def target() -> None:
         try:
@@ -623,10 +654,19 @@ def _run_reporting(kernel, args, progress, on_progress):
 
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
+    reported = time.perf_counter()
     while thread.is_alive():
-        thread.join(0.1)
-        on_progress(int(progress[0]))
+        thread.join(POLL_SECONDS)
+        now = time.perf_counter()
+        if "loop" not in marks and progress[3] > 0:
+            marks["loop"] = now
+        if "early" not in marks and progress[0] >= EARLY_MERGES:
+            marks["early"] = now
+        if on_progress is not None and now - reported >= 0.1:
+            on_progress(int(progress[0]))
+            reported = now
     if errors:
         raise errors[0]
-    on_progress(int(progress[0]))
-    return result[0]
+    if on_progress is not None:
+        on_progress(int(progress[0]))
+    return result[0], marks
