@@ -4,10 +4,18 @@
     python benchmarks/peer_trainers.py hf      --corpus train.txt --tokens 32768 --pattern REGEX --out hf.tiktoken
     python benchmarks/peer_trainers.py rustbpe --corpus train.txt --tokens 32768 --pattern REGEX --out rustbpe.tiktoken
 
-Both stream the same plain ``.txt`` that toktoktok trains on, split into
-documents the way toktoktok's reader does (docs/pretokenization.md: after a blank line that
-is followed by a character that is not white space), and train on whole
-documents, never lines, so the pattern sees the same newlines everywhere.
+Both stream the same plain ``.txt`` that toktoktok trains on, fed as one of:
+
+- ``--feed documents`` (default): split into documents the way toktoktok's
+  reader does (docs/pretokenization.md: after a blank line that is followed by
+  a character that is not white space), never lines, so the pattern sees the
+  same newlines everywhere;
+- ``--feed chunks``: pieces of about 1 MiB, each cut after its last line end,
+  as a user hands a big file to ``train_from_iterator``. A run of white space
+  across a cut is split there, so the pieces differ slightly from the
+  documents'. rustbpe pulls 8,192 strings from the iterator before it counts
+  them, so with 1 MiB strings it holds up to the whole text at once: this is
+  the feed its memory is compared with in the scale issue's targets.
 Each writes its vocabulary as a ``.tiktoken`` file (standard base64 of the
 token's bytes, a space, the rank) so the benchmark measures compression of
 all trainers with the same code.
@@ -57,6 +65,25 @@ def iter_documents(path: Path, block_chars: int = 1 << 20) -> Iterator[str]:
             buf = buf[start:]
     if buf:
         yield buf
+
+
+def iter_chunks(path: Path, chunk_chars: int = 1 << 20) -> Iterator[str]:
+    """A plain UTF-8 text file as pieces of about ``chunk_chars`` characters, each
+    cut after its last line end (a piece without one is given whole): how a
+    user hands a big text file to a trainer that wants an iterator of strings."""
+    buf = ""
+    with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        while block := fh.read(chunk_chars):
+            buf += block
+            cut = buf.rfind("\n") + 1
+            if cut > 0:
+                yield buf[:cut]
+                buf = buf[cut:]
+    if buf:
+        yield buf
+
+
+FEEDS = {"documents": iter_documents, "chunks": iter_chunks}
 
 
 def write_tiktoken(ranks: Iterable[tuple[bytes, int]], out: Path) -> int:
@@ -116,18 +143,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, required=True, help="vocabulary size (256 bytes + merges)")
     parser.add_argument("--pattern", required=True, help="the pre-tokenization regex")
     parser.add_argument("--out", type=Path, required=True, help="the .tiktoken file to write")
+    parser.add_argument("--feed", choices=sorted(FEEDS), default="documents",
+                        help="strings handed to the trainer: whole documents, or 1 MiB chunks cut at a line end")
     args = parser.parse_args(argv)
     seen = 0
 
     def counted() -> Iterator[str]:
         nonlocal seen
-        for doc in iter_documents(args.corpus):
+        for doc in FEEDS[args.feed](args.corpus):
             seen += 1
             yield doc
 
     ranks = TRAINERS[args.trainer](counted(), args.tokens, args.pattern)
     count = write_tiktoken(ranks, args.out)
-    print(f"{args.trainer}: {seen} documents, {count} ranks -> {args.out}")
+    print(f"{args.trainer}: {seen} {args.feed}, {count} ranks -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -452,7 +452,7 @@ def write_chunks(chunker: Chunker, table: pa.Table) -> None:
         return
     rows = max(1, int(len(table) * chunker.limit / max(counts.table_bytes(table), 1)))
     for start in range(0, len(table), rows):
-        chunker.add(table.slice(start, rows), 0)
+        chunker.add(table.slice(start, rows), file_index=0)
         chunker.file_done()
         chunker.flush()
 

@@ -265,11 +265,16 @@ def current_train_manifest(cfg: Config, phase: Phase) -> dict[str, Any]:
 
 
 def sum_chunks(paths: list[Path]) -> pa.Table:
-    """The sum of chunk files, read one at a time (memory: the sum and one chunk)."""
-    total = counts.SCHEMA.empty_table()
+    """The sum of chunk files, read one at a time (memory: the sum and one chunk).
+    One chunk is returned as it is (its rows sorted by piece)."""
+    from toktoktok.summing import RunningSum  # numba: loaded only when there is work
+
+    if len(paths) == 1:
+        return artifacts.read_ipc(paths[0]).cast(counts.SCHEMA)
+    total = RunningSum()
     for path in paths:
-        total = counts.sum_tables([total, artifacts.read_ipc(path)])
-    return total
+        total.add(artifacts.read_ipc(path))
+    return total.table()
 
 
 def phase_inventory(cfg: Config, phase: Phase, manifest: dict[str, Any] | None = None) -> pa.Table:

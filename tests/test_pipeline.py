@@ -511,8 +511,8 @@ def test_threads_and_entry_points_give_identical_files(tmp_path, corpus):
 def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     """Tiny read blocks, parts, batches and chunks (as a large corpus would get):
     the counted pieces stay exactly regex.findall over whole documents, the
-    chunk files are many, and threads 1 and 2 give the same chunk files (rows in
-    the same order: the running sums wait at fixed batches) and .tiktoken."""
+    chunk files are many, and threads 1 and 2 give the same chunk files (rows
+    sorted by piece, cut at fixed places in the data) and .tiktoken."""
     from stages.ingest import batching, chunking, routing
     from toktoktok.pretokenize import PartCutter
     from toktoktok.sources import iter_blocks
@@ -543,44 +543,48 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
 
 
 @pytest.mark.parametrize("limit", [1 << 30, 60_000, 6_000])
-def test_chunker_sums_alike_with_and_without_workers(tmp_path, limit):
-    """The chunker's sums, by worker threads or by the caller, write the same chunk
-    files: counts equal to a Counter over the batches, rows in order of first
-    occurrence; with a small limit the file is also written in the middle."""
+def test_chunker_writes_the_sum_sorted_by_piece(tmp_path, limit):
+    """The chunker's files hold exactly a Counter over the batches, rows sorted by
+    piece; with a small limit the file is also written in the middle, and how a
+    step's counts are split among tables (as among worker threads) changes nothing."""
     import random
-    from concurrent.futures import ThreadPoolExecutor
 
     from stages.ingest import chunking
     from toktoktok import counts
+    from toktoktok.summing import RunningSum
 
     rng = random.Random(limit)
     words = [bytes(rng.choices(b"abcdefgh", k=rng.randint(1, 6))) for _ in range(400)]
-    batches = [Counter(rng.choices(words, k=60)) for _ in range(3 * chunking.SUM_GROUP + 5)]
+    steps = [[Counter(rng.choices(words, k=60)) for _ in range(rng.randint(1, 3))] for _ in range(40)]
     written = []
-    for pool in (None, ThreadPoolExecutor(2)):
-        folder = tmp_path / ("pool" if pool else "caller")
+    for split in (True, False):
+        folder = tmp_path / ("split" if split else "whole")
         folder.mkdir()
         chunker = chunking.Chunker(folder, limit)
-        chunker.pool = pool
-        for batch in batches:
-            chunker.add(counts.from_lists(list(batch), list(batch.values())), 0)
+        for step in steps:
+            if split:  # each part a running sum, as worker threads hand them over
+                parts = []
+                for batch in step:
+                    part = RunningSum()
+                    part.add(counts.from_lists(list(batch), list(batch.values())))
+                    parts.append(part)
+                chunker.add(*parts, file_index=0)
+            else:
+                whole = sum(step, Counter())
+                chunker.add(counts.from_lists(list(whole), list(whole.values())), file_index=0)
         chunker.file_done()
         chunker.flush()
-        if pool:
-            pool.shutdown()
         written.append([pa.ipc.open_file(folder / o["name"]).read_all() for o in chunker.outputs])
-    caller, pooled = written
-    assert len(caller) == len(pooled) and all(a.equals(b) for a, b in zip(caller, pooled))
+    split, whole = written
+    assert len(split) == len(whole) and all(a.equals(b) for a, b in zip(split, whole))
     total: Counter[bytes] = Counter()
-    for table in caller:
-        for piece, count in zip(table["piece"].to_pylist(), table["count"].to_pylist()):
+    for table in split:
+        pieces = table["piece"].to_pylist()
+        assert pieces == sorted(pieces)
+        for piece, count in zip(pieces, table["count"].to_pylist()):
             total[piece] += count
-    assert total == sum(batches, Counter())
-    if limit == 6_000:
-        assert len(caller) > 1
-    else:
-        assert len(caller) == 1
-        assert caller[0]["piece"].to_pylist() == list(dict.fromkeys(p for batch in batches for p in batch))
+    assert total == sum((b for step in steps for b in step), Counter())
+    assert (len(split) > 1) == (limit == 6_000)
 
 
 # ---------------------------------------------------------------- budgets larger than the data

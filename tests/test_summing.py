@@ -71,3 +71,42 @@ def test_a_piece_larger_than_the_arena_and_empty_tables():
     s.add(counts.from_lists([b"x" * 100_000, b"y"], [2, 3]))
     s.add(counts.from_lists([b"y", b"x" * 100_000], [1, 1]))
     assert s.table().to_pylist() == [{"piece": b"x" * 100_000, "count": 3}, {"piece": b"y", "count": 4}]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab é\n\t1'", max_size=200), min_size=1, max_size=6), st.integers(1, 3))
+def test_count_is_count_pieces_of_the_same_segments(texts, weight):
+    from toktoktok import scanner
+
+    segments = [t.encode() for t in texts if t]
+    if not segments:
+        return
+    buf = np.frombuffer(b"".join(segments), np.uint8)
+    seg_off = np.cumsum([0] + [len(x) for x in segments])
+    for which in scanner.PATTERN_IDS.values():
+        s = RunningSum(rows=1, arena_bytes=1)
+        s.count(buf, seg_off, which, weight)
+        pb, po, c = scanner.count_pieces(buf, seg_off, which)
+        want = [{"piece": pb[po[p]:po[p + 1]].tobytes(), "count": int(c[p]) * weight} for p in range(len(c))]
+        assert s.table().to_pylist() == want
+
+
+def test_count_grows_over_a_big_text_and_keeps_adding():
+    from toktoktok import scanner
+
+    rng = np.random.default_rng(1)
+    words = [bytes(rng.integers(97, 123, rng.integers(1, 12)).astype(np.uint8)) for _ in range(20000)]
+    text = b" ".join(words[i] for i in rng.integers(0, len(words), 200000))
+    buf = np.frombuffer(text, np.uint8)
+    s = RunningSum(rows=1, arena_bytes=1)
+    s.count(buf, np.array([0, len(text) // 2, len(text)]), scanner.DEFAULT)
+    s.count(buf, np.array([0, len(text)]), scanner.DEFAULT, 2)
+    pb, po, c = scanner.count_pieces(buf, np.array([0, len(text) // 2, len(text)]), scanner.DEFAULT)
+    pb2, po2, c2 = scanner.count_pieces(buf, np.array([0, len(text)]), scanner.DEFAULT)
+    want = collections.Counter()
+    for p in range(len(c)):
+        want[pb[po[p]:po[p + 1]].tobytes()] += int(c[p])
+    for p in range(len(c2)):
+        want[pb2[po2[p]:po2[p + 1]].tobytes()] += 2 * int(c2[p])
+    got = s.table()
+    assert dict(zip(got["piece"].to_pylist(), got["count"].to_pylist())) == dict(want)

@@ -228,15 +228,30 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
         found, numbers = count_texts_regex([t if isinstance(t, str) else bytes(t).decode("utf-8") for t in texts],
                                            pattern, special_tokens)
         return from_lists(found, numbers)
+    buf, seg_off = joined_segments(texts, special_tokens)
+    if len(seg_off) == 1:
+        return SCHEMA.empty_table()
+    return from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+
+
+def joined_segments(texts: Sequence[str | bytes | memoryview],
+                    special_tokens: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 segments of ``texts`` between special tokens, end to end: ``(buf,
+    seg_off)``, segment s being ``buf[seg_off[s]:seg_off[s+1]]``. One text of bytes
+    (or a view) without special tokens is used where it lies, without a copy.
+
+        >>> buf, off = joined_segments(["ab<|e|>c", b"d"], ["<|e|>"])
+        >>> buf.tobytes(), off.tolist()
+        (b'abcd', [0, 2, 3, 4])
+    """
     if special_tokens:  # a view is split as bytes
         texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]
     segments = [seg if isinstance(seg, (bytes, memoryview)) else seg.encode("utf-8")
                 for text in texts for seg in split_special(text, special_tokens)]
-    if not segments:
-        return SCHEMA.empty_table()
     seg_off = np.zeros(len(segments) + 1, dtype=np.int64)
+    if not segments:
+        return np.zeros(0, np.uint8), seg_off
     np.cumsum([len(seg) for seg in segments], out=seg_off[1:])
     joined = segments[0] if len(segments) == 1 else b"".join(segments)  # one part: no copy
-    buf = np.frombuffer(joined, dtype=np.uint8)
-    return from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+    return np.frombuffer(joined, dtype=np.uint8), seg_off
 

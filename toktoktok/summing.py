@@ -31,11 +31,12 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, span_key
+from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, scan_kernel, span_key
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # a free slot (as in the scanner's tables)
 _LOW32 = np.uint64(0xFFFFFFFF)  # a slot holds (hash tag << 32) | piece id
 _MAX = np.int64(0x7FFFFFFFFFFFFFFF)
+_SCAN_PIECES = 1 << 12  # pieces scanned, then added, at a time
 
 
 @njit(cache=True, nogil=True)
@@ -90,6 +91,75 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
 
 
 @njit(cache=True, nogil=True)
+def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, contr, which, ends):
+    """Scan segments ``s0..`` of ``buf`` (from byte ``i0`` of segment ``s0``) and add
+    ``weight`` to each piece found, ``len(ends)`` pieces at a time.
+
+    Stops before a run of pieces that might not fit (each could be new) and
+    returns ``(segment, byte, n, used, done)`` to resume from there after growing.
+    """
+    k_max = len(ends)
+    s = s0
+    i = i0
+    while s < len(seg_off) - 1:
+        end = seg_off[s + 1]
+        if i < seg_off[s]:
+            i = seg_off[s]
+        while i < end:
+            if 2 * (n + k_max) > len(table) or n + k_max > len(meta):
+                return s, i, n, used, False
+            k = scan_kernel(buf, i, end, ends, cls, contr, which)
+            if used + (ends[k - 1] - i) > len(arena):
+                return s, i, n, used, False  # these pieces' bytes might not fit: grow, scan again
+            n, used = _add_span_pieces(table, meta, arena, n, used, buf, i, ends, k, weight)
+            i = ends[k - 1]
+        s += 1
+    return s, i, n, used, True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _add_span_pieces(table, meta, arena, n, used, src, first, ends, k, weight):
+    """Add ``weight`` to each piece ``src[first:ends[0]]``, ``src[ends[0]:ends[1]]``, ... (room checked)."""
+    mask = np.uint64(len(table) - 1)
+    i = first
+    for t in range(k):
+        e = ends[t]
+        size = e - i
+        h, first_word = span_key(src, i, e)
+        tag = h >> np.uint64(32)
+        slot = h & mask
+        entry = table[slot]
+        while entry != _EMPTY:
+            q = entry & _LOW32
+            if (entry >> np.uint64(32)) == tag and meta[q, W_WORD] == np.int64(first_word) \
+                    and meta[q, W_LEN] == size:
+                a = meta[q, W_START]
+                same = True
+                for j in range(8, size):
+                    if arena[a + j] != src[i + j]:
+                        same = False
+                        break
+                if same:
+                    break
+            slot = (slot + np.uint64(1)) & mask
+            entry = table[slot]
+        if entry != _EMPTY:
+            meta[entry & _LOW32, W_COUNT] += weight
+        else:
+            for j in range(size):
+                arena[used + j] = src[i + j]
+            table[slot] = (tag << np.uint64(32)) | np.uint64(n)
+            meta[n, W_WORD] = np.int64(first_word)
+            meta[n, W_LEN] = size
+            meta[n, W_START] = used
+            meta[n, W_COUNT] = weight
+            n += 1
+            used += size
+        i = e
+    return n, used
+
+
+@njit(cache=True, nogil=True)
 def _rehash(table, meta, n, arena):
     """Place pieces 0..n-1 into the empty ``table`` by their hashes."""
     mask = np.uint64(len(table) - 1)
@@ -110,6 +180,32 @@ def _offsets(meta, n):
     for p in range(n):
         off[p + 1] = off[p] + meta[p, W_LEN]
     return off
+
+
+@njit(cache=True)
+def _in_order(buf, off):
+    for p in range(len(off) - 2):
+        a, b = off[p], off[p + 1]
+        n, m = b - a, off[p + 2] - b
+        k = 0
+        while k < n and k < m and buf[a + k] == buf[b + k]:
+            k += 1
+        if (buf[a + k] > buf[b + k]) if (k < n and k < m) else n > m:
+            return False
+    return True
+
+
+def pieces_sorted(table: pa.Table) -> bool:
+    """Whether a count table's pieces are in ascending byte order (one pass, no sort).
+
+        >>> from toktoktok.counts import from_lists
+        >>> pieces_sorted(from_lists([b"a", b"ab", b"b"], [1, 1, 1])), pieces_sorted(from_lists([b"b", b"a"], [1, 1]))
+        (True, False)
+    """
+    from toktoktok.counts import to_arrays
+
+    buf, off, _ = to_arrays(table)
+    return bool(_in_order(buf, off))
 
 
 class RunningSum:
@@ -156,13 +252,57 @@ class RunningSum:
             if status == 1:
                 self._grow_table()
             elif status == 2:
-                need = self._used + int(off[row + 1] - off[row])
-                arena = np.empty(max(2 * len(self._arena), need), dtype=np.uint8)
-                arena[: self._used] = self._arena[: self._used]
-                self._arena = arena
+                self._grow_arena(self._used + int(off[row + 1] - off[row]))
             else:
                 raise OverflowError("a piece's count passes 2**63, more than 64-bit counts hold: "
                                     "lower the sources' weights")
+
+    def count(self, buf: np.ndarray, seg_off: np.ndarray, which: int, weight: int = 1) -> None:
+        """Scan each segment ``buf[seg_off[s]:seg_off[s+1]]`` with the scanner's pattern
+        ``which`` and add ``weight`` to every piece: ``scanner.count_pieces`` of the
+        segments, added here, without a table per call. Releases the GIL.
+
+            >>> import numpy as np
+            >>> s = RunningSum()
+            >>> s.count(np.frombuffer(b"a a\\na a", np.uint8), np.array([0, 4, 7]), 0)
+            >>> s.table().to_pylist()
+            [{'piece': b'a', 'count': 2}, {'piece': b' a', 'count': 2}, {'piece': b'\\n', 'count': 1}]
+        """
+        from toktoktok.scanner import unicode_tables
+
+        cls = unicode_tables()
+        seg_off = np.asarray(seg_off, dtype=np.int64)
+        ends = np.empty(_SCAN_PIECES, dtype=np.int64)
+        s, i = 0, 0
+        while True:
+            s, i, self.rows, self._used, done = _count_text(
+                self._table, self._meta, self._arena, self.rows, self._used, buf, seg_off, s, i, np.int64(weight),
+                cls[0], cls[1], which, ends)
+            if done:
+                return
+            if 2 * (self.rows + _SCAN_PIECES) > len(self._table) or self.rows + _SCAN_PIECES > len(self._meta):
+                self._grow_table()
+            else:
+                self._grow_arena(self._used + 8 * _SCAN_PIECES + int(seg_off[s + 1] - i))
+
+    def _grow_arena(self, need: int) -> None:
+        arena = np.empty(max(2 * len(self._arena), need), dtype=np.uint8)
+        arena[: self._used] = self._arena[: self._used]
+        self._arena = arena
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The sum as flat arrays (pieces' bytes, offsets, int64 counts), the bytes a view."""
+        off = _offsets(self._meta, self.rows)
+        return self._arena[: self._used], off, self._meta[: self.rows, W_COUNT]
+
+    def add_sum(self, other: RunningSum) -> None:
+        """Add another running sum's rows (in its order)."""
+        if other.rows:
+            self.add_arrays(*other.arrays())
+
+    def longest(self) -> int:
+        """Bytes of the longest piece (0 for none)."""
+        return int(self._meta[: self.rows, W_LEN].max()) if self.rows else 0
 
     def _grow_table(self) -> None:
         slots = 2 * len(self._table)
@@ -176,6 +316,5 @@ class RunningSum:
         """The sum as a count table (a copy: adding more later does not change it)."""
         from toktoktok.counts import from_arrays
 
-        off = _offsets(self._meta, self.rows)
-        return from_arrays(self._arena[: self._used].copy(), off,
-                           self._meta[: self.rows, W_COUNT].copy().view(np.uint64))
+        buf, off, counts = self.arrays()
+        return from_arrays(buf.copy(), off, counts.copy().view(np.uint64))

@@ -23,9 +23,12 @@ running the numba scanner (``toktoktok.scanner``, proven piece for piece
 against ``regex``), which releases the GIL. For a custom pattern they are processes
 running ``regex.findall`` (``stages.ingest_worker``, which imports nothing
 heavier): ``regex`` holds the GIL while it builds match objects, so threads
-would not scale. Counts come back in submission order and are summed in
-numba (``toktoktok.counts``), every ``SUM_GROUP`` batches by a worker, so
-chunk files are the same for any ``threads``.
+would not scale. Scanner threads count each batch straight into their own
+table of its group of batches (``batching.GroupTables``), and the main thread
+sums a group's tables into the running sums (``toktoktok.summing``) once every
+batch of it is counted; a custom pattern's counts come back per batch, in
+order. Chunk files hold their rows sorted by piece and are cut at fixed
+places in the data, so they are the same for any ``threads``.
 
 A ``.txt`` file is read as windows of raw bytes whose document ends a numba
 kernel finds (``toktoktok.documents``). For the default and cl100k patterns
@@ -47,7 +50,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -124,7 +126,6 @@ def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: T
     held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool:
         batcher = Batcher(cfg, chunker, pool)
-        chunker.pool = pool if isinstance(pool, ThreadPoolExecutor) else None
         for index, (src, path) in enumerate(files):
             held_before, counted_before = len(heldout), dataclasses.replace(tally)
             try:

@@ -24,6 +24,7 @@ from toktoktok.config import Config
 from toktoktok.config import batch_chars as config_batch_chars
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import PatternMiss, special_occurrences
+from toktoktok.summing import RunningSum
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 
@@ -60,20 +61,59 @@ def batch_chars(cfg: Config) -> int:
 
 
 
-def count_texts_fast(texts: list[str], pattern: Pattern, special_tokens: tuple[str, ...]) -> pa.Table:
-    """``counts.count_texts`` with the numba scanner, in a worker thread (the
-    scanner and its counter release the GIL, so threads count batches side by
-    side with nothing to pickle), and with special tokens how often each occurs
-    (``pretokenize.special_occurrences``): then ``(table, found)``.
+GROUP_BATCHES = 32  # batches a worker thread counts into one table before the main thread sums them
 
-    >>> from toktoktok.patterns import resolve_pattern
-    >>> count_texts_fast(["a a a"], resolve_pattern(None), ()).to_pylist()
-    [{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]
+
+class GroupTables:
+    """The scanner's count tables: one per group of batches and worker thread.
+
+    A worker thread counts each batch of a group into its own table of that
+    group (``table``), so no batch makes a table of its own and nothing is
+    handed between threads while the group is read; once every batch of the
+    group is counted, the main thread takes the group's tables (``take``) and
+    sums them into the chunker. Which thread counted which batch depends on
+    timing; the sum does not.
     """
-    if not special_tokens:
-        return counts.count_texts(texts, pattern)
-    texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]  # a view of a .txt window, as bytes
-    return counts.count_texts(texts, pattern, special_tokens), special_occurrences(texts, special_tokens)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tables: dict[int, dict[int, RunningSum]] = {}  # group -> thread -> its table
+
+    def table(self, group: int) -> RunningSum:
+        thread = threading.get_ident()
+        with self._lock:
+            tables = self._tables.setdefault(group, {})
+            if thread not in tables:
+                tables[thread] = RunningSum(rows=1 << 14, arena_bytes=1 << 20)
+            return tables[thread]
+
+    def take(self, group: int) -> list[RunningSum]:
+        with self._lock:
+            return list(self._tables.pop(group, {}).values())
+
+
+def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables: GroupTables, group: int,
+               weight: int) -> dict[str, int]:
+    """Count the pieces of ``texts`` (strings, or UTF-8 bytes and views of them) into
+    this thread's table of ``group``, each ``weight`` times, with the numba scanner
+    (pattern id ``which``), special tokens cut out first; returns how often each
+    special token occurs (``pretokenize.special_occurrences``). Runs in a worker
+    thread: the scanner releases the GIL.
+
+        >>> t = GroupTables()
+        >>> count_into(["a a a"], 0, (), t, 0, 1)
+        {}
+        >>> [s.table().to_pylist() for s in t.take(0)]
+        [[{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]]
+    """
+    found: dict[str, int] = {}
+    if special_tokens:
+        texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]  # a view of a .txt window, as bytes
+        found = special_occurrences(texts, special_tokens)
+    buf, seg_off = counts.joined_segments(texts, special_tokens)
+    if len(seg_off) > 1:
+        tables.table(group).count(buf, seg_off, which, weight)
+    return found
 
 
 def load_kernels(cfg: Config) -> None:
@@ -86,9 +126,12 @@ def load_kernels(cfg: Config) -> None:
     documents.last_break_cut(data, 0, len(data) - 3)
     documents.valid_utf8(data)
     if has_scanner(cfg.pattern):
-        table = count_texts_fast([b"a b", "c"], cfg.pattern, ())
-        counts.sum_tables([table, table])
-
+        tables = GroupTables()
+        count_into([b"a b", "c"], scanner.PATTERN_IDS[cfg.pattern.name], (), tables, 0, 1)
+        total = RunningSum()
+        for table in tables.take(0):
+            total.add_sum(table)
+        total.add(total.table())
 
 
 def has_scanner(pattern: Pattern) -> bool:
@@ -96,26 +139,36 @@ def has_scanner(pattern: Pattern) -> bool:
     return pattern.name in scanner.PATTERN_IDS
 
 
-
 class Batcher:
     """Sends batches of parts to the workers (or counts them here) in order.
 
     A batch never spans two files (``file_done`` sends the last one), so a
     file's counts stay separable until its chunk is written.
+
+    Named patterns (the scanner, in threads): batches are counted into the
+    workers' tables of their group (``GroupTables``); every ``GROUP_BATCHES``
+    batches, at the end of a file and when the weight changes, a marker goes
+    into the queue, and when the main thread reaches it (every batch before it
+    counted) it sums the group's tables into the chunker. A custom pattern
+    (``regex``, in processes): each batch comes back as a count table.
     """
 
     def __init__(self, cfg: Config, chunker: Chunker, pool: Executor | None) -> None:
         self.cfg, self.chunker, self.pool = cfg, chunker, pool
         # workers are threads for the scanner; processes (which import only regex) otherwise
-        self.count = count_texts_fast if has_scanner(cfg.pattern) else count_in_worker
+        self.fast = has_scanner(cfg.pattern)
+        self.tables = GroupTables()
+        self.group = 0  # the group the next batch goes into
+        self.group_batches = 0  # batches sent into it
         self.worker_peaks_kb: dict[int, int] = {}  # worker process id -> its peak RSS
         self.batch_chars = batch_chars(cfg)
         self.texts: list[str] = []
         self.chars = 0
         self.weight = 1.0
         self.file_index = 0
-        # (job, weight, file index, offset of its first text in the file's trained text, its texts' lengths)
-        self.inflight: list[tuple[Future[pa.Table] | pa.Table | None, float, int, int, list[int]]] = []
+        # (job, weight, file index, offset of its first text in the file's trained text, its texts' lengths);
+        # job None: the end of a file; an int: the end of that group
+        self.inflight: list[tuple[Future | pa.Table | dict | int | None, float, int, int, list[int]]] = []
         self.sent_chars: dict[int, int] = {}  # characters of each file sent so far
         self.forced_cuts = 0  # cuts of pieces longer than max_piece_bytes
         self.specials_found: dict[str, int] = dict.fromkeys(cfg.special_tokens, 0)  # occurrences in the text
@@ -123,6 +176,7 @@ class Batcher:
     def add(self, parts: list[str], weight: float, file_index: int) -> None:
         if weight != self.weight or file_index != self.file_index:
             self.send()
+            self.end_group()
             self.weight, self.file_index = weight, file_index
         for part in parts:
             self.texts.append(part)
@@ -133,42 +187,77 @@ class Batcher:
     def send(self) -> None:
         if not self.texts:
             return
-        args: tuple = (self.texts, self.cfg.pattern, self.cfg.special_tokens)
-        if self.count is count_in_worker:
-            args += (self.cfg.pattern_timeout_s,)
+        if self.fast:
+            whole = float(self.weight).is_integer()  # a fractional weight is applied to the group's sum
+            count, args = count_into, (self.texts, scanner.PATTERN_IDS[self.cfg.pattern.name],
+                                       self.cfg.special_tokens, self.tables, self.group,
+                                       int(self.weight) if whole else 1)
+        else:
+            count, args = count_in_worker, (self.texts, self.cfg.pattern, self.cfg.special_tokens,
+                                            self.cfg.pattern_timeout_s)
         lengths = [len(t) for t in self.texts]
         first = self.sent_chars.get(self.file_index, 0)
         self.sent_chars[self.file_index] = first + sum(lengths)
         if self.pool is None:
-            job = self._counted(lambda: self.count(*args), self.file_index, first, lengths)
+            job = self._counted(lambda: count(*args), self.file_index, first, lengths)
         else:
             blocked = sigint_blocked() if isinstance(self.pool, ProcessPoolExecutor) else contextlib.nullcontext()
             with blocked:  # a worker process spawned now holds Ctrl-C off until it ignores it
-                job = self.pool.submit(self.count, *args)
+                job = self.pool.submit(count, *args)
         self.inflight.append((job, self.weight, self.file_index, first, lengths))
         self.texts, self.chars = [], 0
+        if self.fast:
+            self.group_batches += 1
+            if self.group_batches >= GROUP_BATCHES:
+                self.end_group()
         limit = self.pool._max_workers + 1 if self.pool else 0  # bounded memory in flight
-        while len(self.inflight) > limit:
+        while sum(1 for job in self.inflight if not isinstance(job[0], int)) > limit:
             self._collect_one()
+
+    def end_group(self) -> None:
+        """Close the group being sent (if any batch went into it)."""
+        if self.group_batches:
+            self.inflight.append((self.group, self.weight, self.file_index, 0, []))
+            self.group, self.group_batches = self.group + 1, 0
+            if self.pool is None:
+                while self.inflight:
+                    self._collect_one()
 
     def _collect_one(self) -> None:
         job, weight, file_index, first, lengths = self.inflight.pop(0)
         if job is None:  # a file ended here: chunk boundaries follow the data, not the timing
             self.chunker.file_done()
             return
-        table = self._counted(job.result, file_index, first, lengths) if isinstance(job, Future) else job
-        if isinstance(table, tuple) and len(table) == 2:  # (table, special tokens found) from the scanner
-            table, found = table
-            self._found(found)
-        elif isinstance(table, tuple):  # (pieces, counts, pid, peak, special tokens found) from the regex path
-            pieces, numbers, pid, peak, found = table
-            if self.pool is not None:
-                self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
-            table = counts.from_lists(pieces, numbers)
-            self._found(found)
+        if isinstance(job, int):  # every batch of group ``job`` is counted
+            self._sum_group(job, weight, file_index)
+            return
+        result = self._counted(job.result, file_index, first, lengths) if isinstance(job, Future) else job
+        if isinstance(result, dict):  # the scanner counted into its group's tables
+            self._found(result)
+            return
+        pieces, numbers, pid, peak, found = result  # the regex path, from a worker process
+        if self.pool is not None:
+            self.worker_peaks_kb[pid] = max(peak, self.worker_peaks_kb.get(pid, 0))
+        self._found(found)
+        self._to_chunker(counts.from_lists(pieces, numbers), weight, file_index)
+
+    def _sum_group(self, group: int, weight: float, file_index: int) -> None:
+        """The group's tables into the chunker: as they are, unless a piece is too
+        long or the weight is fractional (then summed first, cut, weighted)."""
+        tables = self.tables.take(group)
+        plain = float(weight).is_integer() and all(t.longest() <= self.cfg.max_piece_bytes for t in tables)
+        if plain:
+            self.chunker.add(*tables, file_index=file_index)
+            return
+        total = RunningSum()
+        for table in tables:
+            total.add_sum(table)
+        self._to_chunker(total.table(), weight if not float(weight).is_integer() else 1.0, file_index)
+
+    def _to_chunker(self, table: pa.Table, weight: float, file_index: int) -> None:
         table, cuts = counts.cut_long_pieces(table, self.cfg.max_piece_bytes)
         self.forced_cuts += cuts
-        self.chunker.add(counts.weighted(table, weight), file_index)
+        self.chunker.add(counts.weighted(table, weight), file_index=file_index)
 
     def _found(self, found: dict[str, int]) -> None:
         for tok, n in found.items():
@@ -188,9 +277,11 @@ class Batcher:
 
     def file_done(self) -> None:
         self.send()
+        self.end_group()
         self.inflight.append((None, 1.0, self.file_index, 0, []))
         if self.pool is None:
-            self._collect_one()
+            while self.inflight:
+                self._collect_one()
 
     def discard(self, file_index: int) -> bool:
         """Forget what a failed file sent; False if part of it was already written."""
@@ -200,6 +291,7 @@ class Batcher:
 
     def drain(self) -> None:
         self.send()
+        self.end_group()
         while self.inflight:
             self._collect_one()
 

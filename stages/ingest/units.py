@@ -67,7 +67,6 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     pool = ThreadPoolExecutor(threads) if threads > 1 and has_scanner(cfg.pattern) else None
     try:
         batcher = Batcher(cfg, chunker, pool)
-        chunker.pool = pool
         try:
             ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span,
                         held_keys=keys)
