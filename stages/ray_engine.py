@@ -5,20 +5,28 @@ and manifest as the local engine does.
 Work units: one task per file, or per byte range of a large plain ``.txt``
 file (``RANGE_BYTES``, cut where a document starts: ``ingest.units.plan_spans``)
 when reading it in ranges gives the same counts (``ingest.units.splittable``:
-default or cl100k pattern, no sample, ``heldout_share: 0``, an integer weight).
-A custom pattern, a compressed file, jsonl and parquet are one task per file.
-Each task runs ``ingest.units.count_unit``: the local engine's own reading,
-cutting and numba counting of one file, returning its count table, tally and
-held-out documents. Tasks write nothing, so a task Ray retries after its worker
-died is counted once (``ray.get`` yields one value per task).
+default or cl100k pattern, an integer weight). A custom pattern, a compressed
+file, jsonl and parquet are one task per file. Each task runs
+``ingest.units.count_unit``: the local engine's own reading, cutting and numba
+counting of one file or range, returning its count table, tally and held-out
+units with their keys. Tasks write nothing, so a task Ray retries after its
+worker died is counted once (``ray.get`` yields one value per task).
 
 Summing: the tables go up a tree of reduce tasks (``FAN_IN`` tables each,
 ``counts.sum_tables``), so no task holds every table; the driver gets the root.
-Held-out documents: a file's choices depend only on its index and the
-document's number in it, so a whole-file task decides them as the local engine
-does; the per-phase cap (``routing.HELDOUT_CAP_BYTES``) is applied in file order
-afterwards: the file where it is reached, and every later file that held
-anything out, are counted again knowing the held-out bytes before them.
+
+Sample and held-out share: every unit's choice is a hash of its key (file,
+byte offset: ``sampling.RULE``), and a range's splitter counts offsets from
+the range's place in the file, so a task decides its units as the local
+engine does. Only the per-phase held-out cap (``routing.HELDOUT_CAP_BYTES``)
+spans tasks: each task applies it to its own units alone, and the driver
+applies it across them in key order (``Capper``): a unit's candidates past
+the cap go back to the sample's choice, their texts counted by a small task
+(``texts_task``), or the unit counted again when that would not give the
+same pieces. Units are submitted a window at a time (``count_all``), and
+those submitted once the cap is known to be reached hold nothing out, so
+this extra work is only for the units in flight at that moment. Then, as the local engine does, a phase that would train on
+nothing trains on its last held-out unit (``ingest.train_last_held``).
 
 Where Ray runs (``ray:`` in the config): without ``address``, a local instance
 with ``num_cpus`` CPUs (all when left out), bound to 127.0.0.1, its temporary
@@ -45,19 +53,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from stages import ray_guard
 from stages.ingest.chunking import Chunker
-from stages.ingest.routing import HELDOUT_CAP_BYTES, Tally
-from stages.ingest.units import UnitResult, add_found, combine_tallies, count_unit, plan_spans, splittable
+from stages.ingest import routing
+from stages.ingest.routing import Tally
+from stages.ingest.batching import has_scanner
+from stages.ingest.units import (UnitResult, add_found, combine_tallies, count_texts, count_unit, plan_spans,
+                                  splittable)
 from stages.progress import Progress
-from toktoktok import counts
+from toktoktok import counts, sampling
 from toktoktok.config import Config, ConfigError, Phase, Source
+from toktoktok.sources import file_format
 
 RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
 MIN_RANGE_BYTES = 4 << 20  # a file is cut for idle CPUs only into ranges at least this large
 FAN_IN = 8  # tables summed by one reduce task
+LONG_TEXT = 1 << 20  # PartCutter's part_chars: a unit's text longer than this may be cut by force where it was fed
 LOCAL_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # a single-node instance: listen and connect on 127.0.0.1 only
     "RAY_USAGE_STATS_ENABLED": "0",  # no usage statistics sent or announced
@@ -137,7 +151,7 @@ class Unit:
             return 0
 
 
-def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float, cpus: int = 1) -> list[Unit]:
+def plan_units(cfg: Config, files: list[tuple[Source, Path]], cpus: int = 1) -> list[Unit]:
     """The tasks of a phase, in file order (ranges of a file in byte order).
 
     A splittable file is cut into ranges of equal size, at most ``RANGE_BYTES``
@@ -150,7 +164,7 @@ def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float, cpus
         try:
             size = path.stat().st_size
             parts = max(-(-size // RANGE_BYTES), min(spare, size // MIN_RANGE_BYTES))
-            split = parts > 1 and splittable(cfg, src, path, share)
+            split = parts > 1 and splittable(cfg, src, path)
         except OSError:
             split = False  # the task reports it as the local engine does
         if split:
@@ -160,14 +174,29 @@ def plan_units(cfg: Config, files: list[tuple[Source, Path]], share: float, cpus
     return units
 
 
-def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_before: int,
-               threads: int) -> tuple[pa.Table, UnitResult]:
-    """What a Ray task runs: the unit's table (to the reduce tree) and the rest (to the driver)."""
+def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_before: int, threads: int,
+               heldout_cap: int) -> tuple[pa.Table, UnitResult]:
+    """What a Ray task runs: the unit's table (to the reduce tree) and the rest (to the driver).
+
+    ``heldout_cap``: the driver's ``routing.HELDOUT_CAP_BYTES``, set in this worker
+    process too (a test lowers it in the driver: a worker would not see that).
+    """
     from stages.ingest.batching import load_kernels
 
+    routing.HELDOUT_CAP_BYTES = heldout_cap
     load_kernels(cfg)  # numba's code, once per worker process (timed apart from the unit)
     result = count_unit(cfg, phase, unit.index, unit.src, unit.path, share, span=unit.span,
                         heldout_before=heldout_before, threads=threads)
+    table, result.table = result.table, counts.SCHEMA.empty_table()
+    return table, result
+
+
+def texts_task(cfg: Config, texts: list[str], weight: float, index: int) -> tuple[pa.Table, UnitResult]:
+    """What a Ray task counting texts runs (``ingest.units.count_texts``): the table and the rest."""
+    from stages.ingest.batching import load_kernels
+
+    load_kernels(cfg)
+    result = count_texts(cfg, texts, weight, index)
     table, result.table = result.table, counts.SCHEMA.empty_table()
     return table, result
 
@@ -199,21 +228,31 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         ready = time.perf_counter()
         threads = cfg.threads if cfg.threads > 0 else 1
         counter = ray.remote(count_task).options(num_returns=2, num_cpus=threads, max_retries=3)
+        texter = ray.remote(texts_task).options(num_returns=2, num_cpus=1, max_retries=3)
         summer = ray.remote(sum_task).options(num_cpus=1, max_retries=3)
         cpus = int(ray.cluster_resources().get("CPU", 1)) // threads
-        units = plan_units(cfg, files, share, cpus)
-        submitted = [counter.remote(cfg, phase, u, share, 0, threads) for u in units]
-        results = wait_in_order(ray, [meta for _, meta in submitted], units, progress)
-        redo = heldout_redo(results)
-        for i, before in redo:
-            submitted[i] = counter.remote(cfg, phase, units[i], share, before, threads)
-        for i, result in zip([i for i, _ in redo], unwrap(ray, lambda: ray.get([submitted[i][1] for i, _ in redo]))):
+        units = plan_units(cfg, files, cpus)
+        cap = routing.HELDOUT_CAP_BYTES
+
+        def count(i: int, before: int) -> tuple[Any, Any]:
+            return counter.remote(cfg, phase, units[i], share, before, threads, cap)
+
+        capper = Capper(cfg, phase, units, share)
+        submitted, results = count_all(ray, count, capper, units, max(2 * cpus, 4), progress)
+        extra = [texter.remote(cfg, texts, units[i].src.weight, units[i].index) for i, texts in capper.extra]
+        again = unwrap(ray, lambda: ray.get([submitted[i][1] for i, _ in capper.recount]))
+        for (i, _), result in zip(capper.recount, again):
             results[i] = result
+        last = last_held(results) if sum(r.tally.kept_documents for r in results) == 0 else None
+        if last is not None:  # the held-out share never takes a phase's last training unit
+            text = train_held(results[last])
+            extra.append(texter.remote(cfg, [text], units[last].src.weight, units[last].index))
+        extras = unwrap(ray, lambda: ray.get([meta for _, meta in extra]))
         counted = time.perf_counter()
-        root = tree(summer, [table for table, _ in submitted])
+        root = tree(summer, [table for table, _ in submitted] + [table for table, _ in extra])
         table = unwrap(ray, lambda: ray.get(root)) if root is not None else counts.SCHEMA.empty_table()
         summed = time.perf_counter()
-    gathered = Gathered(tasks=len(units) + len(redo), recounted=len(redo))
+    gathered = Gathered(tasks=len(units) + len(capper.recount) + len(extra), recounted=len(capper.recount))
     first_of_file = set()
     parts = []
     for unit, result in zip(units, results):
@@ -225,6 +264,9 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         parts.append(part)
         heldout += result.heldout
         add_found(gathered.specials_found, result.specials_found)
+    for result in extras:
+        gathered.forced_cuts += result.tally.forced_cuts
+        add_found(gathered.specials_found, result.specials_found)
     gathered.specials_found = {tok: gathered.specials_found.get(tok, 0) for tok in cfg.special_tokens}
     total = combine_tallies([tally, *parts])
     for f in dataclasses.fields(Tally):
@@ -233,49 +275,157 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
         progress.note(f"skipped bad file {bad['path']}: {bad['error']}")
     write_chunks(chunker, table)
     gathered.seconds = {"ray_start": round(ready - started, 3), "count": round(counted - ready, 3),
-                        "tasks_sum": round(sum(r.seconds for r in results), 3),
+                        "tasks_sum": round(sum(r.seconds for r in results + extras), 3),
                         "tasks_max": round(max((r.seconds for r in results), default=0), 3),
                         "sum": round(summed - counted, 3), "ray_stop": round(time.perf_counter() - summed, 3)}
     gathered.worker_peaks_kb = {}  # task processes are Ray's, reused between tasks: their peaks are not ours
     return gathered
 
 
-def wait_in_order(ray: Any, refs: list, units: list[Unit], progress: Progress) -> list[UnitResult]:
-    """The tasks' results in unit order, the progress advanced as each finishes."""
-    position = {ref: i for i, ref in enumerate(refs)}
-    results: list[UnitResult | None] = [None] * len(refs)
-    pending = list(refs)
-    while pending:
+def count_all(ray: Any, count: Any, capper: Capper, units: list[Unit], window: int,
+              progress: Progress) -> tuple[list[tuple[Any, Any]], list[UnitResult]]:
+    """Every unit counted (``count(i, heldout_before)`` submits unit ``i``), at most
+    ``window`` at once, their results settled in unit order as they come
+    (``capper``); the tasks' refs (the last for a unit counted again) and results.
+
+    Once the units settled so far hold the cap, every unit submitted after is
+    told so (``heldout_before`` = the cap): it holds nothing out, so nothing of
+    it is counted twice. Only the units already running when the cap is reached
+    return candidates past it, and the driver holds the held-out text of at
+    most ``window`` units at a time.
+    """
+    results: list[UnitResult | None] = [None] * len(units)
+    submitted: list[tuple[Any, Any]] = []
+    position: dict[Any, int] = {}
+    pending: list[Any] = []
+    settled = 0
+    while settled < len(units):
+        while len(submitted) < len(units) and len(pending) < window:
+            refs = count(len(submitted), capper.cap if capper.full else 0)
+            position[refs[1]] = len(submitted)
+            pending.append(refs[1])
+            submitted.append(refs)
         done, pending = ray.wait(pending, num_returns=1)
         for ref in done:
-            i = position[ref]
+            i = position.pop(ref)
             results[i] = unwrap(ray, lambda ref=ref: ray.get(ref))
             progress.update(units[i].size)
-    return results  # type: ignore[return-value]
+        while settled < len(units) and results[settled] is not None:
+            redo = capper.step(settled, results[settled])
+            if redo is not None:
+                submitted[settled] = count(settled, redo)
+            settled += 1
+    return submitted, results  # type: ignore[return-value]
 
 
-def heldout_redo(results: list[UnitResult]) -> list[tuple[int, int]]:
-    """Units to count again, with the held-out bytes before them: counted as if
-    the phase had held nothing out before them, a unit that held something out
-    is right only while the per-phase cap is not reached (the local engine
-    holds out while below the cap, and cuts the document that crosses it).
+class Capper:
+    """Applies the per-phase held-out cap in key order (unit order: files in order,
+    a file's ranges in byte order) as the local engine applies it as it reads,
+    one unit's result at a time (``step``).
 
-        >>> r = lambda held, docs=1: UnitResult(None, Tally(heldout_bytes=held, heldout_documents=docs))
-        >>> cap = HELDOUT_CAP_BYTES
-        >>> heldout_redo([r(cap // 2), r(0, 0), r(cap // 2), r(cap // 3), r(0, 0), r(5)])
-        [(3, 8388608), (5, 8388608)]
-        >>> heldout_redo([r(cap // 2), r(cap)])
-        [(1, 4194304)]
+    Each task counted its unit knowing only whether the cap was reached before
+    it, so it held out its candidates while its own held-out bytes were below
+    the cap (``sampling.unit_fates``: the one that crosses it cut there). With
+    ``before`` bytes held out by the units before it, the phase holds out the
+    candidates while ``before`` plus theirs is below the cap: a prefix of the
+    unit's. The rest go back to what the sample says (``chosen_at`` of their
+    keys): left out, or trained on. Their texts are here, so training on them
+    needs no reread when a break in the stream around a unit changes no piece
+    (``separable``): they are listed in ``extra``. Otherwise, or when the text
+    of one was cut at the unit's own cap, or when one is longer than
+    ``LONG_TEXT`` (a unit with no safe place in a grid step, whose forced cuts
+    fall where the text was fed), the unit is to be counted again knowing
+    ``before`` (``recount``). Every unit's held-out bytes are known here, so
+    the units after one counted again need not wait for it.
     """
-    redo, before = [], 0
-    for i, result in enumerate(results):
-        held, docs = result.tally.heldout_bytes, result.tally.heldout_documents
-        if docs and (before >= HELDOUT_CAP_BYTES or before + held > HELDOUT_CAP_BYTES):
-            redo.append((i, min(before, HELDOUT_CAP_BYTES)))
-            before = HELDOUT_CAP_BYTES  # the unit that crosses the cap fills it exactly
-        else:
-            before += held
-    return redo
+
+    def __init__(self, cfg: Config, phase: Phase, units: list[Unit], share: float) -> None:
+        self.cfg, self.phase, self.units, self.share = cfg, phase, units, share
+        self.cap = routing.HELDOUT_CAP_BYTES
+        self.before = 0  # held-out bytes of the units settled so far
+        self.recount: list[tuple[int, int]] = []  # (unit, held-out bytes before it)
+        self.extra: list[tuple[int, list[str]]] = []  # (unit, texts to train on)
+
+    @property
+    def full(self) -> bool:
+        """Whether the units settled so far hold the cap: later units hold nothing out."""
+        return self.before >= self.cap
+
+    def step(self, i: int, result: UnitResult) -> int | None:
+        """Settle unit ``i`` (``result`` changed in place: held-out texts, keys,
+        tally); the held-out bytes before it if it must be counted again."""
+        tally, texts = result.tally, result.heldout
+        if not texts:
+            return None
+        if self.before == 0:
+            self.before = tally.heldout_bytes
+            return None
+        before = self.before
+        last = len(texts) - 1 if tally.heldout_truncated else -1  # a text cut at the unit's own cap
+        held, held_bytes, cut, back, short = [], 0, 0, [], False
+        for j, text in enumerate(texts):
+            data = text.encode("utf-8", "surrogatepass")
+            room = self.cap - before - held_bytes
+            if room <= 0:
+                back.append(j)
+            elif len(data) > room or j == last:
+                short |= len(data) < room  # the unit's own cut kept less than the phase's room
+                held.append(data[:room].decode("utf-8", "ignore"))
+                held_bytes, cut = held_bytes + room, 1
+            else:
+                held.append(text)
+                held_bytes += len(data)
+        self.before += held_bytes
+        unit, keys = self.units[i], result.heldout_keys
+        sample_key = sampling.file_key(self.cfg.seed, self.phase.slug, unit.index, sampling.SAMPLE)
+        train = [j for j in back if sampling.chosen_at(sample_key, np.array([keys[j][0]], dtype=np.uint64),
+                                                       self.share, row=keys[j][1])[0]]
+        if (short or last in train or (train and not separable(self.cfg, unit))
+                or any(len(texts[j]) > LONG_TEXT for j in train)):
+            self.recount.append((i, before))
+            return before
+        if train:
+            self.extra.append((i, [texts[j] for j in train]))
+        tally.kept_documents += len(train)
+        tally.kept_bytes += sum(len(texts[j].encode("utf-8", "surrogatepass")) for j in train)
+        tally.sampled_out_documents += len(back) - len(train)
+        tally.heldout_documents, tally.heldout_bytes, tally.heldout_truncated = len(held), held_bytes, cut
+        result.heldout, result.heldout_keys = held, keys[: len(held)]
+        return None
+
+
+def separable(cfg: Config, unit: Unit) -> bool:
+    """Whether a unit's text counted on its own gives the pieces and counts it gives
+    in its file's stream: a row's units are streams of their own; a ``.txt`` unit
+    ends at a safe place of the default and cl100k patterns (and no special token
+    holds a line break); and the weight is an integer (a fractional weight
+    rounds per batch)."""
+    if not float(unit.src.weight).is_integer():
+        return False
+    if file_format(unit.path)[0] != "txt":
+        return True
+    return (has_scanner(cfg.pattern) and bool(cfg.pattern.cut_at_safe_places)
+            and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
+
+
+def last_held(results: list[UnitResult]) -> int | None:
+    """The unit holding the phase's last held-out unit in key order, if any."""
+    return next((i for i in range(len(results) - 1, -1, -1) if results[i].heldout), None)
+
+
+def train_held(result: UnitResult) -> str:
+    """Take the unit's last held-out text to train on instead, as
+    ``ingest.train_last_held`` does (its accounting in the unit's tally)."""
+    text = result.heldout.pop()
+    result.heldout_keys = result.heldout_keys[: len(result.heldout)]
+    tally = result.tally
+    size = len(text.encode("utf-8", "surrogatepass"))
+    tally.heldout_documents -= 1
+    tally.heldout_bytes -= size
+    tally.kept_documents += 1
+    tally.kept_bytes += size
+    tally.heldout_trained = 1
+    return text
 
 
 def tree(summer: Any, refs: list) -> Any:

@@ -919,8 +919,8 @@ def test_engine_and_ray_options(project: Path) -> None:
 
 
 def test_file_uris_are_absolute_and_checked(project: Path) -> None:
-    """A file:// URI names a file wherever the config is; it must exist like a path;
-    other schemes are refused for now."""
+    """A file:// URI names a file wherever the config is; it must exist like a path.
+    Other schemes are read through pyarrow.fs, for sources only (tests/test_uris.py)."""
     target = project / "data" / "with space é.txt"
     target.write_text("hello\n", encoding="utf-8")
     uri = target.as_uri()
@@ -929,6 +929,8 @@ def test_file_uris_are_absolute_and_checked(project: Path) -> None:
     assert cfg.phases[0].sources[0].path == target
     for bad, words in ((uri.replace("with", "without"), "does not exist"),
                        ("file://relative/x.txt", "is not a usable URI"),
-                       ("s3://bucket/x.txt", "is a s3:// URI: only file:// URIs")):
+                       ("s3:///x.txt", "is a s3:// URI without a bucket or host")):
         with pytest.raises(ConfigError, match=re.escape(words)):
             load(project, MINIMAL.replace("- path: data", f"- file: '{bad}'"))
+    with pytest.raises(ConfigError, match=re.escape("is a s3:// URI: only sources are read through pyarrow.fs")):
+        load(project, MINIMAL + "work_dir: 's3://bucket/work'\n")

@@ -4,7 +4,10 @@ instance: one ``ray.init`` for all of these tests (the ``ray_local`` fixture).
 - The summed inventory, ``merges.arrow`` and the ``.tiktoken`` are those of the
   local engine for several splits of the files into byte ranges, several fan-ins
   of the sum tree and 1 or 2 scanner threads per task (2 or 1 tasks at once);
-  with a sample and a held-out share (one task per file) the held-out text too.
+  with a sample and a held-out share, in byte ranges too, the held-out text and
+  the manifest's unit counts as well, the held-out cap reached across tasks, and
+  a phase whose every unit would be held out training on its last one.
+- Sources read through pyarrow.fs (``file://`` URIs as ``RemotePath``) in ranges.
 - A task whose worker is killed is retried, and counted once.
 - kill -9 of ``toktok ingest --engine ray`` leaves none of the processes it started;
   Ctrl-C exits 130 and leaves none either.
@@ -30,8 +33,11 @@ from tests.conftest_robust import TOKTOK, finish, phase, read_arrow, signal_grou
 pytest.importorskip("ray")
 
 from stages import pipeline, ray_engine  # noqa: E402
+from stages.ingest import routing  # noqa: E402
 from stages.progress import Progress  # noqa: E402
+from toktoktok import sampling  # noqa: E402
 from toktoktok.config import load_config  # noqa: E402
+from toktoktok.uris import RemotePath  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -66,10 +72,10 @@ def corpus(tmp_path_factory) -> Path:
     return data
 
 
-def run(folder: Path, data: Path | str, engine: str, **settings) -> Path:
+def run(folder: Path, data: Path | str, engine: str, *, merges: int = 300, weight: float = 1, **settings) -> Path:
     """``toktok run`` in this process (so a Ray engine finds the session's instance); the config."""
-    config = write_config(folder, [phase("A", 300, {"path": str(data)})], special_tokens=["<|endoftext|>"],
-                          **settings)
+    config = write_config(folder, [phase("A", merges, {"path": str(data), "weight": weight})],
+                          special_tokens=["<|endoftext|>"], **settings)
     cfg = dataclasses.replace(load_config(config), engine=engine)
     pipeline.run(cfg, progress=Progress())
     return config
@@ -126,6 +132,25 @@ def test_sample_and_heldout_same_as_local(tmp_path, corpus):
     got = results(config)
     assert expected["heldout"], "nothing was held out: the test would prove nothing"
     assert manifest(config)["sample"]["share"] < 1
+    for what in expected:
+        assert got[what] == expected[what], what
+
+
+def test_pyarrow_uri_sources_same_as_local(tmp_path, corpus, monkeypatch):
+    """The corpus read through pyarrow.fs (``RemotePath`` of its ``file://`` URI, as an
+    ``s3://`` source is read), ``a.txt`` in byte ranges, with a held-out share: the
+    Ray engine's workers open, cut and count it as the local engine reads the paths."""
+    settings = {"heldout_share": 0.05, "seed": 4}
+    expected = results(run(tmp_path / "local", corpus, "local", **settings))
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 60_000)
+    config = write_config(tmp_path / "ray", [phase("A", 300, {"path": str(corpus)})],
+                          special_tokens=["<|endoftext|>"], **settings)
+    cfg = load_config(config)
+    far = tuple(dataclasses.replace(s, path=RemotePath(s.path.as_uri())) for s in cfg.phases[0].sources)
+    cfg = dataclasses.replace(cfg, engine="ray", phases=(dataclasses.replace(cfg.phases[0], sources=far),))
+    pipeline.run(cfg, progress=Progress())
+    got, m = results(config), manifest(config)
+    assert m["inputs"][0]["path"].startswith("file://") and m["engine"]["tasks"] > 8, m["engine"]
     for what in expected:
         assert got[what] == expected[what], what
 
@@ -265,24 +290,100 @@ def test_bad_file_fails_with_its_name(tmp_path):
         pipeline.ingest(cfg, progress=Progress())
 
 
-def test_heldout_cap_reached_as_the_local_engine_reaches_it(tmp_path):
-    """Held-out text passes the per-phase cap (8 MiB) in the third of five files: the
-    Ray engine counts that file and the later ones again, knowing what was held out
-    before them, and holds out and trains on exactly what the local engine does."""
+@pytest.mark.parametrize("weight", [1, 1.5])
+def test_heldout_cap_reached_as_the_local_engine_reaches_it(tmp_path, monkeypatch, weight):
+    """Held-out text passes the per-phase cap (lowered to 150 kB; the driver hands it
+    to the tasks) in the second of five files. Each task held out its candidates up
+    to the cap on its own; the driver applies it across them in key order. With an
+    integer weight the candidates past the cap are counted from their texts, with a
+    fractional one (counts rounded per batch) their files are counted again: either
+    way the held-out text and the training text are exactly the local engine's."""
+    monkeypatch.setattr(routing, "HELDOUT_CAP_BYTES", 150_000)
     data = tmp_path / "data"
     data.mkdir()
-    text = english(20_000_000)
+    text = english(1_000_000)
     step = len(text) // 5
     for k in range(5):
         (data / f"{k}.txt").write_text(text[k * step: (k + 1) * step], encoding="utf-8")
-    settings = {"heldout_share": 0.5, "seed": 1}
-    expected = results(run(tmp_path / "local", data, "local", **settings))
+    settings = {"heldout_share": 0.5, "seed": 1, "weight": weight}
+    local = run(tmp_path / "local", data, "local", **settings)
+    expected, counts = results(local), manifest(local)["counts"]
     config = run(tmp_path / "ray", data, "ray", **settings)
-    got = results(config)
-    m = manifest(config)
-    assert m["counts"]["heldout_bytes"] == 8 << 20 and m["engine"]["recounted"] >= 1, m
+    got, m = results(config), manifest(config)
+    assert counts["heldout_bytes"] == 150_000 and counts["heldout_truncated"] == 1, counts
+    assert (m["engine"]["recounted"] > 0) == (weight != 1), m["engine"]
     for what in expected:
         assert got[what] == expected[what], what
+    for key in SAME_COUNTS:
+        assert m["counts"][key] == counts[key], key
+
+
+SAME_COUNTS = ("files", "documents", "units", "units_over_bound", "heldout_documents", "heldout_bytes",
+               "heldout_truncated", "sampled_out_documents", "kept_documents", "kept_bytes", "heldout_trained",
+               "replaced_chars", "pieces", "special_tokens_found")
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    """A 3 MB ``.txt`` (a UTF-8 byte order mark, documents larger than a unit's bound
+    at working_set_mb 2, a few invalid bytes at the end) and a small one."""
+    data = tmp_path_factory.mktemp("ray-big") / "data"
+    data.mkdir()
+    (data / "big.txt").write_bytes(b"\xef\xbb\xbf" + english(3_000_000).encode() + b"\n\nbad \xff bytes\n\nend")
+    (data / "small.txt").write_text(stdlib_text(100_000), encoding="utf-8")
+    return data
+
+
+@pytest.mark.parametrize("settings", [{"heldout_share": 0.1, "seed": 2},
+                                      {"heldout_share": 0.3, "working_set_mb": 2, "seed": 5}],
+                         ids=["heldout", "sample+heldout"])
+def test_ranges_with_sample_and_heldout_same_as_local(tmp_path, big, monkeypatch, settings):
+    """A large ``.txt`` read as byte ranges of two sizes, 1 or 2 tasks at once, with a
+    held-out share whose cap (lowered to 150 kB) is reached in the middle of the
+    file, and with a sample besides: each range finds the whole file's units (their
+    keys are byte offsets from the file's start, after its byte order mark), and the
+    inventory, merges, ``.tiktoken``, held-out text and the counts of units are the
+    local engine's."""
+    monkeypatch.setattr(routing, "HELDOUT_CAP_BYTES", 150_000)
+    monkeypatch.setattr(ray_engine, "MIN_RANGE_BYTES", 100_000)
+    local = run(tmp_path / "local", big, "local", **settings)
+    expected, counts = results(local), manifest(local)["counts"]
+    assert counts["heldout_bytes"] == 150_000 and counts["kept_documents"] > 0, counts
+    assert (manifest(local)["sample"]["share"] < 1) == ("working_set_mb" in settings)
+    for k, (range_bytes, threads) in enumerate([(400_000, 1), (1_300_000, 2)]):
+        monkeypatch.setattr(ray_engine, "RANGE_BYTES", range_bytes)
+        config = run(tmp_path / f"ray{k}", big, "ray", threads=threads, **settings)
+        got, m = results(config), manifest(config)
+        assert m["engine"]["tasks"] >= 3_000_000 // range_bytes + 1, m["engine"]  # big.txt in ranges
+        for what in expected:
+            assert got[what] == expected[what], (what, range_bytes, threads)
+        for key in SAME_COUNTS:
+            assert m["counts"][key] == counts[key], (key, range_bytes, threads)
+
+
+def test_a_phase_whose_units_are_all_held_out_trains_on_its_last(tmp_path, monkeypatch):
+    """Three documents, each held out by the seed's hash (the seed found here), in
+    three byte ranges: as the local engine does, the Ray engine trains on the last
+    one (the held-out share never takes a phase's last training unit)."""
+    words = " ".join(english(12_000).split())
+    docs = [words[i * 3000: (i + 1) * 3000].strip() for i in range(3)]
+    offsets = [sum(len(d.encode()) + 2 for d in docs[:i]) for i in range(3)]
+    seed = next(s for s in range(1000) if all(sampling.is_heldout(s, "01-a", 0, o, 0.5) for o in offsets))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "one.txt").write_text("\n\n".join(docs), encoding="utf-8")
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 2_500)
+    settings = {"heldout_share": 0.5, "seed": seed, "merges": 50}
+    local = run(tmp_path / "local", data, "local", **settings)
+    expected, counts = results(local), manifest(local)["counts"]
+    assert (counts["heldout_trained"], counts["heldout_documents"], counts["kept_documents"]) == (1, 2, 1), counts
+    config = run(tmp_path / "ray", data, "ray", **settings)
+    got, m = results(config), manifest(config)
+    assert m["engine"]["tasks"] >= 3, m["engine"]
+    for what in expected:
+        assert got[what] == expected[what], what
+    for key in SAME_COUNTS:
+        assert m["counts"][key] == counts[key], key
 
 
 def test_the_instance_listens_on_loopback_only(ray_local):

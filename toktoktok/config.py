@@ -123,11 +123,12 @@ from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
 from toktoktok import id_layout
 from toktoktok.patterns import NAMED_PATTERNS, Pattern, UnsafePattern, resolve_pattern, tiktoken_rejects
 from toktoktok.tiktoken_file import find_nested
+from toktoktok.uris import RemotePath
 
 
 @dataclass(frozen=True)
 class Source:
-    path: Path  # absolute, resolved against the config file's folder
+    path: Path | RemotePath  # absolute, resolved against the config file's folder; or a pyarrow.fs URI
     is_dir: bool  # True for `path:` (directory scan), False for `file:`
     text_column: str = "text"
     weight: float = 1.0
@@ -380,12 +381,17 @@ def _string_list(ctx: Context, path: KeyPath, value: Any) -> tuple[str, ...]:
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def _path(ctx: Context, path: KeyPath, value: Any) -> Path:
+def _path(ctx: Context, path: KeyPath, value: Any, remote: bool = False) -> Path:
     """A path string made absolute against the config's folder (``~`` expanded),
-    or a URI (``uri_path``), never made relative to anything."""
+    or a URI (``uri_path``), never made relative to anything. ``remote``: a
+    ``pyarrow.fs`` URI other than ``file://`` is allowed (a source's)."""
     text = _string(ctx, path, value, "a path (a non-empty string)")
     if _URI.match(text):
-        return uri_path(ctx, path, text)
+        found = uri_path(ctx, path, text)
+        if isinstance(found, RemotePath) and not remote:
+            raise ctx.error(path, f"is a {found.scheme}:// URI: only sources are read through pyarrow.fs; "
+                            "this must be a local path (or a file:// URI)")
+        return found  # type: ignore[return-value]
     try:
         candidate = Path(text).expanduser()
         return (ctx.base_dir / candidate).resolve()  # an absolute candidate wins the `/`
@@ -393,20 +399,25 @@ def _path(ctx: Context, path: KeyPath, value: Any) -> Path:
         raise ctx.error(path, f"is not a usable path: {exc}") from None
 
 
-def uri_path(ctx: Context, path: KeyPath, uri: str) -> Path:
-    """The file a URI names, through ``pyarrow.fs`` (percent-encoded, as
-    ``Path.as_uri()`` writes it). Only ``file://`` URIs (a local or shared
-    folder, absolute by construction) are read so far; ``s3://`` and ``gs://``
-    are refused until the readers take a ``pyarrow.fs`` filesystem.
+def uri_path(ctx: Context, path: KeyPath, uri: str) -> Path | RemotePath:
+    """The file or folder a URI names (percent-encoded, as ``Path.as_uri()``
+    writes it). A ``file://`` URI is a local (or shared) path, absolute by
+    construction; any other scheme is read through ``pyarrow.fs``
+    (``toktoktok.uris.RemotePath``: ``s3://``, ``gs://``, ``hdfs://``), its
+    existence checked by the caller as a path's is (``_existing``).
 
         >>> uri_path(Context("c.yaml", Path(".")), ("file",), "file:///data/a%20b.txt")
         PosixPath('/data/a b.txt')
+        >>> uri_path(Context("c.yaml", Path(".")), ("file",), "s3://bucket/data/?region=eu-west-1")
+        RemotePath('s3://bucket/data')
     """
     from pyarrow import fs
 
-    scheme = uri.split("://")[0].lower()
-    if scheme != "file":  # checked first: pyarrow would reach for the network (an S3 bucket's region)
-        raise ctx.error(path, f"is a {scheme}:// URI: only file:// URIs (a local or shared folder) are read so far")
+    scheme, _, rest = uri.partition("://")
+    if scheme.lower() != "file":
+        if not rest.partition("?")[0].partition("/")[0]:
+            raise ctx.error(path, f"is a {scheme}:// URI without a bucket or host")
+        return RemotePath(uri)
     try:
         filesystem, inner = fs.FileSystem.from_uri(uri)
     except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and friends: one message
@@ -440,10 +451,13 @@ def slugify(name: str) -> str:
     return slug[:SLUG_MAX_CHARS].rstrip("-") or "phase"
 
 
-def _existing(ctx: Context, path: KeyPath, value: Any, want_dir: bool) -> Path:
-    """A path that exists, is readable and is a directory (want_dir) or a file."""
-    resolved = _path(ctx, path, value)
+def _existing(ctx: Context, path: KeyPath, value: Any, want_dir: bool, remote: bool = False) -> Path:
+    """A path that exists, is readable and is a directory (want_dir) or a file
+    (``remote``: or a ``pyarrow.fs`` URI, asked the same through its filesystem)."""
+    resolved = _path(ctx, path, value, remote)
     kind, other = ("directory", "file") if want_dir else ("file", "directory")
+    if isinstance(resolved, RemotePath):
+        return _existing_remote(ctx, path, resolved, want_dir)
     if not resolved.exists():
         raise ctx.error(path, f"does not exist: {resolved}")
     if resolved.is_dir() != want_dir:
@@ -451,6 +465,21 @@ def _existing(ctx: Context, path: KeyPath, value: Any, want_dir: bool) -> Path:
         raise ctx.error(path, f"is a {other}, not a {kind}: {resolved} (use `{key}:` for a {other})")
     if not os.access(resolved, os.R_OK | (os.X_OK if want_dir else 0)):
         raise ctx.error(path, f"is not readable: {resolved}")
+    return resolved
+
+
+def _existing_remote(ctx: Context, path: KeyPath, resolved: RemotePath, want_dir: bool) -> Any:
+    """``_existing`` for a ``pyarrow.fs`` URI: a folder is a prefix holding objects."""
+    try:
+        exists, is_dir = resolved.exists(), resolved.is_dir()
+    except Exception as exc:  # noqa: BLE001 - pyarrow's OSError, ArrowInvalid (a missing driver): one message
+        raise ctx.error(path, f"cannot be reached: {resolved}: {' '.join(str(exc).split())}") from None
+    if not exists:
+        raise ctx.error(path, f"does not exist: {resolved}")
+    if is_dir != want_dir:
+        kind, other = ("directory", "file") if want_dir else ("file", "directory")
+        key = "path" if not want_dir else "file"
+        raise ctx.error(path, f"is a {other}, not a {kind}: {resolved} (use `{key}:` for a {other})")
     return resolved
 
 
@@ -464,7 +493,7 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
         raise ctx.error(path, f"{both} `path:` and `file:`; {exactly_one}")
     is_dir = "path" in entry
     key = "path" if is_dir else "file"
-    location = _existing(ctx, path + (key,), entry[key], want_dir=is_dir)
+    location = _existing(ctx, path + (key,), entry[key], want_dir=is_dir, remote=True)
     if not is_dir and not location.name.lower().endswith(READABLE_SUFFIXES):
         readable = ", ".join(READABLE_SUFFIXES)
         raise ctx.error(path + (key,), f"is not a readable kind of file: {location} (readable: {readable})")
@@ -698,7 +727,8 @@ def _check_work_dir_safety(ctx: Context, cfg: Config) -> None:
         if cfg.output == cfg.warm_start.file:
             raise ctx.error(("output",), f"would overwrite the warm-start file {cfg.warm_start.file}")
     for phase in cfg.phases:
-        guarded += [(f"a source of phase {phase.name!r}", s.path) for s in phase.sources]
+        guarded += [(f"a source of phase {phase.name!r}", s.path) for s in phase.sources
+                    if not isinstance(s.path, RemotePath)]  # never inside a local folder
     for what, path in guarded:
         if path == cfg.work_dir or cfg.work_dir in path.parents:
             raise ctx.error(("work_dir",), f"{cfg.work_dir} contains {what} ({path}); it must be a folder of its own")
@@ -908,10 +938,11 @@ def _warnings(phases: tuple[Phase, ...]) -> tuple[str, ...]:
 
 
 def _jsonable(value: Any) -> Any:
-    """Dataclasses -> dicts, Paths -> strings, tuples -> lists, recursively."""
+    """Dataclasses -> dicts, Paths (and URIs, without their query) -> strings,
+    tuples -> lists, recursively."""
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Path):
+    if isinstance(value, (Path, RemotePath)):
         return str(value)
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]

@@ -73,6 +73,7 @@ import zstandard
 
 from toktoktok.config import Source
 from toktoktok.documents import doc_ends
+from toktoktok.uris import RemotePath, is_remote
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -91,6 +92,16 @@ _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 class SourceError(Exception):
     """A source that cannot be read; the message names the file (and line)."""
+
+
+def as_path(path: Path | RemotePath | str) -> Path | RemotePath:
+    """A local ``Path``, or the ``RemotePath`` (``toktoktok.uris``) it is."""
+    return path if is_remote(path) else Path(path)
+
+
+def open_binary(path: Path | RemotePath) -> BinaryIO:
+    """A source file opened to read bytes: locally, or through ``pyarrow.fs``."""
+    return path.open("rb") if is_remote(path) else open(path, "rb")
 
 
 @dataclass
@@ -169,6 +180,14 @@ def _walk_files(root: Path) -> Iterator[tuple[Path, bool]]:
         stack.extend(reversed(subdirs))
 
 
+def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool]]:
+    """(file, True) under a ``pyarrow.fs`` folder or prefix, hidden names (any part
+    starting with ".") skipped, in no order (the caller sorts): no links there."""
+    for file in root.walk():
+        if not any(part.startswith(".") for part in file.relative_to(root).parts):
+            yield file, True
+
+
 def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
     """include (empty = all) and not exclude, globs on the relative posix path."""
     if include and not any(glob_match(rel, g) for g in include):
@@ -236,7 +255,7 @@ def list_source_files(source: Source, *, strict: bool = False,
     (by default the first is skipped, and listed in ``skipped`` when given,
     and the second fails when read).
     """
-    path = Path(source.path)
+    path = as_path(source.path)
     if not source.is_dir:
         if not path.is_file():
             raise SourceError(f"{path}: no such file")
@@ -247,7 +266,7 @@ def list_source_files(source: Source, *, strict: bool = False,
     if not path.is_dir():
         raise SourceError(f"{path}: no such directory")
     found: list[tuple[str, Path]] = []
-    for file, is_file in _walk_files(path):
+    for file, is_file in _walk_files(path) if not is_remote(path) else _walk_remote(path):
         rel = file.relative_to(path).as_posix()
         if _is_supported(file.name) and _selected(rel, source.include, source.exclude):
             if is_file:
@@ -256,7 +275,7 @@ def list_source_files(source: Source, *, strict: bool = False,
                 raise SourceError(f"{file}: {_broken_link(file)}")
             elif skipped is not None:
                 skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
-    files = _unique_real(sorted(found))
+    files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file in sorted(found)]
     if not files:
         raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
     if strict:
@@ -283,7 +302,7 @@ def _broken_link(path: Path) -> str:
 def _check_openable(path: Path) -> None:
     """Open and close the file, or SourceError saying why it cannot be read."""
     try:
-        with open(path, "rb"):
+        with open_binary(path):
             pass
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {_reason(exc)}") from exc
@@ -305,15 +324,15 @@ def _unique_real(found: list[tuple[str, Path]]) -> list[Path]:
 
 
 def _plain_chunks(path: Path, size: int) -> Iterator[bytes]:
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         while chunk := fh.read(size):
             yield chunk
 
 
 def _gzip_chunks(path: Path, size: int) -> Iterator[bytes]:
-    if os.path.getsize(path) == 0:
+    if path.stat().st_size == 0:
         raise SourceError(f"{path}: empty file, not gzip data")
-    with gzip.open(path, "rb") as fh:
+    with open_binary(path) as raw, gzip.open(raw, "rb") as fh:
         while chunk := fh.read(size):
             yield chunk
 
@@ -321,7 +340,7 @@ def _gzip_chunks(path: Path, size: int) -> Iterator[bytes]:
 def _zstd_chunks(path: Path, size: int) -> Iterator[bytes]:
     """Decompressed chunks of at most ``size`` bytes; all frames; truncation fails."""
     out = bytearray()
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         for data in _zstd_outputs(path, fh):
             out += data
             while len(out) >= size:
@@ -500,7 +519,7 @@ def span_chunks(path: Path, span: tuple[int, int], size: int) -> Iterator[bytes]
     """Bytes ``span[0]:span[1]`` of a plain file, ``size`` at a time (as read:
     no byte order mark is looked for: a span is part of a file)."""
     start, end = span
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         fh.seek(start)
         while start < end and (chunk := fh.read(min(size, end - start))):
             start += len(chunk)
@@ -552,7 +571,7 @@ def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats
         >>> [(bytes(w.data), w.ends.tolist()) for w in iter_txt_windows(f)]
         [(b'one\\n\\ntwo\\n\\n th', [5]), (b'ree', [])]
     """
-    path = Path(path)
+    path = as_path(path)
     stats = stats if stats is not None else ReadStats()
     try:
         chunks = raw_chunks(path, max(1, block_bytes), stats) if span is None else \
@@ -771,6 +790,9 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
     9 MB of every process that imports it."""
     import pyarrow.parquet as pq
 
+    if is_remote(path):
+        fs, inner = path.inner()
+        return pq.ParquetFile(inner, filesystem=fs, buffer_size=1 << 16, pre_buffer=False)
     return pq.ParquetFile(path, buffer_size=1 << 16, pre_buffer=False)
 
 
@@ -813,7 +835,7 @@ def iter_blocks(
         >>> [(b.doc, b.text, b.end) for b in iter_blocks(f)]
         [(0, 'one\\n\\n', True), (1, 'two', True)]
     """
-    path = Path(path)
+    path = as_path(path)
     stats = stats if stats is not None else ReadStats()
     kind = file_format(path)[0]
     block_chars = max(1, block_chars)
@@ -842,7 +864,7 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
         >>> text_bytes(f) if f.write_text("héllo") else None
         6
     """
-    path = Path(path)
+    path = as_path(path)
     kind, compression = file_format(path)
     try:
         if kind == "parquet":
@@ -861,7 +883,7 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
 
 def _wide_bom(path: Path) -> bool:
     """Whether a plain file starts with a UTF-16 or UTF-32 byte order mark."""
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         head = fh.read(4)
     return any(head.startswith(bom) for bom, _ in _WIDE_BOMS)
 

@@ -17,7 +17,10 @@ from stages.progress import Progress
 from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows
+from toktoktok.sources import (ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows,
+                               open_binary)
+
+UTF8_BOM = b"\xef\xbb\xbf"  # not part of the stream: offsets count from after it
 
 from toktoktok.sampling import HELDOUT_CAP_BYTES  # held-out text per phase, at most (monkeypatched in tests)
 TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
@@ -69,16 +72,21 @@ def hold(text: str, held: list[str], tally: Tally) -> None:
 
 def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: Batcher,
                  heldout: list[str], tally: Tally, progress: Progress, share: float,
-                 heldout_files: list[int] | None = None, span: tuple[int, int] | None = None) -> None:
+                 heldout_files: list[int] | None = None, span: tuple[int, int] | None = None,
+                 held_keys: list[tuple[int, int]] | None = None) -> None:
     """Send one file's training text to the batcher and keep its held-out documents
-    (``span``: only those bytes of a plain ``.txt``, starting where a document does;
-    the Ray engine's byte ranges, used only when no unit can be held out or left out)."""
+    (``span``: only those bytes of a plain ``.txt``, starting where a document does:
+    the Ray engine's byte ranges; their units, and so their keys, are those of the
+    whole file, since the splitter counts offsets from the span's place in the
+    stream, ``span_origin``). ``held_keys``: each held-out unit's key
+    ``(offset, row)`` is appended there (the Ray engine applies the cap from them)."""
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally, heldout_files)
+    route.held_keys = held_keys if held_keys is not None else []
     if file_format(path)[0] == "txt":
-        ingest_txt(path, route, progress, splitter(cfg), span)
+        ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span)
     else:
         ingest_rows(path, src, route, progress)
     route.break_stream()
@@ -86,11 +94,29 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 
-def splitter(cfg: Config) -> units.Splitter:
-    """The unit splitter of a ``.txt`` file under this config."""
+def splitter(cfg: Config, origin: int = 0) -> units.Splitter:
+    """The unit splitter of a ``.txt`` file under this config (``origin``: the
+    stream offset of the first byte it is fed)."""
     pattern = cfg.pattern
     return units.Splitter(units.bound(cfg.working_set_mb), cut=bool(pattern.cut_at_safe_places or pattern.cut_at_spaces),
-                          breaks=pattern.cut_at_safe_places, special_tokens=cfg.special_tokens)
+                          breaks=pattern.cut_at_safe_places, special_tokens=cfg.special_tokens, origin=origin)
+
+
+def span_origin(path: Path, span: tuple[int, int] | None) -> int:
+    """The stream offset (``sampling``'s keys: after a UTF-8 byte order mark) where
+    a span of a plain ``.txt`` file starts; 0 for the whole file or its first span.
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = f.write_bytes(b"\\xef\\xbb\\xbfone\\n\\ntwo")
+        >>> span_origin(f, (8, 11)), span_origin(f, (0, 8)), span_origin(f, None)
+        (5, 0, 0)
+    """
+    if span is None or span[0] == 0:
+        return 0
+    with open_binary(path) as fh:
+        bom = fh.read(len(UTF8_BOM)) == UTF8_BOM
+    return span[0] - len(UTF8_BOM) * bom
 
 
 TRAIN, HELD, SKIP = "train", "held", "skip"
@@ -115,6 +141,7 @@ class Router:
         self.sample_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.SAMPLE)
         self.heldout_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.HELDOUT)
         self.held: list[str] = []
+        self.held_keys: list[tuple[int, int]] = []  # each held-out unit's (offset, row)
         # Training bytes may go to the scanner as they were read (``train_bytes``):
         # they need a safe place to cut them that a special token cannot straddle.
         self.bytes_ok = (has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
@@ -139,6 +166,7 @@ class Router:
         at = np.array([offset], dtype=np.uint64)
         if room and (sample is not None or sampling.chosen_at(self.heldout_key, at, cfg.heldout_share, row=row)[0]):
             self.fate, self.held = HELD, []
+            self.held_keys.append((offset, row))
         else:
             if sample is None:
                 sample = TRAIN if sampling.chosen_at(self.sample_key, at, self.share, row=row)[0] else SKIP

@@ -30,7 +30,7 @@ from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
 from toktoktok import counts, documents
 from toktoktok.config import Config, Phase, Source
-from toktoktok.sources import SourceError, file_format
+from toktoktok.sources import SourceError, file_format, open_binary
 
 NEVER_WRITE = 1 << 62  # a chunker that only sums
 
@@ -44,6 +44,7 @@ class UnitResult:
     tally: Tally
     heldout: list[str] = field(default_factory=list)
     specials_found: dict[str, int] = field(default_factory=dict)
+    heldout_keys: list[tuple[int, int]] = field(default_factory=list)  # each held-out unit's (offset, row)
     peak_rss_kb: int = 0  # the process that counted it, as it finished
     seconds: float = 0.0  # reading and counting it
 
@@ -62,28 +63,54 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     chunker = Chunker(Path(os.devnull), NEVER_WRITE)
     tally = Tally(heldout_bytes=heldout_before)
     heldout: list[str] = []
+    keys: list[tuple[int, int]] = []
     pool = ThreadPoolExecutor(threads) if threads > 1 and has_scanner(cfg.pattern) else None
     try:
         batcher = Batcher(cfg, chunker, pool)
         try:
-            ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span)
+            ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span,
+                        held_keys=keys)
             batcher.file_done()
             batcher.drain()
         except (SourceError, FileNotFoundError) as exc:
             if cfg.on_bad_file == "fail":
                 raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
             batcher.discard(index)
-            bad = Tally(heldout_bytes=heldout_before)
+            bad = Tally()
             bad.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": False})
-            return UnitResult(counts.SCHEMA.empty_table(), bad, [], {}, own_peak_kb())
+            return UnitResult(counts.SCHEMA.empty_table(), bad, [], {}, peak_rss_kb=own_peak_kb())
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     tally.forced_cuts += batcher.forced_cuts
     tally.heldout_bytes -= heldout_before
     table = chunker.done if chunker.done is not None else counts.SCHEMA.empty_table()
-    return UnitResult(table, tally, heldout, dict(batcher.specials_found), own_peak_kb(),
+    return UnitResult(table, tally, heldout, dict(batcher.specials_found), keys[: len(heldout)], own_peak_kb(),
                       time.perf_counter() - started)
+
+
+def count_texts(cfg: Config, texts: list[str], weight: float, index: int) -> UnitResult:
+    """Count ``texts`` of file ``index`` as training text, each one a stream of its
+    own (cut by a fresh ``PartCutter``, batched apart from other files) as
+    ``ingest.train_last_held`` counts a unit: the held-out candidates the cap
+    turned back into training text, and a phase's last held-out unit."""
+    from toktoktok.pretokenize import PartCutter
+
+    started = time.perf_counter()
+    chunker = Chunker(Path(os.devnull), NEVER_WRITE)
+    batcher = Batcher(cfg, chunker, None)
+    tally = Tally()
+    for text in texts:
+        cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
+                            breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+                            max_piece_chars=cfg.max_piece_bytes)
+        batcher.add(cutter.feed(text) + cutter.finish(), weight, index)
+        tally.forced_cuts += cutter.forced_cuts
+    batcher.file_done()
+    batcher.drain()
+    tally.forced_cuts += batcher.forced_cuts
+    table = chunker.done if chunker.done is not None else counts.SCHEMA.empty_table()
+    return UnitResult(table, tally, [], dict(batcher.specials_found), [], own_peak_kb(), time.perf_counter() - started)
 
 
 def own_peak_kb() -> int:
@@ -93,25 +120,26 @@ def own_peak_kb() -> int:
     return peak()
 
 
-def splittable(cfg: Config, src: Source, path: Path, share: float) -> bool:
+def splittable(cfg: Config, src: Source, path: Path) -> bool:
     """Whether a file may be read as byte ranges with the same result as whole.
 
     A plain ``.txt`` file (not compressed, no UTF-16/32 byte order mark), the
     numba scanner with a pattern whose document starts are safe places (default,
-    cl100k), no special token holding a line break, an integer weight (counts are
-    weighted per batch: a fractional weight rounds differently on other batches),
-    and no document to decide (no sample, no held-out share): the choices are
-    keyed by a document's number in its file, which a range does not know.
+    cl100k), no special token holding a line break, and an integer weight (counts
+    are weighted per batch: a fractional weight rounds differently on other
+    batches). A sample or a held-out share is no obstacle: each unit's choice is
+    keyed by its byte offset in the file (``sampling.RULE``), which a range knows
+    (``routing.span_origin``), and the held-out cap is applied across ranges by
+    the Ray engine (``stages.ray_engine.settle``).
     """
     return (file_format(path) == ("txt", None) and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens)
-            and float(src.weight).is_integer() and share >= 1 and cfg.heldout_share == 0
-            and not wide_bom(path))
+            and float(src.weight).is_integer() and not wide_bom(path))
 
 
 def wide_bom(path: Path) -> bool:
     """Whether the file starts with a UTF-16 or UTF-32 byte order mark (it is recoded: read whole)."""
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         head = fh.read(4)
     return head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
 
@@ -128,7 +156,7 @@ def plan_spans(path: Path, size: int, range_bytes: int, look_bytes: int = 1 << 2
         [(0, 5), (5, 10), (10, 25), (25, 29)]
     """
     cuts = [0]
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         for target in range(range_bytes, size, range_bytes):
             if target <= cuts[-1]:
                 continue
