@@ -46,8 +46,13 @@ def toktok_bin() -> str:
     return str(beside) if beside.exists() else (shutil.which("toktok") or "toktok")
 
 
-def toktok_config(corpus: Corpus, tokens: int, folder: Path, threads: int | None = None) -> Path:
-    """A config training ``corpus`` in one phase of ``tokens - 256`` merges (``threads``: -1 when None)."""
+def toktok_config(corpus: Corpus, tokens: int, folder: Path, threads: int | None = None,
+                  ray_cpus: int | None = None) -> Path:
+    """A config training ``corpus`` in one phase of ``tokens - 256`` merges (``threads``: -1 when None).
+
+    ``ray_cpus``: ingest on Ray instead (``engine: ray``), on a local instance of
+    that many CPUs that toktok starts and stops itself (``ray: {num_cpus: N}``).
+    """
     cfg: dict[str, Any] = {
         "output": str(folder / "toktoktok.tiktoken"),
         "work_dir": str(folder / "toktoktok.work"),
@@ -60,19 +65,32 @@ def toktok_config(corpus: Corpus, tokens: int, folder: Path, threads: int | None
     }
     if threads is not None:
         cfg["threads"] = threads
+    if ray_cpus is not None:
+        cfg["engine"] = "ray"
+        cfg["ray"] = {"num_cpus": ray_cpus}
     path = folder / "bench.yaml"
     path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
     return path
 
 
+RAY_CPUS = 2  # the local Ray instance of trainer "ray": this machine's 2 cores
+
+
 def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[list[str], Path]:
-    """The command that trains ``trainer`` in ``folder``, and the .tiktoken it writes."""
-    if trainer == "toktoktok":
-        cfg = toktok_config(corpus, tokens, folder)
+    """The command that trains ``trainer`` in ``folder``, and the .tiktoken it writes.
+
+    Trainers: ``toktoktok``; ``ray`` (toktoktok, ingest on a local Ray
+    instance of ``RAY_CPUS`` CPUs); ``hf`` and ``rustbpe`` (``peer_trainers.py``,
+    fed the documents); ``hf:chunks``, ``rustbpe:chunks`` (fed 1 MiB chunks
+    cut at a line end: ``peer_trainers.py --feed chunks``).
+    """
+    if trainer in ("toktoktok", "ray"):
+        cfg = toktok_config(corpus, tokens, folder, ray_cpus=RAY_CPUS if trainer == "ray" else None)
         return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
-    out = folder / f"{trainer}.tiktoken"
-    return [sys.executable, str(HERE / "peer_trainers.py"), trainer, "--corpus", str(corpus.train), "--tokens",
-            str(tokens), "--pattern", default_pattern(), "--out", str(out)], out
+    peer, _, feed = trainer.partition(":")
+    out = folder / f"{peer}.tiktoken"
+    return [sys.executable, str(HERE / "peer_trainers.py"), peer, "--corpus", str(corpus.train), "--tokens",
+            str(tokens), "--pattern", default_pattern(), "--out", str(out), "--feed", feed or "documents"], out
 
 
 def run_env(numba_cache: Path) -> dict[str, str]:
@@ -123,15 +141,37 @@ def ingest_manifest(folder: Path) -> dict[str, float]:
     }
 
 
+# the train manifest's ``train_split_seconds``: segmenting the pieces, counting pairs,
+# the first 1,000 merges, the rest of the merges, checking the result
+TRAIN_SPLIT = ("segment", "pairs", "early_merges", "later_merges", "check")
+# the ingest manifest's ``engine.seconds`` under Ray (stages/ray_engine.py)
+RAY_SECONDS = ("ray_start", "count", "tasks_sum", "tasks_max", "sum", "ray_stop")
+
+
 def toktok_stages(folder: Path) -> dict[str, float]:
-    """Seconds per stage, merges made and the merge-loop rate, from the manifests."""
+    """Seconds per stage, merges made and the merge-loop rate, from the manifests.
+
+    Keys ``split_*`` (``TRAIN_SPLIT``) only when every train manifest has
+    ``train_split_seconds``; ``engine_*`` only when ingest ran on Ray.
+    """
     work = folder / "toktoktok.work"
     ingest = stage_manifests(work, "ingest")
     train = stage_manifests(work, "train")
     export = json.loads((work / "export" / "manifest.json").read_text())
     made = sum(m["counts"]["merges_made"] for m in train)
     loop = sum(m["seconds"]["train"] for m in train)
+    split = {key: sum(m["train_split_seconds"][key] for m in train) for key in TRAIN_SPLIT
+             if train and all(key in m.get("train_split_seconds", {}) for m in train)}
+    engines = [m["engine"] for m in ingest if isinstance(m.get("engine"), dict)]
+    ray_seconds = {f"engine_{key}": sum(e["seconds"].get(key, 0) for e in engines)
+                   for key in RAY_SECONDS if engines and all("seconds" in e for e in engines)}
+    if engines and all("tasks" in e for e in engines):
+        ray_seconds["engine_tasks"] = sum(e["tasks"] for e in engines)
+        ray_seconds["engine_recounted"] = sum(e.get("recounted", 0) for e in engines)
     return {
+        **{f"split_{key}": value for key, value in split.items()},
+        **ray_seconds,
+        "ingest_only": sum(m["seconds"].get("ingest", 0) for m in ingest),
         "ingest": sum(m["seconds"]["total"] for m in ingest),
         "ingest_kernels": sum(m["seconds"].get("kernels", 0) for m in ingest),
         "ingest_bytes": sum(m["counts"]["bytes_read"] for m in ingest),
