@@ -4,7 +4,7 @@
 #   make test                 run the tests
 #   make bench                benchmark against Hugging Face tokenizers and rustbpe
 #   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/MEMORY.md)
-#   make bench-scale          the three trainers on 0.1 / 0.3 / 1.2 GB of kernel source (benchmarks/SCALE.md;
+#   make bench-scale          toktoktok (local and Ray), rustbpe, HF on 0.1 / 0.3 / 1.2 GB of kernel source (SCALE.md;
 #                             builds its corpora under SCALE_DATA with apt-get download; SCALE_REPS runs a point)
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]
 #                             run one stage of a config (ingest, train, export, run)
@@ -50,7 +50,7 @@ bench-memory: $(STAMP)
 	$(BIN)/python benchmarks/run.py --section memory
 
 bench-scale: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray,bench]'
 	$(BIN)/python benchmarks/run.py --section scale --data $(SCALE_DATA) --reps $(SCALE_REPS)
 
 stage: $(STAMP)

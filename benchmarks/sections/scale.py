@@ -11,16 +11,27 @@ document, every 20th file held out; the training text at about 0.1 GB,
 For each size, one after another on the same ``.txt``, ``--reps`` times
 (trainers interleaved within a repetition), each a whole process measured
 from outside (``benchkit.measure``: wall, CPU of the process tree, true peak
-RSS = the larger of ``ru_maxrss`` and the sampled sum over the process tree):
+RSS = the larger of ``ru_maxrss`` and the sampled sum over the process tree
+and every process carrying the run's token):
 
-- toktoktok: ``toktok run -c CFG --force`` in a fresh folder, ``--tokens``
+- ``toktoktok``: ``toktok run -c CFG --force`` in a fresh folder, ``--tokens``
   (default 65,536 = 256 bytes + 65,280 merges), ``hardcoded_merges: false``,
   ``heldout_share: 0``, ``min_frequency: 2``, the default pattern,
   ``working_set_mb`` large enough to keep all text (no sampling); its stage
   times come from its manifests;
-- rustbpe and Hugging Face ``tokenizers`` through ``peer_trainers.py`` (the
-  same pattern and vocabulary size, the documents of the same file, as the
-  ``peers`` section feeds them).
+- ``rustbpe``, ``hf``: rustbpe and Hugging Face ``tokenizers`` through
+  ``peer_trainers.py --feed chunks`` (1 MiB chunks cut at a line end, as a
+  user hands a big file to ``train_from_iterator``): the reference of the
+  scale issue's targets;
+- ``rustbpe-docs``: rustbpe fed the documents (``--feed documents``):
+  rustbpe pulls 8,192 strings at a time, so 1 MiB strings make it hold up
+  to the whole text, documents far less; both rows show what each feed costs;
+- ``ray``: toktoktok with ``engine: ray`` on a local Ray instance of 2 CPUs
+  that toktok starts and stops itself (``ray: {num_cpus: 2}``). By default
+  only at the largest size run (``--ray-sizes``). Its ``.tiktoken`` is
+  compared byte for byte (sha256) with the local engine's at the same size,
+  and the reduce step's cost per row is timed on its inventory
+  (``benchkit.reduce_cost``) for the cost model of 1 TB on 64 machines.
 
 Then each trained ``.tiktoken`` encodes the held-out file (``heldout.txt``,
 the same for every size): UTF-8 bytes per token. Before the trainers: numba's
@@ -31,12 +42,16 @@ the smallest training text: the limit ingest works against.
 
 How each cost grows: the exponent ``k`` of a least-squares fit
 ``cost ∝ bytes^k`` over the sizes run (``benchkit.measure.exponent``).
+The targets of the scale issue are checked at the largest size run
+(``targets``), from this run's figures only.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import os
 import shlex
 import shutil
@@ -56,8 +71,12 @@ from sections.peers import read_ranks
 
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 SIZES = ("0.1GB", "0.3GB", "full")
-TRAINERS = ("toktoktok", "rustbpe", "hf")
-LABELS = {"toktoktok": "toktoktok", "hf": "HF tokenizers", "rustbpe": "rustbpe"}
+TRAINERS = ("toktoktok", "ray", "rustbpe", "rustbpe-docs", "hf")
+LABELS = {"toktoktok": "toktoktok", "ray": "toktoktok (Ray)", "hf": "HF tokenizers (chunks)",
+          "rustbpe": "rustbpe (chunks)", "rustbpe-docs": "rustbpe (documents)"}
+# the trainer's name for benchkit.toktok.command: peers fed 1 MiB chunks unless said
+COMMANDS = {"toktoktok": "toktoktok", "ray": "ray", "rustbpe": "rustbpe:chunks", "hf": "hf:chunks",
+            "rustbpe-docs": "rustbpe"}
 TINY_BYTES = 1_000_000
 MB = 1_000_000
 
@@ -76,6 +95,8 @@ class Cell:
     out: Path | None = None
     stages: list[dict[str, float]] = field(default_factory=list)
     bytes_per_token: float | None = None
+    digests: list[str] = field(default_factory=list)  # sha256 of every run's .tiktoken
+    reduce: dict | None = None  # benchkit.reduce_cost on the (Ray) run's inventory
 
     @property
     def ok(self) -> list[Measured]:
@@ -147,53 +168,76 @@ def ratio(a: float | None, b: float | None) -> str:
 
 
 TRAINER_HEADERS = ["size", "trainer", "wall s", "CPU s", "true peak RSS MB", "ru_maxrss MB", "tree peak MB",
-                   "held-out bytes/token", "wall ÷ rustbpe", "CPU ÷ rustbpe", "peak ÷ rustbpe"]
+                   "held-out bytes/token", "wall ÷ rustbpe (chunks)", "CPU ÷ rustbpe (chunks)",
+                   "peak ÷ rustbpe (chunks)", "peak ÷ rustbpe (documents)"]
 
 
 def trainer_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float]) -> list[list[str]]:
     rows = []
     for size in sizes:
-        base = cells.get(("rustbpe", size))
+        base, docs = cells.get(("rustbpe", size)), cells.get(("rustbpe-docs", size))
         for trainer in TRAINERS:
             c = cells.get((trainer, size))
             if c is None:
                 continue
             failed = len(c.runs) - len(c.ok)
             label = LABELS[trainer] + (f" ({failed} of {len(c.runs)} failed)" if failed else "")
-            rows.append([f"{mb[size]:,.0f} MB", label, num(c.med("wall")), num(c.med("cpu")), num(c.med("peak_mb"), 0),
-                         num(c.med("rss_mb"), 0), num(c.med("tree_mb"), 0), num(c.bytes_per_token, 4),
-                         ratio(c.med("wall"), base and base.med("wall")), ratio(c.med("cpu"), base and base.med("cpu")),
-                         ratio(c.med("peak_mb"), base and base.med("peak_mb"))])
+            rows.append([f"{mb[size]:,.0f} MB", label, num(c.med("wall")), num(c.med("all_cpu")),
+                         num(c.med("peak_mb"), 0), num(c.med("rss_mb"), 0), num(c.med("tree_mb"), 0),
+                         num(c.bytes_per_token, 4), ratio(c.med("wall"), base and base.med("wall")),
+                         ratio(c.med("all_cpu"), base and base.med("all_cpu")),
+                         ratio(c.med("peak_mb"), base and base.med("peak_mb")),
+                         ratio(c.med("peak_mb"), docs and docs.med("peak_mb"))])
     return rows
 
 
-STAGE_HEADERS = ["size", "documents", "distinct pieces", "ingest s", "ingest MB/s", "train s", "train: load s",
-                 "merge loop s", "merges", "merges/s (loop)", "export s", "rest of process s", "process wall s",
-                 "stage peaks (manifests) MB"]
+def loop_seconds(c: Cell) -> float | None:
+    """The merge loop proper: the first 1,000 merges and the rest (``train_split_seconds``)."""
+    early, later = c.stage("split_early_merges"), c.stage("split_later_merges")
+    return early + later if early is not None and later is not None else None
 
 
-def stage_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float]) -> list[list[str]]:
+def per_second(count: float | None, seconds: float | None) -> float | None:
+    return count / seconds if count is not None and seconds else None
+
+
+def ingest_rate(c: Cell) -> float | None:
+    """Ingest MB/s: bytes read ÷ the ingest stage's ``seconds.total``."""
+    ingest, nbytes = c.stage("ingest"), c.stage("ingest_bytes")
+    return nbytes / MB / ingest if ingest and nbytes else None
+
+
+STAGE_HEADERS = ["size", "documents", "distinct pieces", "ingest s", "ingest MB/s", "train stage s", "load s",
+                 "segment s", "pairs s", "first 1,000 merges s", "later merges s", "check s", "merges",
+                 "merges/s, loop proper", "merges/s, train_phase (seconds.train)", "export s", "rest of process s",
+                 "process wall s", "stage peaks (manifests) MB"]
+
+
+def stage_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float],
+               trainer: str = "toktoktok") -> list[list[str]]:
     rows = []
     for size in sizes:
-        c = cells.get(("toktoktok", size))
+        c = cells.get((trainer, size))
         if c is None or not c.stages:
             continue
         parts = [c.stage("ingest"), c.stage("train"), c.stage("export")]
         wall = c.med("wall")
         rest = wall - sum(parts) if wall is not None and None not in parts else None  # type: ignore[arg-type]
-        ingest, nbytes = c.stage("ingest"), c.stage("ingest_bytes")
         rows.append([f"{mb[size]:,.0f} MB", num(c.stage("documents"), 0), num(c.stage("distinct_pieces"), 0),
-                     num(ingest, 2), num(nbytes / MB / ingest if ingest and nbytes else None, 0), num(c.stage("train"), 2),
-                     num(c.stage("train_load"), 2), num(c.stage("merge_loop"), 2), num(c.stage("merges"), 0),
-                     num(c.stage("merges_per_second"), 0), num(c.stage("export"), 2), num(rest, 2), num(wall, 2),
-                     num(c.stage("peak_rss_mb"), 0)])
+                     num(c.stage("ingest"), 2), num(ingest_rate(c), 0), num(c.stage("train"), 2),
+                     num(c.stage("train_load"), 2),
+                     *(num(c.stage(f"split_{k}"), 2) for k in ("segment", "pairs", "early_merges", "later_merges",
+                                                               "check")),
+                     num(c.stage("merges"), 0), num(per_second(c.stage("merges"), loop_seconds(c)), 0),
+                     num(per_second(c.stage("merges"), c.stage("merge_loop")), 0), num(c.stage("export"), 2),
+                     num(rest, 2), num(wall, 2), num(c.stage("peak_rss_mb"), 0)])
     return rows
 
 
 GROWTH = {
-    "wall": ("wall", None), "CPU": ("cpu", None), "true peak RSS": ("peak_mb", None),
-    "toktoktok ingest": (None, "ingest"), "toktoktok merge loop": (None, "merge_loop"),
-    "toktoktok train (load + loop)": (None, "train"), "toktoktok export": (None, "export"),
+    "wall": ("wall", None), "CPU": ("all_cpu", None), "true peak RSS": ("peak_mb", None),
+    "toktoktok ingest": (None, "ingest"), "toktoktok train_phase (seconds.train)": (None, "merge_loop"),
+    "toktoktok train stage": (None, "train"), "toktoktok export": (None, "export"),
     "toktoktok distinct pieces": (None, "distinct_pieces"),
 }
 
@@ -212,6 +256,224 @@ def growth_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes
             rows.append([name, ", ".join("–" if y is None else f"{y:,.0f}" if y >= 1000 else f"{y:,.2f}" for y in ys),
                          num(k, 2)])
     return rows
+
+
+def distinct_fit(cells: dict[tuple[str, str], Cell], sizes: list[str],
+                 size_bytes: dict[str, int]) -> tuple[float, float, float] | None:
+    """(k, bytes, distinct pieces) of toktoktok's largest size: distinct pieces ∝ bytes^k; None under 2 sizes."""
+    pts = [(size_bytes[s], cells[("toktoktok", s)].stage("distinct_pieces")) for s in sizes
+           if ("toktoktok", s) in cells and cells[("toktoktok", s)].stage("distinct_pieces")]
+    k = exponent([x for x, _ in pts], [y for _, y in pts])
+    if k is None:
+        return None
+    return k, pts[-1][0], pts[-1][1]  # type: ignore[return-value]
+
+
+# --- the targets of the scale issue (§2), at the largest size ---------------------------
+
+TARGET_WALL, TARGET_INGEST, TARGET_MERGES, TARGET_PEAK, TARGET_BPT = 0.12, 300.0, 25_000.0, 0.3, 0.001
+
+
+def verdict(ok: bool | None) -> str:
+    return "–" if ok is None else "**met**" if ok else "not met"
+
+
+def target_rows(cells: dict[tuple[str, str], Cell], size: str, fixed: Measured | None,
+                scanner: dict[str, float] | None) -> list[list[str]]:
+    """Each target: what it asks, the value measured in this run, met or not ("–": a figure is missing)."""
+    c, rb, hf = cells.get(("toktoktok", size)), cells.get(("rustbpe", size)), cells.get(("hf", size))
+    rows = []
+    wall = c and c.med("wall")
+    base = rb and rb.med("wall")
+    r = wall / base if wall and base else None
+    rows.append([f"end-to-end wall ÷ rustbpe (chunks) ≤ {TARGET_WALL}",
+                 f"{num(wall)} s ÷ {num(base)} s = {num(r, 3)}", verdict(None if r is None else r <= TARGET_WALL)])
+    rate = c and ingest_rate(c)
+    limit = (f"; the scanner alone, 1 thread, in this run: scan {scanner['scan_1']:,.0f}, scan + count "
+             f"{scanner['count_1']:,.0f} MB/s" if scanner else "")
+    rows.append([f"ingest ≥ {TARGET_INGEST:,.0f} MB/s (2 threads)", f"{num(rate, 0)} MB/s{limit}",
+                 verdict(None if rate is None else rate >= TARGET_INGEST)])
+    made = c and c.stage("merges")
+    loop = c and loop_seconds(c)
+    mps = per_second(made, loop)
+    asked = made == 65_280  # the target's run: 65,536 tokens
+    rows.append([f"merge loop ≥ {TARGET_MERGES:,.0f} merges/s (loop proper) over 65,280 merges",
+                 f"{num(made, 0)} merges in {num(loop, 2)} s = {num(mps, 0)} merges/s"
+                 + ("" if asked else " (not the target's 65,280 merges: no verdict)"),
+                 verdict(None if mps is None or not asked else mps >= TARGET_MERGES)])
+    peak, bpeak = c and c.med("peak_mb"), rb and rb.med("peak_mb")
+    r = peak / bpeak if peak and bpeak else None
+    extra = (f"; fixed part (tiny corpus) {fixed.peak_mb:,.0f} MB, the rest {peak - fixed.peak_mb:,.0f} MB = "
+             f"{(peak - fixed.peak_mb) / bpeak:.3f} of rustbpe's" if fixed and peak and bpeak else "")
+    rows.append([f"true peak RSS ÷ rustbpe (chunks) ≤ {TARGET_PEAK}",
+                 f"{num(peak, 0)} MB ÷ {num(bpeak, 0)} MB = {num(r, 3)}{extra}",
+                 verdict(None if r is None else r <= TARGET_PEAK)])
+    for peer in (rb, hf):
+        ours, theirs = c and c.bytes_per_token, peer and peer.bytes_per_token
+        d = ours / theirs - 1 if ours and theirs else None
+        name = LABELS[peer.trainer] if peer else "peer (not run)"
+        rows.append([f"held-out bytes/token within {TARGET_BPT:.1%} of {name}",
+                     f"{num(ours, 4)} against {num(theirs, 4)}: {'–' if d is None else f'{d:+.3%}'}",
+                     verdict(None if d is None else abs(d) <= TARGET_BPT)])
+    return rows
+
+
+# --- the Ray engine (issue 17) --------------------------------------------------------
+
+
+def sha_note(ray: Cell, local: Cell | None) -> str:
+    if not ray.digests:
+        return "no .tiktoken"
+    if local is None or not local.digests:
+        return "no local-engine run to compare with"
+    same = set(ray.digests) == set(local.digests) and len(set(local.digests)) == 1
+    return (f"identical to the local engine's (sha256 {local.digests[0][:16]}…, {len(ray.digests)} + "
+            f"{len(local.digests)} runs)" if same else
+            f"**differs** from the local engine's (Ray {sorted(set(ray.digests))}, local {sorted(set(local.digests))})")
+
+
+RAY_HEADERS = ["size", "engine", "wall s", "CPU s", "true peak RSS MB", "processes at the peak", "ingest s",
+               "ingest MB/s", "tasks", "recounted", "Ray start s", "counting s", "task seconds (sum / max)",
+               "sum after counting s", "Ray stop s", ".tiktoken"]
+
+
+def ray_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float]) -> list[list[str]]:
+    rows = []
+    for size in sizes:
+        ray, local = cells.get(("ray", size)), cells.get(("toktoktok", size))
+        if ray is None:
+            continue
+        for name, c in (("local", local), ("Ray, local instance of 2 CPUs", ray)):
+            if c is None:
+                continue
+            peak_run = max(c.ok, key=lambda r: r.peak_mb, default=None)
+            procs = (f"{len(peak_run.commands)}" + (f" ({peak_run.outside} outside the tree)" if peak_run.outside
+                                                    else "")) if peak_run else "–"
+            is_ray = c is ray
+            rows.append([f"{mb[size]:,.0f} MB", name, num(c.med("wall")), num(c.med("all_cpu")),
+                         num(c.med("peak_mb"), 0), procs, num(c.stage("ingest"), 2), num(ingest_rate(c), 0),
+                         *((num(c.stage("engine_tasks"), 0), num(c.stage("engine_recounted"), 0),
+                            num(c.stage("engine_ray_start"), 2), num(c.stage("engine_count"), 2),
+                            f"{num(c.stage('engine_tasks_sum'), 2)} / {num(c.stage('engine_tasks_max'), 2)}",
+                            num(c.stage("engine_sum"), 2), num(c.stage("engine_ray_stop"), 2))
+                           if is_ray else ["–"] * 7),
+                         sha_note(ray, local) if is_ray else "the reference"])
+    return rows
+
+
+def ray_processes(cells: dict[tuple[str, str], Cell], sizes: list[str]) -> str:
+    """The processes summed at the Ray run's peak, by name, at the largest size it ran."""
+    for size in reversed(sizes):
+        c = cells.get(("ray", size))
+        run = c and max(c.ok, key=lambda r: r.peak_mb, default=None)
+        if run:
+            names: dict[str, int] = {}
+            for name in run.commands:
+                names[name] = names.get(name, 0) + 1
+            return ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in sorted(names.items()))
+    return ""
+
+
+# --- 1 TB on 64 machines: a cost model from this run's figures ---------------------------
+
+TB = 1e12
+MACHINES, CPUS_PER_MACHINE = 64, 2
+NET_GBPS = 10.0  # assumed network bandwidth per machine, Gbit/s
+RANGE_BYTES, FAN_IN = 64 << 20, 8  # stages/ray_engine's task size and reduce fan-in (read from it when it imports)
+
+
+def engine_constants() -> tuple[int, int]:
+    try:
+        from stages import ray_engine
+        return int(ray_engine.RANGE_BYTES), int(ray_engine.FAN_IN)
+    except Exception:  # noqa: BLE001 - the stated values stand in
+        return RANGE_BYTES, FAN_IN
+
+
+def cost_model(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes: dict[str, int]) -> list[str]:
+    """The section's lines: assumptions, the figures of this run it uses, and the estimate (or what is missing)."""
+    size = next((s for s in reversed(sizes) if ("ray", s) in cells and cells[("ray", s)].stages), None)
+    if size is None:
+        return ["No Ray run in this run: no cost model (run with `--trainers ...,ray`)."]
+    ray, local = cells[("ray", size)], cells.get(("toktoktok", size))
+    range_bytes, fan_in = engine_constants()
+    nbytes, task_s = ray.stage("ingest_bytes"), ray.stage("engine_tasks_sum")
+    start, stop = ray.stage("engine_ray_start"), ray.stage("engine_ray_stop")
+    fit = distinct_fit(cells, sizes, size_bytes)
+    reduce = ray.reduce
+    missing = []
+    if not nbytes or not task_s:
+        missing.append("per-task throughput (`engine.seconds.tasks_sum`)")
+    if fit is None:
+        missing.append("the growth of distinct pieces (toktoktok at 2 sizes or more)")
+    if not reduce or not reduce.get("points") or not reduce.get("bytes_per_row"):
+        missing.append("the reduce step's cost (`benchkit.reduce_cost` on the Ray run's inventory)")
+    if missing:
+        return ["Missing for the cost model: " + "; ".join(missing) + "."]
+    assert nbytes and task_s and fit and reduce
+    rate = nbytes / MB / task_s  # MB/s of one task (one CPU)
+    k, x0, d0 = fit
+
+    def distinct(x: float) -> float:
+        return d0 * (x / x0) ** k
+
+    pts = reduce["points"]
+    per_row = max(p["seconds"] / p["input_rows"] for p in pts if p["input_rows"])  # the worst seen
+    row_bytes = reduce["bytes_per_row"]
+    cpus = MACHINES * CPUS_PER_MACHINE
+    tasks = math.ceil(TB / range_bytes)
+    count_s = TB / MB / (rate * cpus)
+    # the tree: level l sums fan_in tables of level l-1; a table at level l covers fan_in**l tasks' bytes
+    levels, n, covered, traffic, reduce_cpu, tail_cpu, tail_net = 0, tasks, range_bytes, 0.0, 0.0, 0.0, 0.0
+    while n > 1:
+        rows_in = min(distinct(covered), distinct(TB))
+        traffic += n * rows_in * row_bytes  # every table of this level shipped once to its reducer
+        reduce_cpu += n * rows_in * per_row
+        group = min(fan_in, n)
+        tail_cpu += group * rows_in * per_row  # one sum per level on the path after the last count
+        tail_net += group * rows_in * row_bytes / (NET_GBPS * 1e9 / 8)
+        n, covered, levels = math.ceil(n / fan_in), covered * fan_in, levels + 1
+    root = distinct(TB)
+    local_rate = local and ingest_rate(local)
+    total = (start or 0) + count_s + tail_cpu + tail_net + (stop or 0)
+    reduce_fit = exponent([p["input_rows"] for p in pts], [p["seconds"] for p in pts])
+    return [
+        "Assumptions (stated, not measured): 1 TB (10^12 bytes) of text like this corpus, in plain `.txt` files on "
+        f"storage every machine reads at the speed of this machine's disk cache; {MACHINES} machines like this one, "
+        f"{CPUS_PER_MACHINE} CPUs each ({cpus} tasks at once, one scanner thread each, as `threads: -1` under Ray); "
+        f"tasks of {range_bytes >> 20} MiB ranges and sums of {fan_in} tables (stages/ray_engine at this commit); "
+        f"network {NET_GBPS:g} Gbit/s per machine, every table shipped once across it; distinct pieces growing "
+        f"as this run's fit says, also past the sizes run; start-up and stop as measured here for a local "
+        "instance (joining a running cluster skips the start). Training (the merge loop) is not distributed and "
+        "is left out.", "",
+        "Figures of this run it uses:", "",
+        f"- per-task throughput: {nbytes / MB:,.0f} MB in {task_s:,.2f} task-seconds = **{rate:,.1f} MB/s per task** "
+        f"(Ray run at {nbytes / MB:,.0f} MB, `engine.seconds.tasks_sum`)",
+        f"- distinct pieces ∝ bytes^{k:.2f} (toktoktok's inventories over the sizes run), {d0:,.0f} at "
+        f"{x0 / MB:,.0f} MB: {distinct(range_bytes):,.0f} in a {range_bytes >> 20} MiB task, "
+        f"{root:,.0f} at 1 TB",
+        f"- the reduce step (`counts.sum_tables` of {reduce['fan_in']} tables, timed on the Ray run's inventory of "
+        f"{reduce['rows']:,} rows): " + ", ".join(f"{p['input_rows']:,} rows in {p['seconds'] * 1e3:,.1f} ms"
+                                                   for p in pts)
+        + f" (cost ∝ rows^{num(reduce_fit, 2)}); taken as {per_row * 1e9:,.0f} ns per input row, the worst of these; "
+        f"{row_bytes:,.1f} bytes per row (`counts.table_bytes`)",
+        f"- start-up {num(start, 2)} s and stop {num(stop, 2)} s of the local instance (`engine.seconds`)", "",
+        "Estimate:", "",
+        md_table(["part", "figure"], [
+            ["tasks", f"{tasks:,}"],
+            ["counting, all CPUs busy", f"{count_s:,.0f} s ({count_s / 3600:,.2f} h)"],
+            ["tree of sums", f"{levels} levels, {reduce_cpu:,.0f} CPU-s in all (spread over the machines while "
+                             "counting runs)"],
+            ["object-store traffic (count tables shipped)", f"{traffic / 1e9:,.1f} GB"],
+            ["after the last count: the sums on the path to the root", f"{tail_cpu:,.1f} s CPU + "
+                                                                         f"{tail_net:,.1f} s network"],
+            ["the summed inventory at the driver", f"{root:,.0f} rows, {root * row_bytes / 1e9:,.1f} GB"],
+            ["start + stop", f"{(start or 0) + (stop or 0):,.1f} s"],
+            ["**total (ingest)**", f"**{total:,.0f} s ({total / 3600:,.2f} h)**"],
+            ["one machine, local engine, at this run's ingest rate",
+             f"{TB / MB / local_rate:,.0f} s ({TB / MB / local_rate / 3600:,.1f} h)" if local_rate else "–"],
+        ]),
+    ]
 
 
 def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple[str, str], Cell],
@@ -240,14 +502,25 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
         f"- settings: vocabulary {args.tokens:,} = 256 bytes + {args.tokens - 256:,} merges, toktoktok's default "
         "pattern for every trainer, no special tokens, min_frequency 2 (toktoktok, HF; rustbpe has none); toktoktok "
         "`hardcoded_merges: false`, `heldout_share: 0`, `threads: -1`, a `working_set_mb` that keeps all text; "
-        f"{args.reps} run(s) per point, medians shown" + (f"; not run: {', '.join(sorted(args.skip))}" if args.skip else ""),
+        f"{args.reps} run(s) per point, medians shown" + (f"; not run: {', '.join(sorted(args.skip))}" if args.skip else "")
+        + f"; Ray at: {', '.join(f'{mb[s]:,.0f} MB' for s in ray_sizes(args)) or 'no size'}",
         "",
         "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`), measured from "
-        "outside: CPU = user + system of it and its children; true peak RSS = the larger of `ru_maxrss` and the "
-        "largest sum of resident sets over the process and its children, sampled from `/proc` every 50 ms "
-        "(toktoktok's stages reset the kernel's high-water mark, so its `ru_maxrss` sees only the last stage; the "
-        "sample catches the others). Held-out bytes/token: each `.tiktoken` with the default pattern in tiktoken, "
+        "outside (`benchkit.measure`): CPU = user + system of it and of every process it started (the larger of "
+        "what `wait4` reports and the sum sampled from `/proc`, which also sees processes nobody waited for, as "
+        "Ray's); true peak RSS = the larger of the process's own `ru_maxrss` (the kernel's high-water mark, which "
+        "no stage resets) and the largest sum of resident sets over it and every process it started, sampled "
+        "from `/proc` every 50 ms: its descendants, and any process whose environment carries the run's token "
+        "(with their descendants), so that processes which leave the tree still count. Pages shared between "
+        "processes count once per process, so the sum can overstate a multi-process run (Ray's); a single "
+        "process's figure is exact. Held-out bytes/token: each `.tiktoken` with the default pattern in tiktoken, "
         "on the whole held-out file (higher is better).", "",
+        "How the peers are fed: rustbpe and Hugging Face get the text as 1 MiB chunks cut at a line end "
+        "(`peer_trainers.py --feed chunks`), as a user hands a big file to `train_from_iterator`; this is the "
+        "reference of the targets below. rustbpe pulls 8,192 strings from the iterator before it counts them, "
+        "so with 1 MiB strings it holds up to 8 GiB of text at once, here the whole corpus: its peak is mostly the "
+        "text. Fed whole documents (`--feed documents`, the row \"rustbpe (documents)\") it holds 8,192 "
+        "documents at a time, far less; the last column compares every peak with that figure too.", "",
         "## Trainers", "",
         md_table(TRAINER_HEADERS, trainer_rows(cells, sizes, mb)), "",
     ]
@@ -255,10 +528,15 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
     if srows:
         lines += ["## Where toktoktok's time goes (its manifests)", "",
                   "ingest MB/s = bytes read ÷ the ingest stage's seconds (`seconds.total`, numba's cache load "
-                  "included); merges/s = merges made ÷ the merge loop's seconds (`seconds.train` of the train "
-                  "manifest; `train: load` reads the inventory). rest = process wall − the three stages: start-up, "
-                  "imports, the config. Stage peaks: the largest `peak_rss_mb` the stages record themselves "
-                  "(for comparison with the outside figure above).", "",
+                  "included). The train stage (`seconds.total` of the train manifest): `load` reads the "
+                  "inventory, then `train_phase` (`seconds.train`) is split by `train_split_seconds`: `segment` "
+                  "cuts the pieces into byte symbols, `pairs` counts the pairs and builds the lists, the merge loop "
+                  "proper = the first 1,000 merges + the later merges, `check` segments the pieces again with the "
+                  "new vocabulary. Two rates: merges ÷ the loop proper, and merges ÷ all of `train_phase` "
+                  "(`seconds.train`). rest = process wall − the three stages: start-up, imports, the config. "
+                  "Stage peaks: the largest `peak_rss_mb` the stages record themselves (for comparison with the "
+                  "outside figure above). \"–\": a manifest without that figure (one written before "
+                  "`train_split_seconds` existed).", "",
                   md_table(STAGE_HEADERS, srows), ""]
     if scanner:
         lines += ["## The limit ingest works against", "",
@@ -267,6 +545,25 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
                   f"(`scan`) **{scanner['scan_1']:,.0f} MB/s**; scan and count distinct pieces (`count_pieces`, "
                   f"what ingest does per batch) **{scanner['count_1']:,.0f} MB/s**; 2 threads + merge "
                   f"{scanner['count_2']:,.0f} MB/s.", ""]
+    largest = sizes[-1] if sizes else None
+    if largest and ("toktoktok", largest) in cells:
+        lines += [f"## The targets at {mb[largest]:,.0f} MB (issue 14 §2)", "",
+                  f"Computed from the figures above ({args.reps} run(s), medians); the fixed part is the tiny-corpus "
+                  "run below.", "",
+                  md_table(["target", "measured", ""], target_rows(cells, largest, fixed, scanner)), ""]
+    rrows = ray_rows(cells, sizes, mb)
+    if rrows:
+        lines += ["## Ingest on Ray against the local engine (issue 17)", "",
+                  "toktoktok (Ray) is the same config with `engine: ray` and `ray: {num_cpus: 2}`: toktok starts "
+                  "a local Ray instance of 2 CPUs itself and stops it at the end of ingest. Its true peak is the "
+                  "sum over every process of the run (see above): at its peak "
+                  + ray_processes(cells, sizes) + ". From the ingest manifest's `engine` entry: tasks run "
+                  "(files and byte ranges, plus any recounted), the seconds to start Ray, to count (the driver's "
+                  "wall while tasks ran), the tasks' own seconds (sum over tasks / the longest), the sums left "
+                  "after the last count, and the stop.", "",
+                  md_table(RAY_HEADERS, rrows), ""]
+        lines += ["## 1 TB on 64 machines: a cost model (issue 17)", "",
+                  *cost_model(cells, sizes, size_bytes), ""]
     grows = growth_rows(cells, sizes, size_bytes)
     if grows:
         lines += ["## How each cost grows with size", "",
@@ -285,11 +582,37 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
 # --- running it ----------------------------------------------------------------
 
 
+def ray_sizes(args: argparse.Namespace) -> list[str]:
+    """The sizes the ``ray`` trainer runs at (``--ray-sizes``: ``largest`` of ``--sizes``, ``all``, or a list)."""
+    if args.ray_sizes == "largest":
+        return [max(args.sizes, key=SIZES.index)] if args.sizes else []
+    if args.ray_sizes == "all":
+        return list(args.sizes)
+    return [s for s in args.ray_sizes.split(",") if s]
+
+
+def reduce_cost(run_folder: Path, env: dict[str, str]) -> dict | None:
+    """``benchkit.reduce_cost`` on the inventory of the toktok run in ``run_folder`` (a process of its own)."""
+    found = sorted((run_folder / "toktoktok.work" / "ingest").glob("*/manifest.json"))
+    if not found:
+        return None
+    done = subprocess.run([sys.executable, str(HERE / "benchkit" / "reduce_cost.py"), str(found[-1].parent)],
+                          env=env, capture_output=True, text=True)
+    if done.returncode:
+        log(f"  reduce cost failed: {done.stderr.strip()[-500:]}")
+        return None
+    return json.loads(done.stdout)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=scale_corpus.DEFAULT_OUT,
                         help="folder of the .deb and corpora (built when absent)")
     parser.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated: {','.join(SIZES)}")
-    parser.add_argument("--trainers", default=",".join(TRAINERS), help="comma-separated: toktoktok,rustbpe,hf")
+    parser.add_argument("--trainers", default=",".join(TRAINERS),
+                        help=f"comma-separated: {','.join(TRAINERS)} (rustbpe, hf: fed 1 MiB chunks; "
+                             "rustbpe-docs: rustbpe fed documents; ray: toktoktok ingesting on Ray)")
+    parser.add_argument("--ray-sizes", default="largest",
+                        help="sizes the ray trainer runs at: largest (the largest of --sizes), all, or a list")
     parser.add_argument("--skip", default="", help="TRAINER@SIZE pairs not to run, e.g. hf@full")
     parser.add_argument("--reps", type=int, default=3, help="runs per point; medians are reported")
     parser.add_argument("--tokens", type=int, default=65536, help="vocabulary size incl. 256 bytes")
@@ -307,8 +630,9 @@ def main(argv: list[str]) -> None:
     args.sizes = [s for s in args.sizes.split(",") if s]
     args.trainers = [t for t in args.trainers.split(",") if t]
     args.skip = {s for s in args.skip.split(",") if s}
-    if set(args.sizes) - set(SIZES) or set(args.trainers) - set(TRAINERS) or args.reps < 1:
-        sys.exit(f"--sizes takes {','.join(SIZES)}, --trainers {','.join(TRAINERS)}, --reps >= 1")
+    if (set(args.sizes) - set(SIZES) or set(args.trainers) - set(TRAINERS) or args.reps < 1
+            or set(ray_sizes(args)) - set(SIZES)):
+        sys.exit(f"--sizes and --ray-sizes take {','.join(SIZES)}, --trainers {','.join(TRAINERS)}, --reps >= 1")
     manifest = scale_corpus.ensure(args.data)
     folder = args.data / "kernel"
     facts: dict[str, object] = {"date": bench_report.now(), "commit": bench_report.commit(), "argv": argv,
@@ -338,19 +662,23 @@ def main(argv: list[str]) -> None:
         for size in args.sizes:
             path = folder / f"train-{size}.txt"
             corpus = corpus_of(path, size, heldout, manifest["train"][size]["bytes"])
-            todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip]
+            todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip
+                    and (t != "ray" or size in ray_sizes(args))]
             for rep in range(1, args.reps + 1):
                 for trainer in todo:
                     cell = cells.setdefault((trainer, size), Cell(trainer, size))
                     run_folder = work / size / trainer / f"rep{rep}"
-                    measured, out = run_once(trainer, corpus, args.tokens, run_folder, env)
+                    measured, out = run_once(COMMANDS[trainer], corpus, args.tokens, run_folder, env)
                     cell.runs.append(measured)
                     if measured.returncode == 0 and out.exists():
                         cell.out = out
-                        if trainer == "toktoktok":
+                        cell.digests.append(hashlib.sha256(out.read_bytes()).hexdigest())
+                        if trainer in ("toktoktok", "ray"):
                             cell.stages.append(toktok_stages(run_folder))
-                    log(f"{size} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, {measured.cpu:.1f} s "
-                        f"CPU, {measured.peak_mb:.0f} MB true peak"
+                        if trainer == "ray":
+                            cell.reduce = reduce_cost(run_folder, env) or cell.reduce
+                    log(f"{size} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, {measured.all_cpu:.1f} s "
+                        f"CPU, {measured.peak_mb:.0f} MB true peak ({len(measured.commands)} processes)"
                         + ("" if measured.returncode == 0 else f", FAILED (see {measured.log})"))
             for trainer in todo:
                 cell = cells[(trainer, size)]
