@@ -14,8 +14,11 @@ Sections (what each writes; the make target that runs it):
   ``Counter`` loop;
 - ``memory`` -> ``MEMORY.md`` (``make bench-memory``): peak RSS of ``toktok
   run`` against ``working_set_mb``, sampling, huge lines and row groups;
-- ``scale`` -> ``SCALE.md`` (``make bench-scale``): the three trainers on
-  0.1, 0.3 and 1.2 GB of the Linux kernel's source;
+- ``scale`` -> ``SCALE.md`` (``make bench-scale``): toktoktok (and, at the
+  largest size, toktoktok ingesting on a local Ray instance), rustbpe (fed
+  1 MiB chunks, and documents) and Hugging Face on 0.1, 0.3 and 1.2 GB of the
+  Linux kernel's source; the targets of the scale issue; a cost model of
+  ingesting 1 TB on 64 machines;
 - ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
@@ -32,15 +35,17 @@ Where things live:
   peak of its process tree; medians; the growth exponent), ``toktok``
   (toktoktok's config, its CLI, its manifests), ``corpus`` (the shared
   corpora and the demo fallback), ``report`` (machine, commit, versions,
-  Markdown tables);
+  Markdown tables), ``reduce_cost`` (the Ray engine's sum of count tables,
+  timed per row, as a process of its own);
 - ``peer_trainers.py``, ``baseline_ingest.py``: the processes the sections
   start for rustbpe / Hugging Face and for the ``findall`` baseline;
   ``scale_corpus.py``: the scale corpora.
 
 The benchmarks drive toktoktok through its command line (``toktok ...``),
 its public library (``toktoktok.load``) and the JSON manifests it writes;
-only ``scanner`` (a kernel's own speed) and ``memory`` (the sampling rule
-it checks against) import library modules.
+only ``scanner`` (a kernel's own speed), ``memory`` (the sampling rule it
+checks against) and ``benchkit.reduce_cost`` (``counts.sum_tables``) import
+library modules.
 """
 
 from __future__ import annotations
