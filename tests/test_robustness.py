@@ -1001,7 +1001,8 @@ def test_sigkill_in_every_stage_then_rerun(tmp_path, interrupt_corpus, seed):
 @slow
 def test_ctrl_c_in_every_stage_says_what_was_kept(tmp_path, interrupt_corpus):
     """Ctrl-C (SIGINT to the process group) in ingest, train and export (once the
-    .tiktoken is written, while export validates it): exit 130, one line saying which
+    staged .tiktoken is written in WORK/export/staged, while export validates it and
+    writes the report, before anything is published): exit 130, one line saying which
     stages were kept and which one is redone, no traceback, no .tiktoken left by the
     interrupted export; the rerun finishes the job."""
     make, reference, _ = interrupt_corpus
@@ -1012,7 +1013,9 @@ def test_ctrl_c_in_every_stage_says_what_was_kept(tmp_path, interrupt_corpus):
         "export": (["train 'A', train 'B'", "export was cut short"], "export"),
     }
     for stage, (words, folder) in expectations.items():
-        result = _interrupt_at(config, stage, 0.0, signal.SIGINT, output(config) if stage == "export" else None)
+        # the published .tiktoken appears only as the last step: the mark is the staged one
+        staged = work(config) / "export" / "staged" / output(config).name
+        result = _interrupt_at(config, stage, 0.0, signal.SIGINT, staged if stage == "export" else None)
         assert result.code == 130, (stage, result)
         line = interrupted_line(result.err)
         for word in words:
