@@ -389,7 +389,10 @@ def ray_processes(cells: dict[tuple[str, str], Cell], sizes: list[str]) -> str:
             names: dict[str, int] = {}
             for name in run.commands:
                 names[name] = names.get(name, 0) + 1
-            return ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in sorted(names.items()))
+            found = ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in sorted(names.items()))
+            return found + (f" ({run.outside} process(es) found only through the run's token, outside the tree)"
+                            if run.outside else " (all of them in the process tree of `toktok`: none was found only "
+                            "through the run's token)")
     return ""
 
 
@@ -470,11 +473,13 @@ def cost_model(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes:
     tail_cpu, tail_net = tail * per_row, tail * row_bytes / (NET_GBPS * 1e9 / 8)
     root = distinct(TB)
     local_rate = local and ingest_rate(local)
-    total = (start or 0) + count_s + tail_cpu + tail_net + (stop or 0)
+    read_s = TB / (MACHINES * NET_GBPS * 1e9 / 8)  # the text itself, if it comes over the network
+    total = (start or 0) + max(count_s, read_s) + tail_cpu + tail_net + (stop or 0)
     reduce_fit = exponent([p["input_rows"] for p in pts], [p["seconds"] for p in pts])
     return [
         "Assumptions (stated, not measured): 1 TB (10^12 bytes) of text like this corpus, in plain `.txt` files on "
-        f"storage every machine reads at the speed of this machine's disk cache; {MACHINES} machines like this one, "
+        f"storage every machine reads while it counts (from its disk cache, or at the network's speed, whichever "
+        f"binds); {MACHINES} machines like this one, "
         f"{CPUS_PER_MACHINE} CPUs each ({cpus} tasks at once, one scanner thread each, as `threads: -1` under Ray); "
         f"tasks of {range_bytes >> 20} MiB ranges and sums of {fan_in} tables (stages/ray_engine at this commit); "
         f"network {NET_GBPS:g} Gbit/s per machine, every table shipped once across it; distinct pieces growing "
@@ -497,6 +502,8 @@ def cost_model(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes:
         md_table(["part", "figure"], [
             ["tasks", f"{tasks:,}"],
             ["counting, all CPUs busy", f"{count_s:,.0f} s ({count_s / 3600:,.2f} h)"],
+            ["reading the text over the network (object storage), at the same time",
+             f"{read_s:,.0f} s: {'counting' if count_s >= read_s else 'the network'} binds"],
             ["tree of sums", f"{levels} levels, {reduce_cpu:,.0f} CPU-s in all (spread over the machines while "
                              "counting runs)"],
             ["object-store traffic (count tables shipped)", f"{traffic / 1e9:,.1f} GB"],
