@@ -137,6 +137,24 @@ def last_break_cut(buf, lo, hi):
 
 
 @njit(cache=True, nogil=True)
+def first_break_cut(buf, lo, hi):
+    """The first ``p`` with ``lo < p <= hi`` just after a line break and before a
+    character that is not white space (``last_break_cut``'s places), else -1.
+
+        >>> import numpy as np
+        >>> first_break_cut(np.frombuffer(b"a\\n b\\nc\\nd", dtype=np.uint8), 0, 8)
+        5
+    """
+    hi = min(hi, len(buf) - 1)
+    p = lo + 1
+    while p <= hi:
+        if _is_break(buf[p - 1]) and not space_at(buf, p):
+            return p
+        p += 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def valid_utf8(buf):
     """Whether ``buf`` is UTF-8 that Python's strict decoder accepts (no
     overlong forms, surrogates or code points past U+10FFFF)."""

@@ -212,8 +212,20 @@ class Router:
         longer than the cutter's limit, go the way of text instead (``to_text``):
         the decoder replaces, the cutter forces its cuts.
         """
-        buf = self.carry + data
         self.tally.kept_bytes += len(data)
+        array = np.frombuffer(data, dtype=np.uint8)
+        cut = documents.last_break_cut(array, 0, len(data) - 3)
+        first = documents.first_break_cut(array, 0, cut) if cut > 0 else -1
+        if first > 0:
+            # the carried bytes join the window only up to its first safe place, the
+            # rest is sent where it lies: the window is not copied (1.2 GB of C
+            # source: 0.7 s of copying in the main thread)
+            head = self.carry + data[:first]
+            if documents.valid_utf8(np.frombuffer(head, dtype=np.uint8)) and documents.valid_utf8(array[first:cut]):
+                self.batcher.add([head, data[first:cut]] if cut > first else [head], self.weight, self.index)
+                self.carry = bytes(data[cut:])
+                return
+        buf = self.carry + data
         array = np.frombuffer(buf, dtype=np.uint8)
         cut = documents.last_break_cut(array, 0, len(buf) - 3)
         if cut > 0 and documents.valid_utf8(array[:cut]):
