@@ -236,10 +236,9 @@ def release_memory() -> None:
     objects of a long run are not scanned again by the next stage's
     collection (10-30 ms each) nor by Python's own while a stage works
     (numba's typing makes them many): a whole run on 100 MB of English took
-    1.84-1.88 s so, 1.96-2.11 s without. Large blocks are mapped on their own
-    from then on (``MMAP_THRESHOLD_BYTES``), so that a freed array leaves the
-    process. Stages run in the CLI's process; the library (``toktoktok``) never
-    freezes anything, nor sets the allocator, in its caller's.
+    1.84-1.88 s so, 1.96-2.11 s without. Stages run in the CLI's process
+    (whose allocators ``toktoktok.memory.configure_allocators`` set up); the
+    library (``toktoktok``) never freezes anything in its caller's.
     """
     import ctypes
     import gc
@@ -248,22 +247,9 @@ def release_memory() -> None:
     gc.freeze()
     pa.default_memory_pool().release_unused()
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-        libc.malloc_trim(0)
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
-
-
-# glibc's mallopt: blocks from this size on are mapped on their own and given back
-# to the system when freed. Left alone, glibc raises the threshold after the first
-# large block is freed, up to 32 MiB, and keeps later arrays below it in its heap,
-# where freed ones stay resident: the merge loop's arrays, grown again and again,
-# left 60 MB there at 1.2 GB of C source (the process peak 484 -> 425 MiB with
-# 4 MiB fixed, for 0.17 s more system time; 1 MiB cost 1.6 s: ingest's read blocks
-# are 1 MiB).
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 4 << 20
 
 
 def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
