@@ -39,6 +39,45 @@ _MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 _SCAN_PIECES = 1 << 12  # pieces scanned, then added, at a time
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _slot_of(table, meta, arena, src, i, e):
+    """``(slot, tag, first word)`` of piece ``src[i:e]``: its own slot, or the free
+    one where it goes (``table[slot]`` is then ``_EMPTY``)."""
+    size = e - i
+    h, first = span_key(src, i, e)
+    tag = h >> np.uint64(32)
+    mask = np.uint64(len(table) - 1)
+    slot = h & mask
+    entry = table[slot]
+    while entry != _EMPTY:
+        q = entry & _LOW32
+        if (entry >> np.uint64(32)) == tag and meta[q, W_WORD] == np.int64(first) and meta[q, W_LEN] == size:
+            a = meta[q, W_START]
+            same = True
+            for k in range(8, size):
+                if arena[a + k] != src[i + k]:
+                    same = False
+                    break
+            if same:
+                break
+        slot = (slot + np.uint64(1)) & mask
+        entry = table[slot]
+    return slot, tag, first
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(table, meta, arena, n, used, slot, tag, first, src, i, e, weight):
+    """Piece ``src[i:e]`` as id ``n`` in free ``slot``, its bytes at ``arena[used:]``."""
+    size = e - i
+    for k in range(size):
+        arena[used + k] = src[i + k]
+    table[slot] = (tag << np.uint64(32)) | np.uint64(n)
+    meta[n, W_WORD] = np.int64(first)
+    meta[n, W_LEN] = size
+    meta[n, W_START] = used
+    meta[n, W_COUNT] = weight
+
+
 @njit(cache=True, nogil=True)
 def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     """Add rows ``first_row..`` of (``src``, ``off``, ``weights``); stop when a full part would overflow.
@@ -47,46 +86,23 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     or the bookkeeping needs to grow, 2 the arena, 3 a count would pass 2**63 - 1
     (row ``next row`` not added). A new piece's bytes are copied to ``arena[used:]``.
     """
-    mask = np.uint64(len(table) - 1)
     for p in range(first_row, len(weights)):
         i, e = off[p], off[p + 1]
-        size = e - i
         if 2 * (n + 1) > len(table) or n + 1 > len(meta):
             return p, n, used, 1
-        h, first = span_key(src, i, e)
-        tag = h >> np.uint64(32)
-        slot = h & mask
-        entry = table[slot]
-        while entry != _EMPTY:
-            q = entry & _LOW32
-            if (entry >> np.uint64(32)) == tag and meta[q, W_WORD] == np.int64(first) and meta[q, W_LEN] == size:
-                a = meta[q, W_START]
-                same = True
-                for k in range(8, size):
-                    if arena[a + k] != src[i + k]:
-                        same = False
-                        break
-                if same:
-                    break
-            slot = (slot + np.uint64(1)) & mask
-            entry = table[slot]
+        slot, tag, first = _slot_of(table, meta, arena, src, i, e)
         w = weights[p]
-        if entry != _EMPTY:
-            q = entry & _LOW32
+        if table[slot] != _EMPTY:
+            q = table[slot] & _LOW32
             if meta[q, W_COUNT] > _MAX - w:
                 return p, n, used, 3
             meta[q, W_COUNT] += w
             continue
-        if used + size > len(arena):
+        if used + (e - i) > len(arena):
             return p, n, used, 2
-        arena[used:used + size] = src[i:e]
-        table[slot] = (tag << np.uint64(32)) | np.uint64(n)
-        meta[n, W_WORD] = np.int64(first)
-        meta[n, W_LEN] = size
-        meta[n, W_START] = used
-        meta[n, W_COUNT] = w
+        _insert(table, meta, arena, n, used, slot, tag, first, src, i, e, w)
         n += 1
-        used += size
+        used += e - i
     return len(weights), n, used, 0
 
 
@@ -120,41 +136,16 @@ def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, 
 @njit(cache=True, nogil=True, _nrt=False)
 def _add_span_pieces(table, meta, arena, n, used, src, first, ends, k, weight):
     """Add ``weight`` to each piece ``src[first:ends[0]]``, ``src[ends[0]:ends[1]]``, ... (room checked)."""
-    mask = np.uint64(len(table) - 1)
     i = first
     for t in range(k):
         e = ends[t]
-        size = e - i
-        h, first_word = span_key(src, i, e)
-        tag = h >> np.uint64(32)
-        slot = h & mask
-        entry = table[slot]
-        while entry != _EMPTY:
-            q = entry & _LOW32
-            if (entry >> np.uint64(32)) == tag and meta[q, W_WORD] == np.int64(first_word) \
-                    and meta[q, W_LEN] == size:
-                a = meta[q, W_START]
-                same = True
-                for j in range(8, size):
-                    if arena[a + j] != src[i + j]:
-                        same = False
-                        break
-                if same:
-                    break
-            slot = (slot + np.uint64(1)) & mask
-            entry = table[slot]
-        if entry != _EMPTY:
-            meta[entry & _LOW32, W_COUNT] += weight
+        slot, tag, word = _slot_of(table, meta, arena, src, i, e)
+        if table[slot] != _EMPTY:
+            meta[table[slot] & _LOW32, W_COUNT] += weight
         else:
-            for j in range(size):
-                arena[used + j] = src[i + j]
-            table[slot] = (tag << np.uint64(32)) | np.uint64(n)
-            meta[n, W_WORD] = np.int64(first_word)
-            meta[n, W_LEN] = size
-            meta[n, W_START] = used
-            meta[n, W_COUNT] = weight
+            _insert(table, meta, arena, n, used, slot, tag, word, src, i, e, weight)
             n += 1
-            used += size
+            used += e - i
         i = e
     return n, used
 
