@@ -585,7 +585,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
                   f"The scanner alone on the first {scanner['mb']:.0f} MB of the 0.1 GB training text, one thread, "
                   f"best of {scanner['repeat']} (`run.py --section scanner`, in this run): piece ends only "
                   f"(`scan`) **{scanner['scan_1']:,.0f} MB/s**; scan and count distinct pieces (`count_pieces`, "
-                  f"what ingest does per batch) **{scanner['count_1']:,.0f} MB/s**; 2 threads + merge "
+                  f"the work of ingest's counting threads) **{scanner['count_1']:,.0f} MB/s**; 2 threads + merge "
                   f"{scanner['count_2']:,.0f} MB/s.", ""]
     largest = sizes[-1] if sizes else None
     if largest and ("toktoktok", largest) in cells:
