@@ -325,7 +325,9 @@ def _phase_entry(cfg: Config, phase, domain: _Domain, growth: _Growth, start: in
         "bytes_read": ic.get("bytes_read"),
         "heldout_documents": ic.get("heldout_documents", domain.documents),
         "heldout_bytes": ic.get("heldout_bytes", domain.bytes),
-        "heldout_share_documents": _share(ic.get("heldout_documents", 0), ic.get("documents") or 0),
+        "units": ic.get("units", ic.get("documents")),
+        # held-out "documents" are sampling units (documents, or parts of large ones): a share of the units
+        "heldout_share_documents": _share(ic.get("heldout_documents", 0), ic.get("units", ic.get("documents")) or 0),
         "heldout_share_bytes": _share(ic.get("heldout_bytes", 0), ic.get("bytes_read") or 0),
         "heldout_truncated": ic.get("heldout_truncated", 0),
         "pieces": ic.get("pieces"),
@@ -516,7 +518,7 @@ def _md_phases(doc: dict[str, Any]) -> list[str]:
         if p["merges_into_existing_tokens"]:
             notes.append(f"- {p['name']}: {p['merges_into_existing_tokens']} merges joined into tokens that "
                          f"already existed (no new rank).")
-    header = ["phase", "documents", "bytes read", "held out docs", "held out bytes", "share held out (docs / bytes)",
+    header = ["phase", "documents", "bytes read", "held out units", "held out bytes", "share held out (units / bytes)",
               "distinct pieces", "merges made / requested"]
     return ["## Phases", ""] + _table(header, rows) + ([""] + notes if notes else [])
 

@@ -140,7 +140,8 @@ def test_phase_counts_come_from_the_manifests(held):
         assert entry["documents"] == ingest["documents"] and entry["bytes_read"] == ingest["bytes_read"]
         assert entry["heldout_documents"] == ingest["heldout_documents"] > 0
         assert entry["heldout_bytes"] == ingest["heldout_bytes"] > 0
-        assert entry["heldout_share_documents"] == round(ingest["heldout_documents"] / ingest["documents"], 6)
+        # held-out "documents" count sampling units: the share is of the units
+        assert entry["heldout_share_documents"] == round(ingest["heldout_documents"] / ingest["units"], 6)
         assert 0.05 < entry["heldout_share_documents"] < 0.5, "about the configured 20% of documents"
         assert entry["distinct_pieces"] == train["distinct_pieces"]
         assert entry["merges_requested"] == requested == entry["merges_made"]
@@ -311,3 +312,23 @@ def test_report_is_deterministic_but_for_timings(held):
     assert _without_timings(held.md.read_text(encoding="utf-8")) == _without_timings(held.text)
     if before_png is not None:
         assert held.png.read_bytes() == before_png
+
+
+def test_heldout_share_is_of_units_when_large_documents_are_cut(tmp_path):
+    """A phase of two large documents cut into many sampling units: the held-out
+    count is of units, and so is the share (it was divided by the documents,
+    giving a share of several hundred percent)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    line = "the quick brown fox jumps over the lazy dog, again and again.\n"
+    (data / "big.txt").write_text(line * 4000 + "\n" + line * 4000, encoding="utf-8")
+    config = write_config(tmp_path / "run", [{"name": "Big", "merges": 50, "sources": [{"path": str(data)}]}],
+                          heldout_share=0.2, working_set_mb=1, threads=1)
+    result = toktok("run", "-c", config)
+    assert result.code == 0, result.err
+    counts = manifest(work_of(config) / "ingest" / "01-big")["counts"]
+    assert counts["documents"] == 2 and counts["units"] > 20
+    doc = json.loads((tmp_path / "run" / "out" / "tok.report.json").read_text())
+    share = doc["phases"][0]["heldout_share_documents"]
+    assert share == round(counts["heldout_documents"] / counts["units"], 6)
+    assert 0.05 < share < 0.5
