@@ -433,3 +433,21 @@ def test_a_bad_file_skipped_as_the_local_engine_skips_it(tmp_path, corpus):
     m = manifest(config)
     assert [b["path"] for b in m["counts"]["bad_files"]] == [str(data / "bad.txt.gz")]
     assert m["counts"]["files"] == 1
+
+
+def test_with_on_bad_file_skip_a_file_is_one_task(tmp_path):
+    """A file that fails part way is dropped whole by the local engine: read in ranges,
+    its ranges read before the failure would count (and it would be listed once per
+    failed range), so with ``on_bad_file: skip`` a file is never split."""
+    from stages.ingest.units import splittable
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text(english(20_000), encoding="utf-8")
+    plans = {}
+    for mode in ("fail", "skip"):
+        config = write_config(tmp_path / mode, [phase("A", 10, {"path": str(data)})], on_bad_file=mode)
+        cfg = load_config(config)
+        src = cfg.phases[0].sources[0]
+        plans[mode] = splittable(cfg, src, data / "a.txt")
+    assert plans == {"fail": True, "skip": False}

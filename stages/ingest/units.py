@@ -130,11 +130,14 @@ def splittable(cfg: Config, src: Source, path: Path) -> bool:
     batches). A sample or a held-out share is no obstacle: each unit's choice is
     keyed by its byte offset in the file (``sampling.RULE``), which a range knows
     (``routing.span_origin``), and the held-out cap is applied across ranges by
-    the Ray engine (``stages.ray_engine.settle``).
+    the Ray engine (``stages.ray_engine.settle``). With ``on_bad_file: skip`` a
+    file is read whole: a file that fails part way is dropped whole, as the local
+    engine drops it (its ranges read before the failure would otherwise count,
+    and it would be listed once per failed range).
     """
     return (file_format(path) == ("txt", None) and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens)
-            and float(src.weight).is_integer() and not wide_bom(path))
+            and float(src.weight).is_integer() and cfg.on_bad_file == "fail" and not wide_bom(path))
 
 
 def wide_bom(path: Path) -> bool:
