@@ -259,9 +259,9 @@ class Splitter:
 
         The windows' bytes concatenate to the file's; a window's ``documents``
         are the documents that end in it (the last one at the final window)."""
-        self.doc_ends += (ends + (self.base + len(self.buf))).tolist()
         if not self.cut:
-            return self._pass(data, final)
+            return self._pass(data, ends + self.done, final)
+        self.doc_ends += (ends + (self.base + len(self.buf))).tolist()
         keep = max(self.base, self.done - self.margin)
         self.buf = b"".join((memoryview(self.buf)[keep - self.base :], data))
         self.base = keep
@@ -324,22 +324,24 @@ class Splitter:
         out.append(end)
         self.unit = end
 
-    def _pass(self, data: memoryview | bytes, final: bool) -> UnitWindow:
-        """No cuts: the window as it is, its document ends the unit ends."""
+    def _pass(self, data: memoryview | bytes, doc_ends: np.ndarray, final: bool) -> UnitWindow:
+        """No cuts: the window as it is, its document ends (``doc_ends``, in the
+        stream) the unit ends; counted with numpy, not a call per document (1.86
+        million documents in 1.2 GB of C source)."""
         start, n = self.done, len(data)
-        ends = [e - start for e in self.doc_ends]
-        self.doc_ends = []
-        for e in ends:
-            self._end_unit(start + e, [])
+        ends = np.asarray(doc_ends, dtype=np.int64) - start
+        if len(ends):
+            bounds = np.concatenate(([self.unit], ends + start))
+            self.over_bound += int(np.count_nonzero(np.diff(bounds) > self.bound))
+            self.units += len(ends)
+            self.unit = self.doc = start + int(ends[-1])
         documents = len(ends)
-        if ends:
-            self.doc = start + ends[-1]
         self.done = self.base = start + n
         if final and self.done > self.doc:
             documents += 1
             self._end_unit(self.done, [])
         self.documents += documents
-        return UnitWindow(memoryview(data), np.asarray(ends, dtype=np.int64), start, documents)
+        return UnitWindow(memoryview(data), ends, start, documents)
 
 
 def row_parts(text: str, unit_bound: int, *, cut: bool, breaks: bool,
