@@ -21,6 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 import tiktoken
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ from tests.conftest import (
     SPEC_PATTERN,
     SPECIALS,
     chunk_counts,
+    config_doc,
     english_text,
     folder_documents,
     manifest,
@@ -725,3 +727,40 @@ def test_special_token_across_a_document_boundary_is_not_counted(tmp_path):
     counts = chunk_counts(work_of(config) / "ingest" / "01-sep")
     assert b"sep" not in counts and b"<|" not in counts
     assert counts == piece_counts([text], ["\n\n<|sep|>"])
+
+
+@pytest.mark.parametrize("weight", [3, 0.35])
+def test_weighted_counts_are_the_same_for_any_threads(tmp_path, corpus, monkeypatch, weight):
+    """A source's weight with many small batches (so many groups of batches): the
+    chunk files are the same at threads 1 and 2, an integer weight multiplies every
+    count exactly, and a fractional one gives each piece about weight x its count
+    (rounded per group of batches, at least 1: off by at most one per group)."""
+    from stages.ingest import batching
+
+    monkeypatch.setattr(batching, "BATCH_TEXT_CHARS", 2_000)
+    raw = None
+    chunks = []
+    for threads, w in ((1, 1), (1, weight), (2, weight)):
+        config = _small_project(tmp_path, corpus, folder=f"t{threads}-{w}")
+        doc = config_doc(config)
+        doc["threads"] = threads
+        doc["phases"][0]["sources"][0]["weight"] = w
+        config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        r = toktok("ingest", "-c", config, "--phase", "English Prose")
+        assert r.code == 0, r.err
+        folder = work_of(config) / "ingest" / "01-english-prose"
+        if w == 1:
+            raw = chunk_counts(folder)
+            continue
+        chunks.append([p.read_bytes() for p in sorted(folder.glob("chunk-*.arrow"))])
+        got = chunk_counts(folder)
+        assert set(got) == set(raw)
+        counted = manifest(folder)["counts"]
+        # a group ends at a file's end or after GROUP_BATCHES batches of at least 2,000 characters
+        groups = counted["files"] + counted["kept_bytes"] // (2_000 * batching.GROUP_BATCHES) + 1
+        for piece, n in raw.items():
+            if float(weight).is_integer():
+                assert got[piece] == n * weight
+            else:
+                assert got[piece] >= 1 and abs(got[piece] - n * weight) <= groups, (piece, n, got[piece])
+    assert chunks[0] == chunks[1], "threads 1 and 2 wrote different chunk files"
