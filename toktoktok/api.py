@@ -94,7 +94,6 @@ if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``i
 PHASE_NAME = "train"  # the one phase: its name is the Encoding's name
 PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
 READ_BLOCK_CHARS = 1 << 20  # ingest reads a jsonl or parquet document in blocks of this many characters
-SUM_GROUP = 16  # counted batches summed together
 _NOT_OPTIONS = ("phases", "work_dir", "special_tokens")
 _MOVED = {
     "config": "train(): config= moved: use stages.pipeline.train_config(PATH)",
@@ -286,7 +285,9 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
                             max_piece_chars=settings["max_piece_bytes"])  # its part size: ingest's, the default
     workers = resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
     size = batch_chars(settings["working_set_mb"])  # as ingest's batches
-    summed = _Sums()
+    from toktoktok.summing import RunningSum
+
+    summed = RunningSum()  # each batch's table added as it comes: memory is the sum and the batches in flight
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:
@@ -301,7 +302,7 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
                 summed.add(job.result() if isinstance(job, Future) else job)
         for job in inflight:
             summed.add(job.result() if isinstance(job, Future) else job)
-    table, _ = counts.cut_long_pieces(summed.total(), settings["max_piece_bytes"])  # as ingest does, per piece
+    table, _ = counts.cut_long_pieces(summed.table(), settings["max_piece_bytes"])  # as ingest does, per piece
     return table
 
 
@@ -329,25 +330,6 @@ def _parts(text: str, cutter: Any) -> list[str]:
     for start in range(0, len(text), READ_BLOCK_CHARS):
         parts += cutter.feed(text[start : start + READ_BLOCK_CHARS])
     return parts + cutter.finish()
-
-
-class _Sums:
-    """Counted batches summed every ``SUM_GROUP``: memory stays one sum and a group."""
-
-    def __init__(self) -> None:
-        from toktoktok import counts
-
-        self.counts = counts
-        self.summed = counts.SCHEMA.empty_table()
-        self.group: list[Any] = []
-
-    def add(self, table: Any) -> None:
-        self.group.append(table)
-        if len(self.group) >= SUM_GROUP:
-            self.summed, self.group = self.counts.sum_tables([self.summed, *self.group]), []
-
-    def total(self) -> Any:
-        return self.counts.sum_tables([self.summed, *self.group])
 
 
 def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -> int:

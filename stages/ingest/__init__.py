@@ -5,7 +5,7 @@ Writes, in ``WORK/ingest/NN-slug/``:
 
 - ``chunk-00000.arrow`` ...: ``piece: binary, count: uint64``, distinct
   pieces with their counts, a chunk written whenever the summed table passes
-  1/16 of ``working_set_mb`` (rows in order of first occurrence);
+  1/16 of ``working_set_mb`` (rows sorted by piece);
 - ``heldout.arrow``: ``text: large_string``, the held-out documents;
 - ``manifest.json``: files and their fingerprints, counts, timings (last).
 
