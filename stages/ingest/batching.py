@@ -110,9 +110,15 @@ def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables:
     if special_tokens:
         texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]  # a view of a .txt window, as bytes
         found = special_occurrences(texts, special_tokens)
+    table = tables.table(group)
+    if not special_tokens and all(not isinstance(t, str) for t in texts):
+        for text in texts:  # each its own segment, scanned where it lies (joining them copied every byte)
+            if len(text):
+                table.count(np.frombuffer(text, dtype=np.uint8), np.array([0, len(text)]), which, weight)
+        return found
     buf, seg_off = counts.joined_segments(texts, special_tokens)
     if len(seg_off) > 1:
-        tables.table(group).count(buf, seg_off, which, weight)
+        table.count(buf, seg_off, which, weight)
     return found
 
 
