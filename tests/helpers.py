@@ -26,6 +26,27 @@ def stdlib_text(limit: int = 200_000) -> str:
     return "\n\n".join(parts)[:limit]
 
 
+def stdlib_sources(limit: int) -> str:
+    """``limit`` characters of real text where no corpus is shared: the standard
+    library's Python sources in name order, blank lines between files."""
+    import sysconfig
+    from pathlib import Path
+
+    parts, size = [], 0
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        if "test" in path.parts or "site-packages" in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        parts.append(text)
+        size += len(text) + 2
+        if size >= limit:
+            break
+    return "\n\n".join(parts)[:limit]
+
+
 def piece_counts(text: str, pattern: str) -> Counter[bytes]:
     return Counter(p.encode("utf-8", "surrogatepass") for p in regex.findall(pattern, text))
 

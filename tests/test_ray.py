@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import stdlib_text
+from tests.helpers import stdlib_sources, stdlib_text
 from tests.conftest_robust import TOKTOK, finish, phase, read_arrow, signal_group, start, wait_for, write_config
 
 pytest.importorskip("ray")
@@ -46,7 +46,9 @@ SLOW_PATTERN = r"(?:a|aa)+b|\s+|[^\sa]+|a"  # backtracks without end on a long r
 
 
 def english(limit: int) -> str:
-    """Real prose: the shared English corpus where there is one, else Python's own docs."""
+    """Real text of ``limit`` characters: the shared English corpus where there is one,
+    else Python's own standard library sources (the tests need the length: a sample
+    and a held-out cap must be reached)."""
     corpus = SHARED / "english.txt.zst"
     if corpus.is_file():
         import zstandard
@@ -54,7 +56,7 @@ def english(limit: int) -> str:
         with open(corpus, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
             data = reader.read(limit)
         return data.decode("utf-8", "ignore")
-    return stdlib_text(limit)
+    return stdlib_sources(limit)
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +152,8 @@ def test_pyarrow_uri_sources_same_as_local(tmp_path, corpus, monkeypatch):
     cfg = dataclasses.replace(cfg, engine="ray", phases=(dataclasses.replace(cfg.phases[0], sources=far),))
     pipeline.run(cfg, progress=Progress())
     got, m = results(config), manifest(config)
-    assert m["inputs"][0]["path"].startswith("file://") and m["engine"]["tasks"] > 8, m["engine"]
+    ranges = -(-(corpus / "a.txt").stat().st_size // 60_000)  # a.txt in ranges of at most 60 kB
+    assert m["inputs"][0]["path"].startswith("file://") and m["engine"]["tasks"] >= 3 + ranges, m["engine"]
     for what in expected:
         assert got[what] == expected[what], what
 
@@ -311,7 +314,11 @@ def test_heldout_cap_reached_as_the_local_engine_reaches_it(tmp_path, monkeypatc
     config = run(tmp_path / "ray", data, "ray", **settings)
     got, m = results(config), manifest(config)
     assert counts["heldout_bytes"] == 150_000 and counts["heldout_truncated"] == 1, counts
-    assert (m["engine"]["recounted"] > 0) == (weight != 1), m["engine"]
+    if weight != 1:  # counts rounded per batch: the files past the cap are counted again
+        assert m["engine"]["recounted"] > 0, m["engine"]
+    elif (SHARED / "english.txt.zst").is_file():
+        # prose whose documents are short: every candidate past the cap is counted from its text
+        assert m["engine"]["recounted"] == 0, m["engine"]
     for what in expected:
         assert got[what] == expected[what], what
     for key in SAME_COUNTS:
