@@ -88,9 +88,10 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     table = workdir.phase_inventory(cfg, phase, ingest_manifest)
     # pieces in byte order: pieces that share a pair sit close together, so the
     # merge loop's visits hit the cache (11% faster on 100 MB of English, for 0.05 s)
-    if not pieces_sorted(table):  # one chunk file is (ingest writes its rows sorted)
-        table = table.take(pc.sort_indices(table, [("piece", "ascending")]))
     buf, off, counts = inventory(table)
+    if not pieces_sorted(buf, off):  # one chunk file is (ingest writes its rows sorted)
+        table = table.take(pc.sort_indices(table, [("piece", "ascending")]))
+        buf, off, counts = inventory(table)
     del table  # the arrays hold what training needs (the counts as a copy)
     vocab = workdir.vocab_after(cfg, phase.index - 1)
     warnings = []

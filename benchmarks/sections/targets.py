@@ -68,18 +68,15 @@ def ingest(results: list[Any]) -> list[Target]:
     out = []
     for r in results:
         name = r.corpus.name
-        for how, label in (("stage", "stage seconds"), ("wall", "process wall")):
-            ratio = r.ratio("threads 2", "baseline", how)
-            mine, base = r.mb_per_s("threads 2", how), r.mb_per_s("baseline", how)
-            out.append(Target(f"{name}: ingest (threads 2) ≥ 10 × `regex.findall` + `Counter` throughput, {label}",
-                              "–" if ratio is None else f"{mine:.1f} ÷ {base:.1f} MB/s = {ratio:.1f}×",
-                              None if ratio is None else ratio >= 10))
-        for how, label in (("stage", "stage seconds"), ("wall", "process wall")):
-            ratio = r.ratio("threads 2", "threads 1", how)
-            mine, one = r.mb_per_s("threads 2", how), r.mb_per_s("threads 1", how)
-            out.append(Target(f"{name}: ingest threads 2 ÷ threads 1 ≥ 1.7×, {label}",
-                              "–" if ratio is None else f"{mine:.1f} ÷ {one:.1f} MB/s = {ratio:.2f}×",
-                              None if ratio is None else ratio >= 1.7))
+        for other, need, what, digits in (
+                ("baseline", 10, "ingest (threads 2) ≥ 10 × `regex.findall` + `Counter` throughput", 1),
+                ("threads 1", 1.7, "ingest threads 2 ÷ threads 1 ≥ 1.7×", 2)):
+            for how, label in (("stage", "stage seconds"), ("wall", "process wall")):
+                ratio = r.ratio("threads 2", other, how)
+                mine, theirs = r.mb_per_s("threads 2", how), r.mb_per_s(other, how)
+                out.append(Target(f"{name}: {what}, {label}",
+                                  "–" if ratio is None else f"{mine:.1f} ÷ {theirs:.1f} MB/s = {ratio:.{digits}f}×",
+                                  None if ratio is None else ratio >= need))
     return out
 
 
