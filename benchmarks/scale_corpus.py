@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The scale benchmark's corpora: the Linux kernel's source from Debian's ``linux-source-6.1``.
+"""The scale benchmark's corpora: the Linux kernel's source from Debian's ``linux-source-6.1``, and prose.
 
     .venv/bin/python benchmarks/run.py --section corpus [--out /work/scale-data] [--package linux-source-6.1[=VERSION]]
+        [--prose SHARED_CORPORA]
 
 (the ``scale`` section builds them itself when they are absent).
 
@@ -40,8 +41,17 @@ run says how many); the bytes inside a file are left as they are, because
 making a file one document would mean editing every such blank line and so
 the text every trainer learns from.
 
+The prose point (``ensure_prose``, skipped when the source is absent): the
+English text of the shared corpora (``english.txt.zst`` and its held-out
+split ``english.heldout.txt.zst``, in the folder ``<project root>/../shared/corpora``
+unless told; documents separated by one blank line), decompressed with the
+``zstandard`` package into ``OUT/prose/train.txt`` and ``OUT/prose/heldout.txt``
+once, with a manifest of their bytes and documents (toktoktok's reader's
+rule, ``DOC_BOUNDARY``). The manifest records the source files' sizes, so a
+different source is decompressed again.
+
 The outputs live outside the repository (``--out``, default
-``/work/scale-data/kernel``) and are never committed.
+``/work/scale-data/kernel`` and ``/work/scale-data/prose``) and are never committed.
 """
 
 from __future__ import annotations
@@ -56,6 +66,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import zstandard
+
+from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA
+
 SUFFIXES = (
     ".c", ".h", ".S", ".rst", ".txt", ".py", ".sh", ".dts", ".dtsi",
     ".yaml", ".json", ".pl", ".rs", ".md",
@@ -64,6 +78,7 @@ NAMES = ("Kconfig", "Makefile")
 HOLD_OUT_EVERY = 20
 PREFIXES = {"0.1GB": 100_000_000, "0.3GB": 300_000_000}
 DEFAULT_OUT = Path("/work/scale-data")
+PROSE_NAME = "english"  # the shared corpora's prose: NAME.txt.zst and NAME.heldout.txt.zst
 
 
 def wanted(name: str) -> bool:
@@ -200,12 +215,94 @@ def ensure(out: Path, package: str = "linux-source-6.1") -> dict:
     return facts
 
 
+# --- prose: the shared corpora's English text ----------------------------------------
+
+
+def count_documents(path: Path, block_chars: int = 1 << 22) -> int:
+    """Documents of a UTF-8 ``.txt`` as toktoktok's reader finds them: text after each ``DOC_BOUNDARY``.
+
+    Read in blocks; the text after the last boundary found waits for the next
+    block (a boundary needs the character after it), so the count is that of
+    the whole text at once.
+    """
+    count, buf = 0, ""
+    with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        while block := fh.read(block_chars):
+            buf += block
+            start = 0
+            for m in DOC_BOUNDARY.finditer(buf):
+                count, start = count + 1, m.end()
+            buf = buf[start:]
+    return count + bool(buf)
+
+
+def readme_row(folder: Path, filename: str) -> str | None:
+    """What the corpora's README says ``filename`` is: the second cell of its table row, if any.
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     _ = (Path(tmp) / "README.md").write_text("| file | what |\\n| a.txt.zst | Manuals (GNU) | 1 MB |\\n")
+        ...     readme_row(Path(tmp), "a.txt.zst")
+        'Manuals (GNU)'
+    """
+    readme = folder / "README.md"
+    if not readme.exists():
+        return None
+    for line in readme.read_text(encoding="utf-8", errors="replace").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0] == filename:
+            return cells[1]
+    return None
+
+
+def prose_sources(source: Path) -> dict[str, Path] | None:
+    """The prose files in the shared corpora's folder ``source`` (training, held-out); None when absent."""
+    found = {"train": source / f"{PROSE_NAME}.txt.zst", "heldout": source / f"{PROSE_NAME}.heldout.txt.zst"}
+    return found if all(p.is_file() for p in found.values()) else None
+
+
+def decompress(source: Path, target: Path) -> None:
+    """``source`` (zstd) decompressed into ``target``, streamed, written whole or not at all."""
+    part = target.with_name(target.name + ".part")
+    with source.open("rb") as src, part.open("wb") as dst:
+        zstandard.ZstdDecompressor().copy_stream(src, dst)
+    part.rename(target)
+
+
+def ensure_prose(source: Path, out: Path) -> dict | None:
+    """The prose corpus under ``out/prose`` (decompressed from ``source`` if absent or from another
+    source) and its manifest; None when ``source`` lacks the prose files."""
+    found = prose_sources(source)
+    if found is None:
+        return None
+    corpus = out / "prose"
+    manifest = corpus / "manifest.json"
+    origin = {k: {"path": str(p.resolve()), "bytes": p.stat().st_size} for k, p in found.items()}
+    if manifest.exists():
+        facts = json.loads(manifest.read_text())
+        if facts.get("source") == origin:
+            return facts
+    corpus.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    facts = {"source": origin, "what": readme_row(source, found["train"].name)}
+    for key, path in found.items():
+        target = corpus / f"{key}.txt"
+        decompress(path, target)
+        facts[key] = {"bytes": target.stat().st_size, "documents": count_documents(target)}
+    facts["seconds"] = round(time.perf_counter() - t0, 1)
+    manifest.write_text(json.dumps(facts, indent=2) + "\n")
+    return facts
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="run.py --section corpus", description=__doc__.split("\n", 1)[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .deb and corpora")
     ap.add_argument("--package", default="linux-source-6.1", help="apt package[=version]")
+    ap.add_argument("--prose", type=Path, default=SHARED_CORPORA,
+                    help=f"folder of {PROSE_NAME}.txt.zst and {PROSE_NAME}.heldout.txt.zst (the shared corpora)")
     args = ap.parse_args(argv)
-    print(json.dumps(ensure(args.out, args.package), indent=2))
+    print(json.dumps({"kernel": ensure(args.out, args.package), "prose": ensure_prose(args.prose, args.out)},
+                     indent=2))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,22 @@
-"""Scale: toktoktok, rustbpe and Hugging Face on 0.1, 0.3 and 1.2 GB of the Linux kernel's source.
+"""Scale: toktoktok, rustbpe and Hugging Face on 0.1, 0.3 and 1.2 GB of the Linux kernel's source, and on prose.
 
     make bench-scale          # = .venv/bin/python benchmarks/run.py --section scale
     .venv/bin/python benchmarks/run.py --section scale --reps 1 --skip hf@full --out /tmp/SCALE.md
+    .venv/bin/python benchmarks/run.py --section scale --sizes prose --prose FOLDER --out /tmp/SCALE.md
 
 The corpora (``scale_corpus.py``, built under ``--data`` when absent): every
 UTF-8 source and doc file of Debian's ``linux-source-6.1``, one file a
 document, every 20th file held out; the training text at about 0.1 GB,
-0.3 GB and all of it (1.2 GB), each a prefix of the next.
+0.3 GB and all of it (1.2 GB), each a prefix of the next (the sizes
+``0.1GB``, ``0.3GB``, ``full``). The size ``prose``: the largest real prose
+here, the shared corpora's English text (``english.txt.zst``, 100 MB of
+documentation and manuals, in ``--prose``, by default
+``<project root>/../shared/corpora``), decompressed once into
+``--data``/prose; its held-out text is the corpora's own split
+(``english.heldout.txt.zst``). Without it the prose point is skipped, and the
+report says so.
 
-For each size, one after another on the same ``.txt``, ``--reps`` times
+For each point (a ``--sizes`` name; ``Point``), one after another on the same ``.txt``, ``--reps`` times
 (trainers interleaved within a repetition), each a whole process measured
 from outside (``benchkit.measure``: wall, CPU of the process tree, true peak
 RSS = the larger of ``ru_maxrss`` and the sampled sum over the process tree
@@ -33,22 +41,26 @@ and every process carrying the run's token):
   and the reduce step's cost per row is timed on its inventory
   (``benchkit.reduce_cost``) for the cost model of 1 TB on 64 machines.
 
-Then each trained ``.tiktoken`` encodes the held-out file (``heldout.txt``,
-the same for every size): UTF-8 bytes per token. Before the trainers: numba's
+Then each trained ``.tiktoken`` encodes its point's held-out file
+(``heldout.txt``, the same for every kernel size; the English held-out text
+for prose): UTF-8 bytes per token. Before the trainers: numba's
 cache is filled by a warm-up run on a tiny corpus (the first 1 MB), a second
 run on it is measured as toktoktok's fixed part, and the ``scanner`` section
 measures the scanner's single-thread MB/s on the first ``--scanner-mb`` MB of
-the smallest training text: the limit ingest works against.
+the smallest training text (the prose text when no kernel size runs): the
+limit ingest works against.
 
 How each cost grows: the exponent ``k`` of a least-squares fit
-``cost ∝ bytes^k`` over the sizes run (``benchkit.measure.exponent``).
-The targets of the scale issue are checked at the largest size run
+``cost ∝ bytes^k`` over the kernel sizes run (``benchkit.measure.exponent``);
+prose, another kind of text, is left out of it and of the cost model.
+The targets of the scale issue are checked at the largest kernel size run
 (``targets``), from this run's figures only.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -64,14 +76,16 @@ from pathlib import Path
 
 import scale_corpus
 from benchkit import report as bench_report
-from benchkit.corpus import DOC_BOUNDARY, Corpus
+from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA, Corpus
 from benchkit.measure import Measured, exponent, median_of
 from benchkit.report import md_table, num
 from benchkit.toktok import run_env, run_once, toktok_stages
 from sections.peers import read_ranks
 
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
-SIZES = ("0.1GB", "0.3GB", "full")
+KERNEL_SIZES = ("0.1GB", "0.3GB", "full")
+PROSE = "prose"
+SIZES = (*KERNEL_SIZES, PROSE)
 TRAINERS = ("toktoktok", "ray", "rustbpe", "rustbpe-docs", "hf")
 LABELS = {"toktoktok": "toktoktok", "ray": "toktoktok (Ray)", "hf": "HF tokenizers (chunks)",
           "rustbpe": "rustbpe (chunks)", "rustbpe-docs": "rustbpe (documents)"}
@@ -110,8 +124,37 @@ class Cell:
         return median_of([s[key] for s in self.stages if key in s])
 
 
-def corpus_of(path: Path, name: str, heldout: str, size: int) -> Corpus:
-    return Corpus(name, path, heldout, f"{name}: {size / MB:,.1f} MB", size, 0)
+@dataclass(frozen=True)
+class Point:
+    """One point of the benchmark (a ``--sizes`` name): the text every trainer reads, the held-out
+    text its vocabularies encode, and how the tables name it."""
+
+    size: str
+    train: Path
+    nbytes: int
+    heldout: Path
+    label: str
+
+
+def kernel_points(manifest: dict, folder: Path) -> dict[str, Point]:
+    """The kernel's sizes, from ``scale_corpus.ensure``'s manifest; one held-out file for all."""
+    return {s: Point(s, folder / f"train-{s}.txt", manifest["train"][s]["bytes"], folder / "heldout.txt",
+                     f"{manifest['train'][s]['bytes'] / MB:,.0f} MB") for s in KERNEL_SIZES}
+
+
+def prose_point(manifest: dict, folder: Path) -> Point:
+    """The prose point, from ``scale_corpus.ensure_prose``'s manifest: its own held-out file.
+
+        >>> prose_point({"train": {"bytes": 99_812_345}}, Path("p")).label
+        '100 MB prose'
+    """
+    nbytes = manifest["train"]["bytes"]
+    return Point(PROSE, folder / "train.txt", nbytes, folder / "heldout.txt", f"{nbytes / MB:,.0f} MB prose")
+
+
+def corpus_of(point: Point) -> Corpus:
+    """What ``benchkit.toktok.run_once`` trains on (its held-out text is encoded apart: ``heldout_of``)."""
+    return Corpus(point.size, point.train, "", f"{point.size}: {point.nbytes / MB:,.1f} MB", point.nbytes, 0)
 
 
 def tiny_corpus(source: Path, folder: Path) -> Path:
@@ -140,6 +183,12 @@ def heldout_chunks(text: str, chunk_chars: int = 1 << 20) -> list[str]:
             start = m.end()
     parts.append(text[start:])
     return [p for p in parts if p]
+
+
+@functools.cache
+def heldout_of(path: Path) -> list[str]:
+    """The held-out file ``path`` in parts (``heldout_chunks``), read once however many points share it."""
+    return heldout_chunks(path.read_text(encoding="utf-8"))
 
 
 def bytes_per_token(tiktoken_path: Path, chunks: list[str], pattern: str) -> float:
@@ -173,7 +222,7 @@ TRAINER_HEADERS = ["size", "trainer", "wall s", "CPU s", "true peak RSS MB", "ru
                    "peak ÷ rustbpe (chunks)", "peak ÷ rustbpe (documents)"]
 
 
-def trainer_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float]) -> list[list[str]]:
+def trainer_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], labels: dict[str, str]) -> list[list[str]]:
     rows = []
     for size in sizes:
         base, docs = cells.get(("rustbpe", size)), cells.get(("rustbpe-docs", size))
@@ -183,7 +232,7 @@ def trainer_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[
                 continue
             failed = len(c.runs) - len(c.ok)
             label = LABELS[trainer] + (f" ({failed} of {len(c.runs)} failed)" if failed else "")
-            rows.append([f"{mb[size]:,.0f} MB", label, num(c.med("wall")), num(c.med("all_cpu")),
+            rows.append([labels[size], label, num(c.med("wall")), num(c.med("all_cpu")),
                          num(c.med("peak_mb"), 0), num(c.med("rss_mb"), 0), num(c.med("tree_mb"), 0),
                          num(c.bytes_per_token, 4), ratio(c.med("wall"), base and base.med("wall")),
                          ratio(c.med("all_cpu"), base and base.med("all_cpu")),
@@ -214,7 +263,7 @@ STAGE_HEADERS = ["size", "documents", "distinct pieces", "ingest s", "ingest MB/
                  "process wall s", "stage peaks (manifests) MB"]
 
 
-def stage_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float],
+def stage_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], labels: dict[str, str],
                trainer: str = "toktoktok") -> list[list[str]]:
     rows = []
     for size in sizes:
@@ -224,7 +273,7 @@ def stage_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[st
         parts = [c.stage("ingest"), c.stage("train"), c.stage("export")]
         wall = c.med("wall")
         rest = wall - sum(parts) if wall is not None and None not in parts else None  # type: ignore[arg-type]
-        rows.append([f"{mb[size]:,.0f} MB", num(c.stage("documents"), 0), num(c.stage("distinct_pieces"), 0),
+        rows.append([labels[size], num(c.stage("documents"), 0), num(c.stage("distinct_pieces"), 0),
                      num(c.stage("ingest"), 2), num(ingest_rate(c), 0), num(c.stage("train"), 2),
                      num(c.stage("train_load"), 2),
                      *(num(c.stage(f"split_{k}"), 2) for k in ("segment", "pairs", "early_merges", "later_merges",
@@ -356,7 +405,7 @@ RAY_HEADERS = ["size", "engine", "wall s", "CPU s", "true peak RSS MB", "process
                "sum after counting s", "Ray stop s", ".tiktoken"]
 
 
-def ray_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str, float]) -> list[list[str]]:
+def ray_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], labels: dict[str, str]) -> list[list[str]]:
     rows = []
     for size in sizes:
         ray, local = cells.get(("ray", size)), cells.get(("toktoktok", size))
@@ -369,7 +418,7 @@ def ray_rows(cells: dict[tuple[str, str], Cell], sizes: list[str], mb: dict[str,
             procs = (f"{len(peak_run.commands)}" + (f" ({peak_run.outside} outside the tree)" if peak_run.outside
                                                     else "")) if peak_run else "–"
             is_ray = c is ray
-            rows.append([f"{mb[size]:,.0f} MB", name, num(c.med("wall")), num(c.med("all_cpu")),
+            rows.append([labels[size], name, num(c.med("wall")), num(c.med("all_cpu")),
                          num(c.med("peak_mb"), 0), procs, num(c.stage("ingest"), 2), num(ingest_rate(c), 0),
                          *((num(c.stage("engine_tasks"), 0), num(c.stage("engine_recounted"), 0),
                             num(c.stage("engine_ray_start"), 2), num(c.stage("engine_count"), 2),
@@ -518,34 +567,59 @@ def cost_model(cells: dict[tuple[str, str], Cell], sizes: list[str], size_bytes:
     ]
 
 
-def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple[str, str], Cell],
-           fixed: Measured | None, warm: Measured | None, scanner: dict[str, float] | None) -> str:
-    manifest = facts["corpus"]
-    assert isinstance(manifest, dict)
+def kernel_line(manifest: dict | None) -> str:
+    """The report's line on the kernel corpus (``scale_corpus.ensure``'s manifest; None: no kernel size run)."""
+    if manifest is None:
+        return "- corpus: the kernel's source was not run (no kernel size in `--sizes`)"
+    return (f"- corpus: Debian's `{manifest['package']}` {manifest['version']} (`apt-get download`), built by "
+            f"`benchmarks/scale_corpus.py`: {manifest['files']['kept']:,} UTF-8 files "
+            f"({', '.join(manifest['suffixes'])}, {', '.join(manifest['names'])}) in the order of a hash of their "
+            f"path, one file a document (stripped, then a blank line); every {manifest['hold_out_every']}th file "
+            f"held out ({manifest['files']['heldout_files']:,} files, {manifest['heldout_bytes'] / MB:,.1f} MB); "
+            "training prefixes: " + ", ".join(f"{manifest['train'][s]['bytes'] / MB:,.1f} MB "
+                                              f"({manifest['train'][s]['files']:,} files)" for s in KERNEL_SIZES))
+
+
+def prose_line(manifest: dict | None, source: Path) -> str:
+    """The report's line on the prose corpus (``scale_corpus.ensure_prose``'s manifest; None: not in ``source``).
+
+        >>> print(prose_line(None, Path("/x/corpora")))
+        - prose: **skipped**, no `english.txt.zst` and `english.heldout.txt.zst` in /x/corpora (`--prose`)
+    """
+    train, heldout = (f"{scale_corpus.PROSE_NAME}{part}.txt.zst" for part in ("", ".heldout"))
+    if manifest is None:
+        return f"- prose: **skipped**, no `{train}` and `{heldout}` in {source} (`--prose`)"
+    what = f", in their README's words \"{manifest['what']}\"" if manifest.get("what") else ""
+    return (f"- prose: `{train}` of the shared corpora ({source}){what}; decompressed by "
+            f"`benchmarks/scale_corpus.py` (`zstandard`): {manifest['train']['bytes'] / MB:,.1f} MB, "
+            f"{manifest['train']['documents']:,} documents (one blank line between documents); held out: the "
+            f"corpora's own split `{heldout}`, {manifest['heldout']['bytes'] / MB:,.1f} MB, "
+            f"{manifest['heldout']['documents']:,} documents never in the training text")
+
+
+def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str, Point],
+           cells: dict[tuple[str, str], Cell], fixed: Measured | None, warm: Measured | None,
+           scanner: dict[str, float] | None) -> str:
     sizes = [s for s in args.sizes if any((t, s) in cells for t in TRAINERS)]
-    mb = {s: manifest["train"][s]["bytes"] / MB for s in SIZES}
-    size_bytes = {s: manifest["train"][s]["bytes"] for s in SIZES}
+    kernel = [s for s in sizes if s in KERNEL_SIZES]  # the growth fit, the targets, the cost model
+    labels = {s: p.label for s, p in points.items()}
+    size_bytes = {s: p.nbytes for s, p in points.items()}
     command = shlex.join(["benchmarks/run.py", *facts["argv"]])  # type: ignore[list-item]
     lines = [
-        "# toktoktok at scale: the Linux kernel's source, 0.1 to 1.2 GB", "",
+        "# toktoktok at scale: the Linux kernel's source, 0.1 to 1.2 GB, and English prose", "",
         *([f"**{args.note}**", ""] if args.note else []),
         f"Run {facts['date']}, commit {facts['commit']}, `{command}`.", "",
         "## The run", "",
         f"- machine: {facts['machine']}",
         f"- load average (1 / 5 / 15 min): {facts['load']} at start, {bench_report.load_average()} at the end",
         f"- versions: {bench_report.versions()}",
-        f"- corpus: Debian's `{manifest['package']}` {manifest['version']} (`apt-get download`), built by "
-        f"`benchmarks/scale_corpus.py`: {manifest['files']['kept']:,} UTF-8 files ({', '.join(manifest['suffixes'])}, "
-        f"{', '.join(manifest['names'])}) in the order of a hash of their path, one file a document (stripped, "
-        f"then a blank line); every {manifest['hold_out_every']}th file held out "
-        f"({manifest['files']['heldout_files']:,} files, {manifest['heldout_bytes'] / MB:,.1f} MB); "
-        "training prefixes: " + ", ".join(
-            f"{manifest['train'][s]['bytes'] / MB:,.1f} MB ({manifest['train'][s]['files']:,} files)" for s in SIZES),
+        kernel_line(facts["corpus"]),  # type: ignore[arg-type]
+        *([prose_line(facts["prose"], args.prose)] if PROSE in args.sizes else []),  # type: ignore[arg-type]
         f"- settings: vocabulary {args.tokens:,} = 256 bytes + {args.tokens - 256:,} merges, toktoktok's default "
         "pattern for every trainer, no special tokens, min_frequency 2 (toktoktok, HF; rustbpe has none); toktoktok "
         "`hardcoded_merges: false`, `heldout_share: 0`, `threads: -1`, a `working_set_mb` that keeps all text; "
         f"{args.reps} run(s) per point, medians shown" + (f"; not run: {', '.join(sorted(args.skip))}" if args.skip else "")
-        + f"; Ray at: {', '.join(f'{mb[s]:,.0f} MB' for s in ray_sizes(args)) or 'no size'}",
+        + f"; Ray at: {', '.join(labels[s] for s in ray_sizes(args) if s in labels) or 'no size'}",
         "",
         "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`), measured from "
         "outside (`benchkit.measure`): CPU = user + system of it and of every process it started (the larger of "
@@ -556,7 +630,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
         "(with their descendants), so that processes which leave the tree still count. Pages shared between "
         "processes count once per process, so the sum can overstate a multi-process run (Ray's); a single "
         "process's figure is exact. Held-out bytes/token: each `.tiktoken` with the default pattern in tiktoken, "
-        "on the whole held-out file (higher is better).", "",
+        "on the whole held-out file of its corpus (higher is better).", "",
         "How the peers are fed: rustbpe and Hugging Face get the text as 1 MiB chunks cut at a line end "
         "(`peer_trainers.py --feed chunks`), as a user hands a big file to `train_from_iterator`; this is the "
         "reference of the targets below. rustbpe pulls 8,192 strings from the iterator before it counts them, "
@@ -564,9 +638,9 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
         "text. Fed whole documents (`--feed documents`, the row \"rustbpe (documents)\") it holds 8,192 "
         "documents at a time, far less; the last column compares every peak with that figure too.", "",
         "## Trainers", "",
-        md_table(TRAINER_HEADERS, trainer_rows(cells, sizes, mb)), "",
+        md_table(TRAINER_HEADERS, trainer_rows(cells, sizes, labels)), "",
     ]
-    srows = stage_rows(cells, sizes, mb)
+    srows = stage_rows(cells, sizes, labels)
     if srows:
         lines += ["## Where toktoktok's time goes (its manifests)", "",
                   "ingest MB/s = bytes read ÷ the ingest stage's seconds (`seconds.total`, numba's cache load "
@@ -582,37 +656,40 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
                   md_table(STAGE_HEADERS, srows), ""]
     if scanner:
         lines += ["## The limit ingest works against", "",
-                  f"The scanner alone on the first {scanner['mb']:.0f} MB of the 0.1 GB training text, one thread, "
+                  f"The scanner alone on the first {scanner['mb']:.0f} MB of the {facts['base']} training text, "
+                  "one thread, "
                   f"best of {scanner['repeat']} (`run.py --section scanner`, in this run): piece ends only "
                   f"(`scan`) **{scanner['scan_1']:,.0f} MB/s**; scan and count distinct pieces (`count_pieces`, "
                   f"the work of ingest's counting threads) **{scanner['count_1']:,.0f} MB/s**; 2 threads + merge "
                   f"{scanner['count_2']:,.0f} MB/s.", ""]
-    largest = sizes[-1] if sizes else None
+    largest = kernel[-1] if kernel else None
     if largest and ("toktoktok", largest) in cells:
-        lines += [f"## The targets at {mb[largest]:,.0f} MB (issue 14 §2)", "",
+        lines += [f"## The targets at {labels[largest]} (issue 14 §2)", "",
                   f"Computed from the figures above ({args.reps} run(s), medians); the fixed part is the tiny-corpus "
                   "run below.", "",
                   md_table(["target", "measured", ""], target_rows(cells, largest, fixed, scanner)), ""]
-    rrows = ray_rows(cells, sizes, mb)
+    rrows = ray_rows(cells, kernel, labels)
     if rrows:
         lines += ["## Ingest on Ray against the local engine (issue 17)", "",
                   "toktoktok (Ray) is the same config with `engine: ray` and `ray: {num_cpus: 2}`: toktok starts "
                   "a local Ray instance of 2 CPUs itself and stops it at the end of ingest. Its true peak is the "
                   "sum over every process of the run (see above): at its peak "
-                  + ray_processes(cells, sizes) + ". From the ingest manifest's `engine` entry: tasks run "
+                  + ray_processes(cells, kernel) + ". From the ingest manifest's `engine` entry: tasks run "
                   "(files and byte ranges, plus any recounted), the seconds to start Ray, to count (the driver's "
                   "wall while tasks ran), the tasks' own seconds (sum over tasks / the longest), the sums left "
                   "after the last count, and the stop.", "",
                   md_table(RAY_HEADERS, rrows), ""]
         lines += ["## 1 TB on 64 machines: a cost model (issue 17)", "",
-                  *cost_model(cells, sizes, size_bytes), ""]
-    grows = growth_rows(cells, sizes, size_bytes)
+                  *cost_model(cells, kernel, size_bytes), ""]
+    grows = growth_rows(cells, kernel, size_bytes)
     if grows:
         lines += ["## How each cost grows with size", "",
-                  "k of a least-squares fit cost ∝ bytes^k over the sizes above (k = 1: linear).", "",
-                  md_table(["cost", "at " + " / ".join(f"{mb[s]:,.0f} MB" for s in sizes), "k"], grows), ""]
+                  "k of a least-squares fit cost ∝ bytes^k over the kernel sizes above (k = 1: linear)."
+                  + (" The prose point is left out of this fit and of the 1 TB cost model: it is another kind of "
+                     "text, whose costs do not lie on the kernel's curve." if PROSE in sizes else ""), "",
+                  md_table(["cost", "at " + " / ".join(labels[s] for s in kernel), "k"], grows), ""]
     if fixed is not None:
-        lines += [f"toktoktok's fixed part: a run on the first {TINY_BYTES / MB:.0f} MB of the smallest text "
+        lines += [f"toktoktok's fixed part: a run on the first {TINY_BYTES / MB:.0f} MB of the {facts['base']} text "
                   f"(same config, numba's cache warm): {fixed.wall:.1f} s wall, {fixed.cpu:.1f} s CPU, true peak "
                   f"RSS {fixed.peak_mb:,.0f} MB."
                   + (f" The warm-up before it (numba compiles into an empty cache): {warm.wall:.1f} s wall." if warm
@@ -625,17 +702,22 @@ def report(args: argparse.Namespace, facts: dict[str, object], cells: dict[tuple
 
 
 def ray_sizes(args: argparse.Namespace) -> list[str]:
-    """The sizes the ``ray`` trainer runs at (``--ray-sizes``: ``largest`` of ``--sizes``, ``all``, or a list).
+    """The kernel sizes the ``ray`` trainer runs at (``--ray-sizes``: ``largest`` of ``--sizes``, ``all``, or a list).
 
-        >>> ray_sizes(argparse.Namespace(sizes=["0.3GB", "0.1GB"], ray_sizes="largest"))
+    Never prose: Ray's rows compare engines on the kernel's text.
+
+        >>> ray_sizes(argparse.Namespace(sizes=["0.3GB", "0.1GB", "prose"], ray_sizes="largest"))
         ['0.3GB']
         >>> ray_sizes(argparse.Namespace(sizes=["0.1GB", "full"], ray_sizes="0.1GB"))
         ['0.1GB']
+        >>> ray_sizes(argparse.Namespace(sizes=["prose"], ray_sizes="all"))
+        []
     """
+    kernel = [s for s in args.sizes if s in KERNEL_SIZES]
     if args.ray_sizes == "largest":
-        return [max(args.sizes, key=SIZES.index)] if args.sizes else []
+        return [max(kernel, key=SIZES.index)] if kernel else []
     if args.ray_sizes == "all":
-        return list(args.sizes)
+        return kernel
     return [s for s in args.ray_sizes.split(",") if s]
 
 
@@ -655,7 +737,11 @@ def reduce_cost(run_folder: Path, env: dict[str, str]) -> dict | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=scale_corpus.DEFAULT_OUT,
                         help="folder of the .deb and corpora (built when absent)")
-    parser.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated: {','.join(SIZES)}")
+    parser.add_argument("--sizes", default=",".join(SIZES),
+                        help=f"comma-separated: {','.join(SIZES)} (prose: the shared corpora's English text)")
+    parser.add_argument("--prose", type=Path, default=SHARED_CORPORA,
+                        help=f"folder of {scale_corpus.PROSE_NAME}.txt.zst and its .heldout.txt.zst "
+                             "(default: the shared corpora beside the checkout; absent: the prose point is skipped)")
     parser.add_argument("--trainers", default=",".join(TRAINERS),
                         help=f"comma-separated: {','.join(TRAINERS)} (rustbpe, hf: fed 1 MiB chunks; "
                              "rustbpe-docs: rustbpe fed documents; ray: toktoktok ingesting on Ray)")
@@ -670,6 +756,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=None, help="bench folder (default: a temp folder, removed)")
 
 
+def prepare_points(args: argparse.Namespace) -> tuple[dict[str, Point], dict | None, dict | None]:
+    """The points of ``--sizes`` whose text is here, and the kernel's and prose's manifests.
+
+    The kernel's corpora are built when a kernel size is asked for and they are
+    absent; the prose is decompressed when asked for and found in ``--prose``,
+    else skipped (its manifest None).
+    """
+    points: dict[str, Point] = {}
+    kernel = prose = None
+    if set(args.sizes) & set(KERNEL_SIZES):
+        kernel = scale_corpus.ensure(args.data)
+        points.update(kernel_points(kernel, args.data / "kernel"))
+    if PROSE in args.sizes:
+        prose = scale_corpus.ensure_prose(args.prose, args.data)
+        if prose is None:
+            log(f"no prose corpus in {args.prose}: the prose point is skipped")
+        else:
+            points[PROSE] = prose_point(prose, args.data / "prose")
+    return points, kernel, prose
+
+
+def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str, str],
+              cells: dict[tuple[str, str], Cell]) -> None:
+    """Every trainer at ``point``, ``--reps`` times (trainers interleaved), then their held-out bytes/token."""
+    size, corpus = point.size, corpus_of(point)
+    todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip and (t != "ray" or size in ray_sizes(args))]
+    for rep in range(1, args.reps + 1):
+        for trainer in todo:
+            cell = cells.setdefault((trainer, size), Cell(trainer, size))
+            run_folder = work / size / trainer / f"rep{rep}"
+            measured, out = run_once(COMMANDS[trainer], corpus, args.tokens, run_folder, env)
+            cell.runs.append(measured)
+            if measured.returncode == 0 and out.exists():
+                cell.out = out
+                cell.digests.append(hashlib.sha256(out.read_bytes()).hexdigest())
+                if trainer in ("toktoktok", "ray"):
+                    cell.stages.append(toktok_stages(run_folder))
+                if trainer == "ray":
+                    cell.reduce = reduce_cost(run_folder, env) or cell.reduce
+            log(f"{size} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, {measured.all_cpu:.1f} s "
+                f"CPU, {measured.peak_mb:.0f} MB true peak ({len(measured.commands)} processes)"
+                + ("" if measured.returncode == 0 else f", FAILED (see {measured.log})"))
+    for trainer in todo:
+        cell = cells[(trainer, size)]
+        if cell.out is not None:
+            from benchkit.toktok import default_pattern
+
+            cell.bytes_per_token = bytes_per_token(cell.out, heldout_of(point.heldout), default_pattern())
+            log(f"{size} {trainer}: held-out {cell.bytes_per_token:.4f} bytes/token")
+
+
+def write_report(out: Path, text: str, done: list[str]) -> str:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    log(f"wrote {out} (sizes so far: {', '.join(done) or 'none'})")
+    return text
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="run.py --section scale", description=__doc__.split("\n", 1)[0])
     add_arguments(parser)
@@ -679,67 +823,41 @@ def main(argv: list[str]) -> None:
     args.trainers = [t for t in args.trainers.split(",") if t]
     args.skip = {s for s in args.skip.split(",") if s}
     if (set(args.sizes) - set(SIZES) or set(args.trainers) - set(TRAINERS) or args.reps < 1
-            or set(ray_sizes(args)) - set(SIZES)):
-        sys.exit(f"--sizes and --ray-sizes take {','.join(SIZES)}, --trainers {','.join(TRAINERS)}, --reps >= 1")
-    manifest = scale_corpus.ensure(args.data)
-    folder = args.data / "kernel"
+            or set(ray_sizes(args)) - set(KERNEL_SIZES)):
+        sys.exit(f"--sizes takes {','.join(SIZES)}, --ray-sizes {','.join(KERNEL_SIZES)}, "
+                 f"--trainers {','.join(TRAINERS)}, --reps >= 1")
+    points, kernel, prose = prepare_points(args)
+    # the tiny corpus and the scanner's text: the smallest kernel text, else the prose
+    base = points.get(KERNEL_SIZES[0]) if kernel else points.get(PROSE)
     facts: dict[str, object] = {"date": bench_report.now(), "commit": bench_report.commit(), "argv": argv,
                                 "machine": bench_report.machine(), "load": bench_report.load_average(),
-                                "corpus": manifest}
+                                "corpus": kernel, "prose": prose, "base": base.label if base else "–"}
     work = args.work or Path(tempfile.mkdtemp(prefix="toktok-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     env = run_env(work / "numba-cache")
     shutil.rmtree(work / "numba-cache", ignore_errors=True)
     try:
-        heldout = (folder / "heldout.txt").read_text(encoding="utf-8")
-        chunks = heldout_chunks(heldout)
-        tiny = corpus_of(tiny_corpus(folder / "train-0.1GB.txt", work), "tiny", heldout, TINY_BYTES)
-        warm = fixed = None
-        if "toktoktok" in args.trainers:
-            log("warm-up: toktoktok on the tiny corpus, empty numba cache (compiles)")
+        warm = fixed = scanner = None
+        if base and "toktoktok" in args.trainers:
+            tiny = corpus_of(Point("tiny", tiny_corpus(base.train, work), TINY_BYTES, base.heldout, "tiny"))
+            log(f"warm-up: toktoktok on the tiny corpus (first {TINY_BYTES / MB:.0f} MB of {base.label}), "
+                "empty numba cache (compiles)")
             warm, _ = run_once("toktoktok", tiny, args.tokens, work / "tiny" / "warmup", env)
             fixed, _ = run_once("toktoktok", tiny, args.tokens, work / "tiny" / "fixed", env)
             log(f"  fixed part: {fixed.wall:.1f} s, {fixed.peak_mb:.0f} MB")
-        scanner = None
-        if args.scanner_mb:
-            log(f"scanner: first {args.scanner_mb} MB of the 0.1 GB text")
-            scanner = scanner_rates(folder / "train-0.1GB.txt", args.scanner_mb, work)
+        if base and args.scanner_mb:
+            log(f"scanner: first {args.scanner_mb} MB of the {base.label} text")
+            scanner = scanner_rates(base.train, args.scanner_mb, work)
             log(f"  {scanner}")
         cells: dict[tuple[str, str], Cell] = {}
-        text = ""
-        for size in args.sizes:
-            path = folder / f"train-{size}.txt"
-            corpus = corpus_of(path, size, heldout, manifest["train"][size]["bytes"])
-            todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip
-                    and (t != "ray" or size in ray_sizes(args))]
-            for rep in range(1, args.reps + 1):
-                for trainer in todo:
-                    cell = cells.setdefault((trainer, size), Cell(trainer, size))
-                    run_folder = work / size / trainer / f"rep{rep}"
-                    measured, out = run_once(COMMANDS[trainer], corpus, args.tokens, run_folder, env)
-                    cell.runs.append(measured)
-                    if measured.returncode == 0 and out.exists():
-                        cell.out = out
-                        cell.digests.append(hashlib.sha256(out.read_bytes()).hexdigest())
-                        if trainer in ("toktoktok", "ray"):
-                            cell.stages.append(toktok_stages(run_folder))
-                        if trainer == "ray":
-                            cell.reduce = reduce_cost(run_folder, env) or cell.reduce
-                    log(f"{size} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, {measured.all_cpu:.1f} s "
-                        f"CPU, {measured.peak_mb:.0f} MB true peak ({len(measured.commands)} processes)"
-                        + ("" if measured.returncode == 0 else f", FAILED (see {measured.log})"))
-            for trainer in todo:
-                cell = cells[(trainer, size)]
-                if cell.out is not None:
-                    from benchkit.toktok import default_pattern
-
-                    cell.bytes_per_token = bytes_per_token(cell.out, chunks, default_pattern())
-                    log(f"{size} {trainer}: held-out {cell.bytes_per_token:.4f} bytes/token")
+        done: list[str] = []
+        for size in [s for s in args.sizes if s in points]:
+            run_point(points[size], args, work, env, cells)
+            done.append(size)
             # the report so far after every size: an hour-long run stopped late still leaves its figures
-            text = report(args, facts, cells, fixed, warm, scanner)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(text, encoding="utf-8")
-            log(f"wrote {args.out} (sizes so far: {', '.join(args.sizes[:args.sizes.index(size) + 1])})")
+            text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done)
+        if not done:  # nothing to run (the prose point skipped): the report still says why
+            text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done)
         print(text)
     finally:
         if args.work is None:
