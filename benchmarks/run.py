@@ -17,14 +17,14 @@ Sections (what each writes; the make target that runs it):
 - ``scale`` -> ``SCALE.md`` (``make bench-scale``): toktoktok (and, at the
   largest size, toktoktok ingesting on a local Ray instance), rustbpe (fed
   1 MiB chunks, and documents) and Hugging Face on 0.1, 0.3 and 1.2 GB of the
-  Linux kernel's source; the targets of the scale issue; a cost model of
-  ingesting 1 TB on 64 machines;
+  Linux kernel's source and on 100 MB of English prose (the shared corpora's);
+  the targets of the scale issue; a cost model of ingesting 1 TB on 64 machines;
 - ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
   real corpora;
 - ``corpus`` -> ``/work/scale-data``: the scale corpora, from Debian's
-  ``linux-source-6.1``.
+  ``linux-source-6.1``, and the prose decompressed from the shared corpora.
 
 Where things live:
 

@@ -16,8 +16,9 @@ documentation and manuals, in ``--prose``, by default
 (``english.heldout.txt.zst``). Without it the prose point is skipped, and the
 report says so.
 
-For each point (a ``--sizes`` name; ``Point``), one after another on the same ``.txt``, ``--reps`` times
-(trainers interleaved within a repetition), each a whole process measured
+For each point (a ``--sizes`` name, a ``Point``), the trainers one after
+another on the same ``.txt``, ``--reps`` times (trainers interleaved within a
+repetition; not Ray at prose: ``--ray-sizes`` are kernel sizes), each a whole process measured
 from outside (``benchkit.measure``: wall, CPU of the process tree, true peak
 RSS = the larger of ``ru_maxrss`` and the sampled sum over the process tree
 and every process carrying the run's token):
@@ -686,7 +687,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
         lines += ["## How each cost grows with size", "",
                   "k of a least-squares fit cost ∝ bytes^k over the kernel sizes above (k = 1: linear)."
                   + (" The prose point is left out of this fit and of the 1 TB cost model: it is another kind of "
-                     "text, whose costs do not lie on the kernel's curve." if PROSE in sizes else ""), "",
+                     "text, whose costs need not lie on the kernel's curve." if PROSE in sizes else ""), "",
                   md_table(["cost", "at " + " / ".join(labels[s] for s in kernel), "k"], grows), ""]
     if fixed is not None:
         lines += [f"toktoktok's fixed part: a run on the first {TINY_BYTES / MB:.0f} MB of the {facts['base']} text "
