@@ -7,8 +7,11 @@ Imported by a script, this module leaves the script's Ctrl-C alone.
 """
 
 import os as _os
-import signal as _signal
 import sys as _sys
+
+# the C module under ``signal``: ``signal.getsignal`` imports and builds enums
+# first (milliseconds in which a Ctrl-C still raised KeyboardInterrupt here)
+import _signal
 
 
 def interrupted_while_starting(signum: int, frame: object) -> None:

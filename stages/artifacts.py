@@ -21,6 +21,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -197,8 +198,9 @@ class StagePeak:
             self.thread.start()
 
     def _sample(self) -> None:
+        rss_kb = _rss_reader()
         while True:
-            self.sampled_kb = max(self.sampled_kb, _status_kb("VmRSS"))
+            self.sampled_kb = max(self.sampled_kb, rss_kb())
             time.sleep(self.INTERVAL)
 
     def peak_kb(self) -> tuple[int, bool]:
@@ -215,6 +217,19 @@ STAGE_PEAK = StagePeak()
 def stage_peak_rss_mb() -> float:
     """The running stage's peak resident memory so far, in MiB (see ``StagePeak``)."""
     return round(STAGE_PEAK.peak_kb()[0] / 1024, 1)
+
+
+def _rss_reader() -> Callable[[], int]:
+    """A function returning the resident size in kB, cheap enough to call 50
+    times a second: one read of ``/proc/self/statm`` (kept open) per call.
+    ``/proc/self/status``, parsed line by line in Python, cost 0.2 s of CPU in
+    a 12 s ingest of 1.2 GB of C source."""
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+    try:
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+    except OSError:
+        return lambda: _status_kb("VmRSS")
+    return lambda: int(os.pread(fd, 128, 0).split()[1]) * page_kb
 
 
 def _status_kb(field: str) -> int:
