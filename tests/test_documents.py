@@ -66,6 +66,31 @@ def test_kernel_equals_reference_on_random_bytes():
     assert checked > 2500
 
 
+def test_kernel_equals_reference_on_long_lines_at_any_alignment():
+    """Long stretches without line breaks (the kernel skips 64 bytes at a time
+    where no two breaks follow each other), at every alignment of the buffer,
+    and parts of a buffer (``lo``, ``hi``, not ``final``)."""
+    rng = random.Random(8)
+    checked = 0
+    for _ in range(1500):
+        data = b"".join(rng.choice(ALPHABET) + b"x" * rng.choice([0, 0, 1, 7, 8, 9, 63, 64, 65, 150])
+                        for _ in range(rng.randint(0, 12)))
+        try:
+            expected = _byte_ends(data)
+        except UnicodeError:
+            continue
+        shift = rng.randrange(8)
+        buf = np.frombuffer(b"-" * shift + data, dtype=np.uint8)[shift:]
+        assert doc_ends(buf, 0, len(data), True).tolist() == expected, data
+        lo = rng.randint(0, len(data))
+        hi = rng.randint(lo, len(data))
+        top = min(hi, len(data) - 3)
+        got = doc_ends(buf, lo, hi, False).tolist()
+        assert got == [e for e in expected if lo < e <= top], (data, lo, hi)
+        checked += 1
+    assert checked > 1000
+
+
 @pytest.mark.parametrize("block_bytes", [1, 2, 3, 4, 5, 7, 63, 64, 65, 97, 130, 1 << 20])
 def test_windows_find_the_same_ends_and_bytes_for_any_read_size(tmp_path, block_bytes):
     """However the file is cut into reads, the windows concatenate to the file
