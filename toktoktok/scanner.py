@@ -448,6 +448,18 @@ def _piece_end_gpt2(buf, i, end, cls):
     return i + _width(buf[i])
 
 
+@njit(cache=True, inline="always")
+def piece_end(buf, i, end, cls, contr, which):
+    """End of the piece of pattern ``which`` that starts at ``i`` (``i < end``):
+    one step of ``scan_kernel``, for a caller that handles each piece as it is
+    found (``summing.RunningSum.count``)."""
+    if which == O200K:
+        return _piece_end_o200k(buf, i, end, cls, contr)
+    if which == GPT2:
+        return _piece_end_gpt2(buf, i, end, cls)
+    return _piece_end(buf, i, end, cls, contr, which == CL100K)
+
+
 @njit(cache=True, nogil=True, **_NO_NRT)
 def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     """Write the end offsets of the pieces of ``buf[start:end]``; return their count.

@@ -33,12 +33,11 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, scan_kernel, span_key
+from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, piece_end, span_key
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # a free slot (as in the scanner's tables)
 _LOW32 = np.uint64(0xFFFFFFFF)  # a slot holds (hash tag << 32) | piece id
 _MAX = np.int64(0x7FFFFFFFFFFFFFFF)
-_SCAN_PIECES = 1 << 12  # pieces scanned, then added, at a time
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -108,55 +107,58 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     return len(weights), n, used, 0
 
 
-@njit(cache=True, nogil=True)
-def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, contr, which, ends, short):
+@njit(cache=True, nogil=True, _nrt=False)
+def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, contr, which, short):
     """Scan segments ``s0..`` of ``buf`` (from byte ``i0`` of segment ``s0``) and add
-    ``weight`` to each piece found, ``len(ends)`` pieces at a time (those of one or
-    two bytes in ``short``).
+    ``weight`` to each piece as it is found: a piece of one or two bytes in
+    ``short`` (``_short_key``), any other in the hash table.
 
-    Stops before a run of pieces that might not fit (each could be new) and
-    returns ``(segment, byte, n, used, done)`` to resume from there after growing.
+    Stops before a piece that might not fit and returns ``(segment, byte, n,
+    used, done)`` to resume from there after growing. Finding the pieces and
+    counting them in one loop, compiled without reference counting (it
+    allocates nothing), rather than the scanner's ends of 4,096 pieces at a
+    time, then a loop adding them: counting 100 MB of C source in 512 KiB
+    batches, one thread, went from 181 to 200 MB/s with the default pattern,
+    173 to 197 with o200k's, 186 to 210 with gpt2's.
     """
-    k_max = len(ends)
     s = s0
     i = i0
     while s < len(seg_off) - 1:
         end = seg_off[s + 1]
         if i < seg_off[s]:
             i = seg_off[s]
-        while i < end:
-            if 2 * (n + k_max) > len(table) or n + k_max > len(meta):
-                return s, i, n, used, False
-            k = scan_kernel(buf, i, end, ends, cls, contr, which)
-            if used + (ends[k - 1] - i) > len(arena):
-                return s, i, n, used, False  # these pieces' bytes might not fit: grow, scan again
-            n, used = _add_span_pieces(table, meta, arena, n, used, buf, i, ends, k, weight, short)
-            i = ends[k - 1]
+        i, n, used = _count_run(table, meta, arena, n, used, buf, i, end, weight, cls, contr, which, short)
+        if i < end:
+            return s, i, n, used, False
         s += 1
     return s, i, n, used, True
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _add_span_pieces(table, meta, arena, n, used, src, first, ends, k, weight, short):
-    """Add ``weight`` to each piece ``src[first:ends[0]]``, ``src[ends[0]:ends[1]]``, ...
-    (room checked): a piece of one or two bytes in ``short`` (``_short_key``), any other
-    in the hash table."""
-    i = first
-    for t in range(k):
-        e = ends[t]
-        if e - i <= 2:
-            short[_short_key(src, i, e)] += weight
+@njit(cache=True, nogil=True, inline="always")
+def _count_run(table, meta, arena, n, used, buf, i, end, weight, cls, contr, which, short):
+    """``_count_text``'s loop over ``buf[i:end]`` for one pattern (``which`` a
+    constant where it is inlined); returns ``(byte reached, n, used)``, the byte
+    before ``end`` where a piece might not fit."""
+    while i < end:
+        if 2 * (n + 1) > len(table) or n + 1 > len(meta):
+            break
+        e = piece_end(buf, i, end, cls, contr, which)
+        size = e - i
+        if size <= 2:
+            short[_short_key(buf, i, e)] += weight
             i = e
             continue
-        slot, tag, word = _slot_of(table, meta, arena, src, i, e)
+        slot, tag, word = _slot_of(table, meta, arena, buf, i, e)
         if table[slot] != _EMPTY:
             meta[table[slot] & _LOW32, W_COUNT] += weight
         else:
-            _insert(table, meta, arena, n, used, slot, tag, word, src, i, e, weight)
+            if used + size > len(arena):
+                break  # its bytes do not fit: grow, then find it again
+            _insert(table, meta, arena, n, used, slot, tag, word, buf, i, e, weight)
             n += 1
-            used += e - i
+            used += size
         i = e
-    return n, used
+    return i, n, used
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -320,18 +322,17 @@ class RunningSum:
         if self._short is None:
             self._short = np.zeros(256 + 65536, dtype=np.int64)
         seg_off = np.asarray(seg_off, dtype=np.int64)
-        ends = np.empty(_SCAN_PIECES, dtype=np.int64)
         s, i = 0, 0
         while True:
             s, i, self._rows, self._used, done = _count_text(
                 self._table, self._meta, self._arena, self._rows, self._used, buf, seg_off, s, i, np.int64(weight),
-                cls[0], cls[1], which, ends, self._short)
+                cls[0], cls[1], which, self._short)
             if done:
                 return
-            if 2 * (self._rows + _SCAN_PIECES) > len(self._table) or self._rows + _SCAN_PIECES > len(self._meta):
+            if 2 * (self._rows + 1) > len(self._table) or self._rows + 1 > len(self._meta):
                 self._grow_table()
             else:
-                self._grow_arena(self._used + 8 * _SCAN_PIECES + int(seg_off[s + 1] - i))
+                self._grow_arena(self._used + int(seg_off[s + 1] - i))  # room for the rest of the segment
 
     def _grow_arena(self, need: int) -> None:
         arena = np.empty(max(2 * len(self._arena), need), dtype=np.uint8)
