@@ -22,6 +22,9 @@ one core.
 - ``regex.findall + Counter``: the old ingest loop;
 - ``scan_default``: piece ends only (one call over the whole buffer);
 - ``count_pieces``: scan and count distinct pieces (flat arrays out);
+- ``RunningSum.count``: what ingest's counting threads run: each piece
+  counted as it is found, into a table that stays (as a thread's table of a
+  stretch of batches), the documents in 512 KiB batches;
 - ``... 2 threads``: two Python threads, each on half of the documents
   (nogil kernels), counted tables merged with ``merge_counts``.
 """
@@ -54,6 +57,7 @@ from toktoktok.scanner import (  # noqa: E402
     scan,
     unicode_tables,
 )
+from toktoktok.summing import RunningSum  # noqa: E402
 
 MB = 1_000_000
 
@@ -102,6 +106,21 @@ def timed(fn, repeat: int) -> tuple[float, float, float]:
     return statistics.median(walls), min(walls), statistics.median(cpus)
 
 
+def batch_offsets(off: np.ndarray, batch: int = 1 << 19) -> list[np.ndarray]:
+    """The documents' offsets in runs of at most ``batch`` bytes (at least one
+    document each), as ingest batches them.
+
+        >>> [b.tolist() for b in batch_offsets(np.array([0, 1, 3, 9]), batch=4)]
+        [[0, 1, 3], [3, 9]]
+    """
+    out, start = [], 0
+    while start < len(off) - 1:
+        stop = max(start + 1, int(np.searchsorted(off, off[start] + batch, side="right")) - 1)
+        out.append(off[start : stop + 1])
+        start = stop
+    return out
+
+
 def halves(off: np.ndarray) -> list[np.ndarray]:
     """Two runs of documents of about equal bytes (their offset arrays)."""
     mid = int(np.searchsorted(off, off[-1] // 2))
@@ -145,6 +164,13 @@ def bench(name: str, mb: int, repeat: int, kernels_only: bool = False) -> list[t
     def count_two_merged():
         merge_counts(list(pool.map(lambda p: count_pieces(buf, p, DEFAULT), parts)))
 
+    batches = batch_offsets(off)
+
+    def running_one():
+        table = RunningSum(rows=1 << 14, arena_bytes=1 << 20)
+        for seg in batches:
+            table.count(buf, seg, DEFAULT)
+
     rows = [
         ("regex.findall", findall, 2),
         ("regex.findall + Counter", findall_counter, 2),
@@ -153,6 +179,7 @@ def bench(name: str, mb: int, repeat: int, kernels_only: bool = False) -> list[t
         ("count_pieces, 1 thread", count_one, repeat),
         ("count_pieces, 2 threads", count_two_only, repeat),
         ("count_pieces, 2 threads + merge_counts", count_two_merged, repeat),
+        ("RunningSum.count, 1 thread", running_one, repeat),
     ]
     if kernels_only:
         rows = rows[2:]
@@ -192,5 +219,6 @@ def main(argv: list[str] | None = None) -> None:
     if args.json is not None:
         args.json.write_text(json.dumps({
             "mb": args.mb, "repeat": args.repeat,
-            "scan_1": best["scan_default, 1 thread"], "count_1": best["count_pieces, 1 thread"],
+            "scan_1": best["scan_default, 1 thread"], "count_1": best["RunningSum.count, 1 thread"],
+            "count_pieces_1": best["count_pieces, 1 thread"],
             "count_2": best["count_pieces, 2 threads + merge_counts"]}))
