@@ -118,8 +118,9 @@ def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, 
     counting them in one loop, compiled without reference counting (it
     allocates nothing), rather than the scanner's ends of 4,096 pieces at a
     time, then a loop adding them: counting 100 MB of C source in 512 KiB
-    batches, one thread, went from 181 to 200 MB/s with the default pattern,
-    173 to 197 with o200k's, 186 to 210 with gpt2's.
+    batches, one thread, went from 169 to 186 MB/s with the default pattern,
+    161 to 182 with o200k's. (A loop of its own per pattern gained a little
+    more and cost 45 s more compiling into an empty cache.)
     """
     s = s0
     i = i0
@@ -136,9 +137,8 @@ def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, 
 
 @njit(cache=True, nogil=True, inline="always")
 def _count_run(table, meta, arena, n, used, buf, i, end, weight, cls, contr, which, short):
-    """``_count_text``'s loop over ``buf[i:end]`` for one pattern (``which`` a
-    constant where it is inlined); returns ``(byte reached, n, used)``, the byte
-    before ``end`` where a piece might not fit."""
+    """``_count_text``'s loop over one segment ``buf[i:end]``; returns ``(byte
+    reached, n, used)``: ``end``, or the start of a piece that might not fit."""
     while i < end:
         if 2 * (n + 1) > len(table) or n + 1 > len(meta):
             break
