@@ -251,7 +251,7 @@ class RunningSum:
         self._used = 0
         # counts of the pieces of 1 and 2 bytes ``count`` found (``_short_key``), kept
         # apart until the sum is read: no hash, no probe for nearly half the pieces of
-        # C source (counting 100 MB of it, one thread: 173 -> 190 MB/s)
+        # C source (counting 100 MB of it, one thread: 172 -> 188 MB/s)
         self._short: np.ndarray | None = None
 
     @property
