@@ -20,8 +20,8 @@ import resource
 import shutil
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa

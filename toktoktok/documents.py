@@ -106,6 +106,12 @@ def _pairs(words, r):
     return b & ((b << np.uint64(8)) | (before >> np.uint64(56)))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _ends_after_pair(buf, j):
+    """Whether a document ends at ``j + 1``, found one byte at a time (``j >= 1``)."""
+    return _is_break(buf[j]) and _is_break(buf[j - 1]) and _ends_at(buf, j + 1)
+
+
 @njit(cache=True, nogil=True)
 def doc_ends(buf, lo, hi, final):
     """The offsets ``e`` with ``lo < e <= hi`` where a document of ``buf`` ends.
@@ -134,7 +140,7 @@ def doc_ends(buf, lo, hi, final):
     q0 = max(1, (j0 + 7) >> 3)
     q1 = max(q0, top >> 3)
     for j in range(j0, min(top, q0 << 3)):
-        if _is_break(buf[j]) and _is_break(buf[j - 1]) and _ends_at(buf, j + 1):
+        if _ends_after_pair(buf, j):
             out[k] = j + 1
             k += 1
     q = q0
@@ -155,7 +161,7 @@ def doc_ends(buf, lo, hi, final):
                 k += 1
         q += 1
     for j in range(max(j0, q1 << 3), top):
-        if _is_break(buf[j]) and _is_break(buf[j - 1]) and _ends_at(buf, j + 1):
+        if _ends_after_pair(buf, j):
             out[k] = j + 1
             k += 1
     return out[:k]
