@@ -150,6 +150,30 @@ def test_every_short_string(which):
             assert split_text(text, which) == ORACLE[which].findall(text), repr(text)
 
 
+# Runs of ASCII letters are taken 8 bytes at a time (scanner._letters): every
+# run of 0-19 letters at each alignment, ended by each kind of neighbour (the
+# bytes just outside A-Z and a-z among them), and cut by the end of a slice
+# whose bytes go on with letters.
+NEIGHBOURS = ["", " ", "1", "@", "[", "`", "{", "'", "_", "\x7f", "é", "中", "\u0301", "·", "\n\n x"]
+
+
+@EACH
+def test_letter_runs_at_every_alignment(which):
+    for lead in ["", "+", " ", "\t", "x+", "\u00b7"]:
+        for pad in range(8):
+            for n in range(20):
+                word = "".join("AZaz"[k % 4] for k in range(n))
+                for after in NEIGHBOURS:
+                    assert_same_pieces("-" * pad + lead + word + after + " y", which)
+    raw = ("azyb" * 6 + "é").encode()
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.empty(len(buf), dtype=np.int64)
+    for start in range(9):
+        for end in range(start, len(raw) - 2):
+            n = scan(buf, start, end, ends, which)
+            assert ends[:n].tolist() == ([end] if end > start else []), (start, end)
+
+
 # -------------------------------------------------------------- hypothesis
 
 SPACES = [

@@ -61,7 +61,8 @@ how); the kernels here take its two rows as arguments, so numba's compile
 cache never freezes an old table.
 
 How it is fast. The kernels decode UTF-8 inline (the buffer always comes
-from ``str.encode``, so it is valid) and look classes up in the table; every
+from ``str.encode``, so it is valid) and look classes up in the table; runs
+of ASCII letters are taken 8 bytes at a time (``_letters``); every
 loop has one exit; the hot kernels are compiled without numba's reference
 counting (see the note above ``_NO_NRT``). ``count_pieces`` scans
 ``_BATCH`` pieces at a time, then counts them in an open-addressing table
@@ -104,6 +105,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from toktoktok.unicode_classes import (
@@ -155,6 +157,12 @@ PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT
 # (``inline="always"``), and the loop-free character helpers are left to
 # LLVM's inliner (inlining them in numba too only slows compilation).
 
+_CASE = np.uint64(0x2020202020202020)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH = np.uint64(0x8080808080808080)
+_FROM_A = np.uint64(0x1F1F1F1F1F1F1F1F)  # a byte's high bit set iff it was >= 0x61
+_PAST_Z = np.uint64(0x0505050505050505)  # ... iff it was >= 0x7B
+
 END = 256  # the "class" of the position just past the text
 
 # numba's private option for "compile without reference counting" (numba's own
@@ -201,9 +209,39 @@ def _cw(buf, i, end, cls):
     return np.int64(cls[_code_point(buf, i)]), _width(b)
 
 
+@njit(cache=True)
+def _ascii_letters(x):
+    """The high bit of each byte of the word ``x`` that is an ASCII letter, the
+    rest 0: for b"aZ1_" (0x5F315A61), 0x00008080 in the low 4 bytes.
+
+    A byte is a letter when, bit 5 set (lower case) and bit 7 cleared, it lies
+    in 0x61..0x7A and its own bit 7 was clear; the two range tests are adds
+    that set bit 7, and no byte's add can carry into the next.
+    """
+    t = (x | _CASE) & _LOW7
+    return (t + _FROM_A) & ~(t + _PAST_Z) & ~x & _HIGH
+
+
 @njit(cache=True, inline="always")
 def _letters(buf, j, end, cls):
-    """End of the letter run starting at ``j`` (``\\p{L}*``)."""
+    """End of the letter run starting at ``j`` (``\\p{L}*``).
+
+    ASCII letters are taken 8 bytes at a time (``_ascii_letters``) until a byte
+    that is not one; an ASCII byte there ends the run, any other goes on a
+    character at a time. With ``buf = b"Hello, w"``, ``_letters(buf, 0, 8, cls)``
+    is 5. One load and a count of trailing zeros instead of a loop whose exit
+    is mispredicted once a word: counting 100 MB of C source in 512 KiB
+    batches on one core went from 197 to 248 MB/s.
+    """
+    while j + 8 <= end:
+        other = ~_ascii_letters(_load8(buf, j)) & _HIGH
+        if other == 0:
+            j += 8
+            continue
+        j += np.int64(trailing_zeros(other) >> np.uint64(3))
+        if buf[j] < 0x80:
+            return j
+        break
     c, w = _cw(buf, j, end, cls)
     while c & LETTER:
         j += w
