@@ -98,11 +98,15 @@ def _zero_bytes(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pairs(words, r):
-    """0x80 in each byte of word ``r`` that is a line break just after another one
-    (the byte before may be the last of word ``r - 1``)."""
-    b = _zero_bytes(words[r] ^ _EVERY_LF) | _zero_bytes(words[r] ^ _EVERY_CR)
-    before = _zero_bytes(words[r - 1] ^ _EVERY_LF) | _zero_bytes(words[r - 1] ^ _EVERY_CR)
+def _breaks(x):
+    """0x80 in each byte of the word ``x`` that is a line break (``\\n``, ``\\r``)."""
+    return _zero_bytes(x ^ _EVERY_LF) | _zero_bytes(x ^ _EVERY_CR)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pairs(b, before):
+    """0x80 in each byte that is a line break just after another one, for a word
+    whose line breaks are ``b`` (``_breaks``) after a word whose are ``before``."""
     return b & ((b << np.uint64(8)) | (before >> np.uint64(56)))
 
 
@@ -124,7 +128,9 @@ def doc_ends(buf, lo, hi, final):
     Every end follows two line breaks in a row, so only those places are
     judged: found 8 bytes at a time (a word's line breaks as bit flags), and
     skipped 64 bytes at a time where there are none (1.2 GB of C source:
-    0.77 -> 0.55 s; a loop over every other byte before).
+    0.77 -> 0.55 s; a loop over every other byte before), each word's line
+    breaks found once and carried to the next (0.95 -> 0.78 s over 1 MiB
+    windows of the same file on a slower day).
     """
     n = len(buf)
     top = min(hi, n - 1 if final else n - 3)
@@ -144,15 +150,22 @@ def doc_ends(buf, lo, hi, final):
             out[k] = j + 1
             k += 1
     q = q0
+    last = _breaks(words[q0 - 1])  # the line breaks of word q - 1
     while q < q1:
         if q + 8 <= q1:
             found = np.uint64(0)
+            b = last
             for r in range(q, q + 8):
-                found |= _pairs(words, r)
+                a = _breaks(words[r])
+                found |= _pairs(a, b)
+                b = a
             if found == 0:
                 q += 8
+                last = b
                 continue
-        pairs = _pairs(words, q)
+        b = _breaks(words[q])
+        pairs = _pairs(b, last)
+        last = b
         while pairs:
             j = (q << 3) + np.int64(trailing_zeros(pairs) >> np.uint64(3))
             pairs &= pairs - np.uint64(1)
