@@ -39,19 +39,27 @@ demo-data: $(STAMP)
 demo: demo-data
 	$(BIN)/toktok run -c configs/demo.yaml
 
+# The timed runs start toktok processes: byte-compile the project first, as pip does for an
+# installed package (an editable install is compiled on first import, unless PYTHONDONTWRITEBYTECODE
+# is set, as on the machine of the figures in benchmarks/: 0.1-0.25 s more a process)
+COMPILE := $(BIN)/python -m compileall -q toktoktok stages
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
+	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section peers
 
 bench-memory: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
+	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section memory
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray,bench]'
+	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section scale --data $(SCALE_DATA) --reps $(SCALE_REPS)
 
 stage: $(STAMP)
