@@ -8,9 +8,9 @@ as arguments, so numba's compile cache never freezes an old table.
 What it holds: the class bits (``LETTER`` ... ``MODIFIER_OR_OTHER``) of row 0,
 the contraction letter codes (``C_S`` ... ``C_E``) of row 1, the recipe that
 derives both from ``regex``, and the cache. The ids are compiled into the
-kernels of ``scanner.py`` as constants, and numba's cache of those kernels
-is keyed by ``scanner.py`` alone: after changing an id here, touch
-``scanner.py`` (or clear its ``__pycache__``) so they are compiled again.
+kernels of ``scanner.py`` as constants; numba's cache of every kernel of the
+package is keyed by all its sources (``jit_cache``), so changing an id here
+compiles them again.
 
 How the classes are derived. Never by hand: at first use ``unicode_tables``
 runs the installed ``regex`` module over one string holding every code point

@@ -1,0 +1,108 @@
+"""numba's compile cache is keyed by all of the package's sources (toktoktok.jit_cache).
+
+numba keys a cached kernel by its own file: a kernel using code of another
+module kept running the old code after that module changed. The end-to-end
+test builds a two-module package in a temporary folder, runs its kernel in a
+fresh process, changes the other module and runs it again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import pytest
+
+import toktoktok
+from toktoktok import documents, jit_cache, merge, scanner, segment, summing, units
+
+
+def _dispatchers(module):
+    for name, obj in vars(module).items():
+        if isinstance(obj, numba.core.registry.CPUDispatcher) and inspect.getmodule(obj.py_func) is module:
+            yield name, obj
+
+
+@pytest.mark.parametrize("module", [documents, merge, scanner, segment, summing, units])
+def test_every_cached_kernel_is_keyed_by_the_package(module):
+    digest = jit_cache.source_digest(jit_cache.PACKAGE)
+    cached = [(name, d) for name, d in _dispatchers(module) if d._cache._impl is not None
+              and type(d._cache).__name__ == "FunctionCache"]
+    assert cached, module.__name__
+    for name, d in cached:
+        locator = d._cache._impl._locator
+        assert isinstance(locator, jit_cache.FolderKeyed), name
+        assert locator.get_source_stamp()[1] == digest, name
+
+
+def test_kernels_elsewhere_keep_numba_keys():
+    @numba.njit(cache=True)
+    def here(x):
+        return x + 1
+
+    assert not isinstance(here._cache._impl._locator, jit_cache.FolderKeyed)
+    assert jit_cache.keep_fresh(jit_cache.PACKAGE)  # a second call changes nothing
+    keyed = [c for c in numba.core.caching.CacheImpl._locator_classes if issubclass(c, jit_cache.FolderKeyed)]
+    assert len({(c.__name__, c.folder) for c in keyed}) == len(keyed)
+
+
+def test_digest_follows_every_file(tmp_path):
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text("not a source")
+    first = jit_cache.source_digest(tmp_path)
+    assert jit_cache.source_digest(tmp_path) == first
+    (tmp_path / "notes.txt").write_text("changed")
+    assert jit_cache.source_digest(tmp_path) == first
+    (tmp_path / "b.py").write_text("x = 2\n")
+    assert jit_cache.source_digest(tmp_path) != first
+    (tmp_path / "b.py").write_text("x = 1\n")
+    (tmp_path / "c.py").write_text("")
+    assert jit_cache.source_digest(tmp_path) != first
+
+
+PACKAGE_INIT = """
+from pathlib import Path
+from toktoktok.jit_cache import keep_fresh
+keep_fresh(Path(__file__).parent)
+"""
+KERNEL = """
+from numba import njit
+from pkgx.helper import value
+
+@njit(cache=True)
+def total():
+    return value() + 10
+"""
+HELPER = """
+from numba import njit
+
+@njit(cache=True)
+def value():
+    return {}
+"""
+
+
+def test_a_change_in_another_module_compiles_the_kernel_again(tmp_path):
+    pkg = tmp_path / "pkgx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(PACKAGE_INIT)
+    (pkg / "kernel.py").write_text(KERNEL)
+    (pkg / "helper.py").write_text(HELPER.format(1))
+    root = Path(toktoktok.__file__).resolve().parent.parent
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-c", "from pkgx.kernel import total; print(total())"],
+                              env=env, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    assert run() == "11"
+    assert any((tmp_path / "cache").rglob("*.nbi"))  # the kernel was cached
+    (pkg / "helper.py").write_text(HELPER.format(2))
+    assert run() == "12"  # numba's own keys gave 11: the cached kernel, not the helper's change
