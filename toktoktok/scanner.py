@@ -229,9 +229,12 @@ def _letters(buf, j, end, cls):
     ASCII letters are taken 8 bytes at a time (``_ascii_letters``) until a byte
     that is not one; an ASCII byte there ends the run, any other goes on a
     character at a time. With ``buf = b"Hello, w"``, ``_letters(buf, 0, 8, cls)``
-    is 5. One load and a count of trailing zeros instead of a loop whose exit
-    is mispredicted once a word: counting 100 MB of C source in 512 KiB
-    batches on one core went from 197 to 248 MB/s.
+    is 5. One load, a few adds and a count of trailing zeros per 8 bytes,
+    instead of a step and a table lookup per byte: counting 100 MB of C
+    source in 512 KiB batches on one core went from 197 to 248 MB/s. (The
+    same idea for whole pieces, every kind decided on 8 bytes' class masks,
+    was slower: 220 -> 160 MB/s branch-free, no change with branches; and
+    for punctuation runs alone, 238 -> 218.)
     """
     while j + 8 <= end:
         other = ~_ascii_letters(_load8(buf, j)) & _HIGH
