@@ -617,3 +617,25 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
     assert manifest["counts"]["replaced_chars"] == whole.count("\ufffd") - data.count("\ufffd".encode())
     assert manifest["counts"]["replaced_chars"] > 0
 
+
+
+def test_a_failed_ingest_leaves_no_summing_thread(tmp_path, monkeypatch):
+    """Ingest's summing thread stops with the stage: when a file fails half way,
+    nothing is summed (or written) after the error, and no idle thread is left
+    behind for each failed run of a long-lived process (the Python API, a Ray worker)."""
+    import threading
+
+    good = write_txt(tmp_path, "one two three\n\n" * 20_000, "a-good.txt")
+    bad = tmp_path / "b-bad.jsonl"  # fails at its last line, while it is read
+    bad.write_text("".join(json.dumps({"text": "four five six " * 50}) + "\n" for _ in range(2000)) + "{broken\n")
+
+    def summing_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name.startswith("toktoktok-sum") and t.is_alive()}
+
+    monkeypatch.setattr(routing, "TXT_READ_BYTES", 2000)  # small windows and batches: groups of
+    monkeypatch.setattr(batching, "BATCH_TEXT_CHARS", 1000)  # them are summed while the files are read
+    before = summing_threads()
+    with pytest.raises(Exception, match="b-bad.jsonl: line 2001") as failed:
+        run_ingest(tmp_path, [good, bad], "default", [], threads=2)
+    assert failed.traceback  # the failed frames (and what they hold) are still referenced here
+    assert summing_threads() <= before

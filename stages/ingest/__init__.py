@@ -48,6 +48,7 @@ chunk files); this module runs them for a phase and writes the manifest.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any
@@ -124,8 +125,7 @@ def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: T
     counters). A bad file is skipped with ``on_bad_file: skip``: what it had
     counted is taken back out of the tally unless part of it was already written."""
     held_files: list[int] = []  # the file of each held-out unit
-    with Workers(cfg) as pool:
-        batcher = Batcher(cfg, chunker, pool)
+    with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
         for index, (src, path) in enumerate(files):
             held_before, counted_before = len(heldout), dataclasses.replace(tally)
             try:

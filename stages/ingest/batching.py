@@ -326,6 +326,12 @@ class Batcher:
         self.drain()
         return self.chunker.drop(file_index)  # drain waited for the summing thread
 
+    def close(self) -> None:
+        """Stop the summing thread (a step not started yet is dropped, a running one
+        ends first), so that nothing is summed or written after the stage stops."""
+        if self.summer is not None:
+            self.summer.shutdown(wait=True, cancel_futures=True)
+
     def drain(self) -> None:
         """Count and sum everything sent; the chunker is then up to date."""
         self.send()

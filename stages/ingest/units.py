@@ -65,8 +65,8 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     heldout: list[str] = []
     keys: list[tuple[int, int]] = []
     pool = ThreadPoolExecutor(threads) if threads > 1 and has_scanner(cfg.pattern) else None
+    batcher = Batcher(cfg, chunker, pool)
     try:
-        batcher = Batcher(cfg, chunker, pool)
         try:
             ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span,
                         held_keys=keys)
@@ -82,6 +82,7 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        batcher.close()
     tally.forced_cuts += batcher.forced_cuts
     tally.heldout_bytes -= heldout_before
     table = chunker.done if chunker.done is not None else counts.SCHEMA.empty_table()
