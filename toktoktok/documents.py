@@ -152,27 +152,29 @@ def doc_ends(buf, lo, hi, final):
     q = q0
     last = _breaks(words[q0 - 1])  # the line breaks of word q - 1
     while q < q1:
-        if q + 8 <= q1:
+        stop = min(q + 8, q1)  # a block of 8 words: skipped whole, or judged word by word
+        if stop == q + 8:
             found = np.uint64(0)
             b = last
-            for r in range(q, q + 8):
+            for r in range(q, stop):
                 a = _breaks(words[r])
                 found |= _pairs(a, b)
                 b = a
             if found == 0:
-                q += 8
+                q = stop
                 last = b
                 continue
-        b = _breaks(words[q])
-        pairs = _pairs(b, last)
-        last = b
-        while pairs:
-            j = (q << 3) + np.int64(trailing_zeros(pairs) >> np.uint64(3))
-            pairs &= pairs - np.uint64(1)
-            if _ends_at(buf, j + 1):
-                out[k] = j + 1
-                k += 1
-        q += 1
+        while q < stop:
+            b = _breaks(words[q])
+            pairs = _pairs(b, last)
+            last = b
+            while pairs:
+                j = (q << 3) + np.int64(trailing_zeros(pairs) >> np.uint64(3))
+                pairs &= pairs - np.uint64(1)
+                if _ends_at(buf, j + 1):
+                    out[k] = j + 1
+                    k += 1
+            q += 1
     for j in range(max(j0, q1 << 3), top):
         if _ends_after_pair(buf, j):
             out[k] = j + 1

@@ -13,6 +13,7 @@ those of the whole file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -65,24 +66,23 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     heldout: list[str] = []
     keys: list[tuple[int, int]] = []
     pool = ThreadPoolExecutor(threads) if threads > 1 and has_scanner(cfg.pattern) else None
-    batcher = Batcher(cfg, chunker, pool)
     try:
-        try:
-            ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span,
-                        held_keys=keys)
-            batcher.file_done()
-            batcher.drain()
-        except (SourceError, FileNotFoundError) as exc:
-            if cfg.on_bad_file == "fail":
-                raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
-            batcher.discard(index)
-            bad = Tally()
-            bad.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": False})
-            return UnitResult(counts.SCHEMA.empty_table(), bad, [], {}, peak_rss_kb=own_peak_kb())
+        with contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:  # as ingest._read_all
+            try:
+                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span,
+                            held_keys=keys)
+                batcher.file_done()
+                batcher.drain()
+            except (SourceError, FileNotFoundError) as exc:
+                if cfg.on_bad_file == "fail":
+                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+                batcher.discard(index)
+                bad = Tally()
+                bad.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": False})
+                return UnitResult(counts.SCHEMA.empty_table(), bad, [], {}, peak_rss_kb=own_peak_kb())
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        batcher.close()
     tally.forced_cuts += batcher.forced_cuts
     tally.heldout_bytes -= heldout_before
     table = chunker.done if chunker.done is not None else counts.SCHEMA.empty_table()
