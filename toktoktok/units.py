@@ -250,7 +250,7 @@ class Splitter:
         self.doc = origin  # where the open document starts
         self.unit = origin  # where the open unit starts
         self.resolved = origin  # grid points up to here are resolved (in the open document)
-        self.doc_ends: list[int] = []  # known document ends not handed out yet
+        self.doc_ends = np.zeros(0, dtype=np.int64)  # known document ends not handed out yet
         self.documents = self.units = self.over_bound = 0
         self.started = False  # whether the open document has a byte
 
@@ -261,16 +261,18 @@ class Splitter:
         are the documents that end in it (the last one at the final window)."""
         if not self.cut:
             return self._pass(data, ends, final)
-        self.doc_ends += (ends + (self.base + len(self.buf))).tolist()
+        if len(ends):  # numpy throughout, never a Python int per document (1.86 million in 1.2 GB of C)
+            fresh = np.asarray(ends, dtype=np.int64) + (self.base + len(self.buf))
+            self.doc_ends = np.concatenate((self.doc_ends, fresh)) if len(self.doc_ends) else fresh
         keep = max(self.base, self.done - self.margin)
         self.buf = b"".join((memoryview(self.buf)[keep - self.base :], data))
         self.base = keep
         avail = self.base + len(self.buf)
         array = np.frombuffer(self.buf, dtype=np.uint8)
-        out: list[int] = []
+        out: list[np.ndarray] = []
         documents = self._small_documents(out)
         while True:
-            e = self.doc_ends[0] if self.doc_ends else None
+            e = int(self.doc_ends[0]) if len(self.doc_ends) else None
             top = e if e is not None else avail
             if top - self.doc > self.bound:  # a large document: resolve its grid points
                 if e is not None and e + self.margin > avail and not final:
@@ -285,10 +287,11 @@ class Splitter:
                     self.resolved = last
             if e is None:
                 break
-            self.doc_ends.pop(0)
+            self.doc_ends = self.doc_ends[1:]
             self._end_unit(e, out)
             documents += 1
             self.doc = self.resolved = e
+            documents += self._small_documents(out)
         hand = max(self.done, self.resolved)
         if final:
             hand = avail
@@ -296,32 +299,33 @@ class Splitter:
                 documents += 1
             if avail > self.unit:
                 self._end_unit(avail, [])  # counted; the caller closes the file's last unit
+        unit_ends = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
         window = UnitWindow(memoryview(self.buf)[self.done - self.base : hand - self.base],
-                            np.asarray(out, dtype=np.int64) - self.done, self.done, documents)
+                            unit_ends - self.done, self.done, documents)
         self.documents += documents
         self.done = hand
         return window
 
-    def _small_documents(self, out: list[int]) -> int:
+    def _small_documents(self, out: list[np.ndarray]) -> int:
         """The known documents up to the first larger than the bound, ended at once
         (one Python step per document cost 0.4 s per 100 MB of code); how many."""
-        if not self.doc_ends or self.resolved != self.doc:
+        if not len(self.doc_ends) or self.resolved != self.doc:
             return 0
-        ends = np.asarray(self.doc_ends, dtype=np.int64)
+        ends = self.doc_ends
         sizes = np.diff(ends, prepend=self.doc)
         large = np.flatnonzero(sizes > self.bound)
         k = int(large[0]) if len(large) else len(ends)
         if k:
-            out += self.doc_ends[:k]
+            out.append(ends[:k])
             self.units += k
-            self.unit = self.doc = self.resolved = self.doc_ends[k - 1]
-            del self.doc_ends[:k]
+            self.unit = self.doc = self.resolved = int(ends[k - 1])
+            self.doc_ends = ends[k:]
         return k
 
-    def _end_unit(self, end: int, out: list[int]) -> None:
+    def _end_unit(self, end: int, out: list[np.ndarray]) -> None:
         self.units += 1
         self.over_bound += end - self.unit > self.bound
-        out.append(end)
+        out.append(np.array([end], dtype=np.int64))
         self.unit = end
 
     def _pass(self, data: memoryview | bytes, ends: np.ndarray, final: bool) -> UnitWindow:
