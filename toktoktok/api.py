@@ -358,10 +358,9 @@ def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -
 def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
     """Merges on the inventory sorted by piece (as the train stage sorts it: pieces
     that share a pair sit close together); the special-token ids after them."""
-    import pyarrow.compute as pc
-
     from toktoktok.counts import inventory
     from toktoktok.merge import train_phase
+    from toktoktok.piece_order import sort_table
     from toktoktok.vocab import Vocab, special_ids
     from toktoktok.warm_start import load_base
 
@@ -371,7 +370,7 @@ def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict
         vocab, kept = base.vocab, base.special_tokens
     else:
         vocab, kept = Vocab.initial(hardcoded=settings["hardcoded_merges"]), {}
-    buf, off, counts = inventory(table.take(pc.sort_indices(table, [("piece", "ascending")])))
+    buf, off, counts = inventory(sort_table(table))
     result = train_phase(vocab, buf, off, counts, merges=merges, min_frequency=settings["min_frequency"],
                          max_token_bytes=settings["max_token_bytes"])
     specials = special_ids(settings["special_tokens"], len(result.vocab), kept=kept,

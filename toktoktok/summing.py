@@ -211,29 +211,6 @@ def _offsets(meta, n):
     return off
 
 
-@njit(cache=True)
-def _in_order(buf, off):
-    for p in range(len(off) - 2):
-        a, b = off[p], off[p + 1]
-        n, m = b - a, off[p + 2] - b
-        k = 0
-        while k < n and k < m and buf[a + k] == buf[b + k]:
-            k += 1
-        if (buf[a + k] > buf[b + k]) if (k < n and k < m) else n > m:
-            return False
-    return True
-
-
-def pieces_sorted(buf: np.ndarray, off: np.ndarray) -> bool:
-    """Whether pieces ``buf[off[p]:off[p+1]]`` are in ascending byte order (one pass, no sort).
-
-        >>> ab, ba = np.frombuffer(b"aab", np.uint8), np.frombuffer(b"ba", np.uint8)
-        >>> pieces_sorted(ab, np.array([0, 1, 3])), pieces_sorted(ba, np.array([0, 1, 2]))
-        (True, False)
-    """
-    return bool(_in_order(buf, np.asarray(off, dtype=np.int64)))
-
-
 class RunningSum:
     """Count tables added one by one; ``table()`` is their sum (first-added order).
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 from stages.ingest.chunking import Chunker
 from stages.ingest_worker import PatternTimeout, count_in_worker, ignore_sigint
 from stages.workdir import resolve_threads
-from toktoktok import counts, documents, scanner
+from toktoktok import counts, documents, piece_order, scanner
 from toktoktok.config import Config
 from toktoktok.config import batch_chars as config_batch_chars
 from toktoktok.patterns import Pattern
@@ -143,6 +143,7 @@ def load_kernels(cfg: Config) -> None:
     documents.doc_ends(data, 0, len(data), True)
     documents.last_break_cut(data, 0, len(data) - 3)
     documents.valid_utf8(data)
+    piece_order.sorted_table(data, np.array([0, 2, 3]), np.array([1, 1]))  # the chunk files' sort
     if has_scanner(cfg.pattern):
         tables = GroupTables()
         count_into([b"a b", "c"], scanner.PATTERN_IDS[cfg.pattern.name], (), tables, 0, 1)

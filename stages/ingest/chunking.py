@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from stages import artifacts
 from toktoktok.config import Config
+from toktoktok.piece_order import sorted_table
 from toktoktok.summing import RunningSum
 
 CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
@@ -71,7 +72,7 @@ class Chunker:
             else:
                 self._file.add(table)
         if self._file.table_bytes > self.limit:
-            self._write(self._file.table())
+            self._write(self._file)
             self.flushed_files.add(file_index)
             self._file = RunningSum()
 
@@ -91,12 +92,12 @@ class Chunker:
 
     def flush(self) -> None:
         if self._done.rows:
-            self._write(self._done.table())
+            self._write(self._done)
         self._done = RunningSum()
 
-    def _write(self, table: pa.Table) -> None:
+    def _write(self, total: RunningSum) -> None:
         name = f"chunk-{len(self.outputs):05d}.arrow"
-        table = table.take(pc.sort_indices(table, [("piece", "ascending")]))
+        table = sorted_table(*total.arrays())
         self.outputs.append(artifacts.write_ipc(self.folder / name, table.cast(CHUNK_SCHEMA)))
-        self.pieces += int(pa.compute.sum(table["count"]).as_py() or 0)
+        self.pieces += int(pc.sum(table["count"]).as_py() or 0)
 
