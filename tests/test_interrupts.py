@@ -38,12 +38,14 @@ SLOW_PATTERN = r"(?:a|aa)+b|\s+|[^\sa]+|a"
 
 
 def _interrupted(result) -> str:
-    if result.code == -signal.SIGINT:  # before Python ran any of toktoktok: nothing done (a shell says 130)
-        # nothing said, or Python's own traceback of the entry script's first import, in which no line of
+    if result.code in (-signal.SIGINT, 1) and result.out == "" and "interrupted" not in result.err and (
+            result.err == "" or result.err.rstrip().endswith(("KeyboardInterrupt", "KeyboardInterrupt:"))):
+        # before Python ran any of toktoktok: nothing done. Killed by the signal (a shell says 130), or exit 1
+        # when it came while the interpreter itself started (its site module reading the editable install's
+        # .pth, or setting up __main__): nothing said, or Python's own traceback, in which no line of
         # toktoktok's ran yet (the import machinery finding the package: a few milliseconds)
         frames = [line for line in result.err.splitlines() if line.strip().startswith("File ")]
-        assert result.out == "" and all("/stages/" not in f and "/toktoktok/" not in f for f in frames), result
-        assert result.err == "" or result.err.rstrip().endswith("KeyboardInterrupt"), result
+        assert all("/stages/" not in f and "/toktoktok/" not in f for f in frames), result
         return ""
     if result.code == 1 and result.err.startswith("Fatal Python error: init_"):  # the interpreter's own start
         assert "KeyboardInterrupt" in result.err, result  # (its first milliseconds, before any of our code)

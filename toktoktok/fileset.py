@@ -38,10 +38,13 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from toktoktok.atomic import atomic_write_bytes
+
+T = TypeVar("T")
 
 NEW, OLD = ".publish-new", ".publish-old"
 STOP_AFTER = "TOKTOKTOK_PUBLISH_STOP_AFTER"  # test hook: SIGSTOP itself after this many renames
@@ -191,5 +194,21 @@ def interrupts_held() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def uninterrupted(work: Callable[[], T]) -> T:
+    """``work()`` with Ctrl-C held back until it returns, then raised as
+    KeyboardInterrupt: for numba loading (or compiling) its kernels, where a
+    Ctrl-C inside llvmlite leaves an object half made whose destructor prints
+    a traceback when the process exits after its one-line message.
+
+        >>> uninterrupted(lambda: 2 + 2)
+        4
+    """
+    with interrupts_held() as came:
+        result = work()
+    if came:
+        raise KeyboardInterrupt
+    return result
 
 

@@ -62,6 +62,7 @@ from stages.ingest.routing import Tally, ingest_file
 from stages.progress import Progress
 from toktoktok import sampling
 from toktoktok.config import Config, Phase
+from toktoktok.fileset import uninterrupted
 from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import SourceError
 
@@ -170,7 +171,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
                       f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
     artifacts.begin(folder)
     loading = time.perf_counter()
-    load_kernels(cfg)  # numba's compiled code, from its cache: timed apart, as train does
+    uninterrupted(lambda: load_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
     loaded = time.perf_counter()
     tally, heldout = Tally(), []
     chunker = Chunker(folder, chunk_bytes(cfg))
