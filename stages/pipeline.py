@@ -65,18 +65,23 @@ def locked(cfg: Config) -> Iterator[None]:
         os.close(fd)
 
 
+def _import_stages() -> tuple[Any, Any]:
+    """Import numba and every stage's module; returns numba and ``stages.workdir``."""
+    import numba
+
+    from stages import export, ingest, report, train, workdir  # noqa: F401 - imported here, under the hold
+
+    return numba, workdir
+
+
 def _prepare(cfg: Config, progress: Progress) -> Config:
     """Check what can be checked before work starts; returns the config every
     stage then uses, with each phase's merges known (``vocab_size`` fitted)."""
-    from toktoktok.fileset import interrupts_held
+    from toktoktok.fileset import uninterrupted
 
-    with interrupts_held() as came:  # a Ctrl-C inside an import can leave a module half made (numba's
-        import numba  # own import code swallows it): it is held until the imports are done
-
-        from stages import export, ingest, report, train, workdir  # noqa: F401 - imported here, under the hold
-    if came:
-        raise KeyboardInterrupt
-
+    # a Ctrl-C inside an import can leave a module half made (numba's own import code
+    # swallows it): it is held until the imports are done
+    numba, workdir = uninterrupted(_import_stages)
     cfg, warnings = workdir.check_ready(cfg)
     for warning in warnings:
         progress.note(f"warning: {warning}")
