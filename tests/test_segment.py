@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import base64
 
+import numpy as np
 import pytest
 import tiktoken
 from hypothesis import given, settings, strategies as st
@@ -12,7 +13,15 @@ from hypothesis import given, settings, strategies as st
 from tests.helpers import SHARED, as_inventory, piece_counts, stdlib_text
 from toktoktok.merge import train_reference
 from toktoktok.patterns import DEFAULT_PATTERN
-from toktoktok.segment import segment_pieces, segment_reference
+from toktoktok.segment import (
+    SHORT_PIECE,
+    segment_one,
+    segment_pieces,
+    segment_reference,
+    segment_short,
+    short_ranks,
+    token_table,
+)
 from toktoktok.vocab import Vocab
 
 
@@ -80,3 +89,37 @@ def test_cl100k_matches_tiktoken():
     pieces = sorted(piece_counts(text, DEFAULT_PATTERN))
     for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
         assert seg == enc._encode_single_piece(piece), piece
+
+
+def _both_paths(vocab: Vocab, piece: bytes) -> tuple[list[int], list[int]]:
+    """A piece segmented by the heap (``segment_one``) and by the scan (``segment_short``)."""
+    table = token_table(vocab)
+    short = short_ranks(table, vocab.buf, vocab.off)
+    buf = np.frombuffer(piece, dtype=np.uint8)
+    out = np.empty(len(piece) + 1, dtype=np.int64)
+    scratch = np.empty(7 * len(piece) + 5, dtype=np.int64)
+    n = segment_one(table, vocab.buf, vocab.off, short, buf, 0, len(piece), out, scratch)
+    heap = out[:n].tolist()
+    n = segment_short(table, vocab.buf, vocab.off, short, buf, 0, len(piece), out, scratch)
+    return heap, out[:n].tolist()
+
+
+def test_scan_and_heap_agree(trained):
+    """Short pieces take the scan, long ones the heap: both give tiktoken's parts,
+    here on the same pieces, on either side of ``SHORT_PIECE``."""
+    vocab, enc = trained
+    pieces = sorted(piece_counts(stdlib_text(), DEFAULT_PATTERN))[::7]
+    pieces += [b"a" * (SHORT_PIECE + 1), b" " * SHORT_PIECE, b"\n" * 3 + b" " * 40, b"ab" * 20]
+    for piece in pieces:
+        heap, scan = _both_paths(vocab, piece)
+        assert heap == scan == enc._encode_single_piece(piece), piece
+
+
+def test_vocabulary_without_some_bytes():
+    """A vocabulary missing a byte: neither path invents a rank for it, and the
+    pairs around it still join as tiktoken's rule says."""
+    ranks = {bytes([b]): b for b in range(256) if b != ord("q")} | {b"ab": 300, b"qa": 301}
+    vocab = Vocab.from_ranks(ranks)
+    heap, scan = _both_paths(vocab, b"qab")
+    assert heap == scan
+    assert scan[1:] == [300] and scan[0] not in ranks.values()

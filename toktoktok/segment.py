@@ -10,8 +10,13 @@ in plain Python, quadratic and obviously correct: the oracle of the tests.
     [258, 100]
 
 ``segment_pieces`` does the same for a whole inventory of pieces in numba, in
-parallel over pieces, with a min-heap per piece so that a piece of a million
-bytes costs n log n rather than n². Because parts are contiguous spans of the
+parallel over pieces. A piece of up to ``SHORT_PIECE`` bytes finds its
+lowest-ranked pair by scanning its parts, as tiktoken does; a longer one keeps
+a min-heap, so that a piece of a million bytes costs n log n rather than n².
+Its single bytes and byte pairs are read from an array (``short_ranks``).
+The 943,185 pieces of 1.2 GB of C source, with the 65,536 ranks learned from
+them, took 0.74 s of CPU with a heap for every piece and table look-ups for
+the bytes and pairs, 0.49 s so. Because parts are contiguous spans of the
 piece, "is the joined pair a token" is a hash lookup of a span of the piece's
 own bytes: no pair table is needed, and a vocabulary from anywhere (a warm
 start whose tokens were not built by our merges) works the same way.
@@ -148,27 +153,51 @@ def _heap_pop(heap: np.ndarray, size: int) -> int:
 
 
 @njit(cache=True)
-def segment_one(table, tok_buf, tok_off, buf, start, end, out, scratch) -> int:
+def short_ranks(table, tok_buf, tok_off) -> np.ndarray:
+    """The ranks of every 1-byte and 2-byte span, looked up once: entry ``b`` is
+    byte b's rank, entry ``256 + (b0 << 8 | b1)`` the rank of bytes b0 b1
+    (``NO_TOKEN`` where the bytes are no token).
+
+    A piece's first look-ups are all of single bytes and byte pairs: read from
+    here, they cost an array read instead of a hash and a compare.
+    """
+    out = np.empty(256 + 65536, dtype=np.int64)
+    span = np.empty(2, dtype=np.uint8)
+    for b in range(256):
+        span[0] = b
+        out[b] = table_lookup(table, tok_buf, tok_off, span, 0, 1)
+    for b in range(65536):
+        span[0] = b >> 8
+        span[1] = b & 0xFF
+        out[256 + b] = table_lookup(table, tok_buf, tok_off, span, 0, 2)
+    return out
+
+
+@njit(cache=True)
+def segment_one(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -> int:
     """Segment ``buf[start:end]`` into ranks written to ``out``; returns their count.
 
-    ``scratch`` is an int64 array of at least ``6 * (end - start) + 4`` entries,
-    used as: ``nxt`` (start of the next part, n at the end, -1 once absorbed),
-    ``prv`` (start of the previous part, -1 at the front), ``pair_rank`` (rank
-    of the part joined with its successor), and the heap (3n: n - 1 initial
-    pairs plus at most two pushes a join).
+    ``short`` is ``short_ranks`` of the same vocabulary. ``scratch`` is an
+    int64 array of at least ``7 * (end - start) + 5`` entries, used as:
+    ``nxt`` (start of the next part, n at the end, -1 once absorbed), ``prv``
+    (start of the previous part, -1 at the front), ``pair_rank`` (rank of the
+    part joined with its successor), ``part_rank`` (rank of the part starting
+    there), and the heap (3n: n - 1 initial pairs plus at most two pushes a join).
     """
     n = end - start
     nxt = scratch[0 : n + 1]
     prv = scratch[n + 1 : 2 * n + 2]
     pair_rank = scratch[2 * n + 2 : 3 * n + 3]
-    heap = scratch[3 * n + 3 :]
+    part_rank = scratch[3 * n + 3 : 4 * n + 4]
+    heap = scratch[4 * n + 4 :]
     size = 0
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
         pair_rank[i] = NO_TOKEN
+        part_rank[i] = short[buf[start + i]]
     for i in range(n - 1):
-        r = table_lookup(table, tok_buf, tok_off, buf, start + i, start + i + 2)
+        r = short[256 + ((np.int64(buf[start + i]) << 8) | np.int64(buf[start + i + 1]))]
         pair_rank[i] = r
         if r != NO_TOKEN:
             size = _heap_push(heap, size, (r << 32) | i)
@@ -178,6 +207,7 @@ def segment_one(table, tok_buf, tok_off, buf, start, end, out, scratch) -> int:
         i = item & 0xFFFFFFFF
         if nxt[i] < 0 or pair_rank[i] != (item >> 32):
             continue  # stale: i was absorbed, or its pair changed since
+        part_rank[i] = pair_rank[i]  # the joined bytes' rank, found when the pair was looked up
         j = nxt[i]
         k = nxt[j]
         nxt[i] = k
@@ -199,14 +229,62 @@ def segment_one(table, tok_buf, tok_off, buf, start, end, out, scratch) -> int:
     count = 0
     i = 0
     while i < n:
-        out[count] = table_lookup(table, tok_buf, tok_off, buf, start + i, start + nxt[i])
+        out[count] = part_rank[i]
         count += 1
         i = nxt[i]
     return count
 
 
+SHORT_PIECE = 32  # pieces up to this many bytes are segmented by scanning, not with a heap
+
+
+@njit(cache=True)
+def segment_short(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -> int:
+    """``segment_one`` for a short piece: the same rule, the lowest-ranked pair
+    found by a scan of the parts (as tiktoken does) instead of a heap.
+
+    ``scratch`` holds at least ``3 * (end - start) + 3`` int64 entries.
+    """
+    n = end - start
+    pos = scratch[0 : n + 1]  # start of part k; pos[m] = n
+    pair = scratch[n + 1 : 2 * n + 2]  # rank of parts k and k + 1 joined
+    part = scratch[2 * n + 2 : 3 * n + 3]  # rank of part k
+    for k in range(n):
+        pos[k] = k
+        part[k] = short[buf[start + k]]
+    pos[n] = n
+    for k in range(n - 1):
+        pair[k] = short[256 + ((np.int64(buf[start + k]) << 8) | np.int64(buf[start + k + 1]))]
+    m = n
+    while m > 1:
+        best = NO_TOKEN
+        at = -1
+        for k in range(m - 1):
+            if pair[k] < best:
+                best = pair[k]
+                at = k
+        if at < 0:
+            break
+        part[at] = best
+        for k in range(at + 1, m - 1):
+            pos[k] = pos[k + 1]
+            pair[k] = pair[k + 1]
+            part[k] = part[k + 1]
+        pos[m - 1] = pos[m]
+        m -= 1
+        if at + 1 < m:
+            pair[at] = table_lookup(table, tok_buf, tok_off, buf, start + pos[at], start + pos[at + 2])
+        else:
+            pair[at] = NO_TOKEN
+        if at > 0:
+            pair[at - 1] = table_lookup(table, tok_buf, tok_off, buf, start + pos[at - 1], start + pos[at + 1])
+    for k in range(m):
+        out[k] = part[k]
+    return m
+
+
 @njit(cache=True, parallel=True)
-def _segment_all(table, tok_buf, tok_off, buf, off, sym, lens, n_blocks):
+def _segment_all(table, tok_buf, tok_off, short, buf, off, sym, lens, n_blocks):
     """Segment every piece ``buf[off[w]:off[w+1]]`` into ``sym[off[w]:]``, ``lens[w]``."""
     n_words = len(off) - 1
     per_block = (n_words + n_blocks - 1) // n_blocks
@@ -216,10 +294,13 @@ def _segment_all(table, tok_buf, tok_off, buf, off, sym, lens, n_blocks):
         longest = 0
         for w in range(lo, hi):
             longest = max(longest, off[w + 1] - off[w])
-        scratch = np.empty(6 * longest + 4, dtype=np.int64)
+        scratch = np.empty(7 * longest + 5, dtype=np.int64)
         out = np.empty(longest + 1, dtype=np.int64)
         for w in range(lo, hi):
-            c = segment_one(table, tok_buf, tok_off, buf, off[w], off[w + 1], out, scratch)
+            if off[w + 1] - off[w] <= SHORT_PIECE:
+                c = segment_short(table, tok_buf, tok_off, short, buf, off[w], off[w + 1], out, scratch)
+            else:
+                c = segment_one(table, tok_buf, tok_off, short, buf, off[w], off[w + 1], out, scratch)
             for k in range(c):
                 sym[off[w] + k] = out[k]
             lens[w] = c
@@ -241,5 +322,7 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
     lens = np.zeros(len(off) - 1, dtype=np.int32)
     if len(off) > 1:
         blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
-        _segment_all(token_table(vocab), vocab.buf, vocab.off, buf, off, sym, lens, blocks)
+        table = token_table(vocab)
+        short = short_ranks(table, vocab.buf, vocab.off)
+        _segment_all(table, vocab.buf, vocab.off, short, buf, off, sym, lens, blocks)
     return sym, lens
