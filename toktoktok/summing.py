@@ -242,6 +242,13 @@ class RunningSum:
         return 16 * self._rows + self._used
 
     @property
+    def hashed(self) -> tuple[int, int]:
+        """(rows, piece bytes) in the hash table now: ``rows`` and ``table_bytes``
+        without first adding the pieces of 1 or 2 bytes ``count`` set apart
+        (the size a table of the next text of this kind starts at)."""
+        return self._rows, self._used
+
+    @property
     def nbytes(self) -> int:
         short = self._short.nbytes if self._short is not None else 0
         return self._table.nbytes + self._meta.nbytes + self._arena.nbytes + short
@@ -328,8 +335,23 @@ class RunningSum:
             self.add_arrays(*other.arrays())
 
     def longest(self) -> int:
-        """Bytes of the longest piece (0 for none)."""
-        return int(self._meta[: self._rows, W_LEN].max()) if self.rows else 0
+        """Bytes of the longest piece (0 for none), without adding the short pieces
+        set apart to the rows (that is left to whoever reads the sum).
+
+            >>> s = RunningSum()
+            >>> s.count(np.frombuffer(b"a bc", np.uint8), np.array([0, 4]), 0)
+            >>> s.longest(), s.hashed, s.rows
+            (3, (1, 3), 2)
+            >>> t = RunningSum()
+            >>> t.count(np.frombuffer(b"ab", np.uint8), np.array([0, 2]), 0)
+            >>> t.longest(), t.hashed
+            (2, (0, 0))
+        """
+        hashed = int(self._meta[: self._rows, W_LEN].max()) if self._rows else 0
+        if self._short is None or hashed >= 2:
+            return hashed
+        keys = np.flatnonzero(self._short)
+        return max(hashed, 2 if len(keys) and keys[-1] >= 256 else 1 if len(keys) else 0)
 
     def _grow_table(self) -> None:
         slots = 2 * len(self._table)

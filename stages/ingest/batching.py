@@ -100,7 +100,9 @@ class GroupTables:
         with self._lock:
             tables = self._tables.pop(group, {})
             for thread, table in tables.items():
-                self._sizes[thread] = (table.rows, table.table_bytes - 16 * table.rows)
+                # the size the counting filled (not ``rows``: adding the short pieces
+                # is the summing thread's work, and took 0.17 s of this thread's at 1.2 GB)
+                self._sizes[thread] = table.hashed
             return list(tables.values())
 
 
