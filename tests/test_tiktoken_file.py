@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
+import random
+import re
 import shutil
 from pathlib import Path
 
@@ -11,8 +13,15 @@ import pytest
 
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.tiktoken_file import (
+    MAX_RANK,
     TiktokenFileError,
+    _check_pairs,
+    _parse_lines,
+    _parse_whole,
+    _plainly_valid,
+    parse_tiktoken_bytes,
     read_tiktoken,
+    validate_ranks,
     validate_special_tokens,
     write_tiktoken,
 )
@@ -189,6 +198,104 @@ def test_corrupt_gzip(tmp_path: Path) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     expect_error(tmp_path / "nope.tiktoken", None, "cannot read")
+
+
+# --- the bulk parser agrees with the line parser -----------------------------
+
+
+def outcome(parse, data: bytes) -> object:
+    """What a parser makes of ``data``: the ranks with their order, or the error's text."""
+    try:
+        return list(parse(data).items())
+    except TiktokenFileError as e:
+        return str(e)
+
+
+def both_outcomes(data: bytes) -> tuple[object, object]:
+    return outcome(parse_tiktoken_bytes, data), outcome(lambda d: _parse_lines(d, "<bytes>"), data)
+
+
+BAD_TAILS = [
+    "YWI 256\n", "YW!= 256\n", "-_8= 256\n", "YWI= abc\n", "YWI= 2.5\n", "YWI= +7\n", "YWI= -3\n",
+    "YWI= 4294967295\n", "YWI=  256\n", "YWI=\t256\n", "YWI=\n", "YWI= 256 7\n", " 256\n", "YWI= \n",
+    "YWI= 256\r\n", "\n", "YWI= \u0661\n", "YWI= 1" + "0" * 5000 + "\n", "YWI=== 256\n", "YWJj= 256\n",
+    "=YWI 256\n", "YWI= 256\x00\n", "QQ== 300\n", "YWI= 65\n", "YWI= 0256\n", "YWI= 256\nYWI 257",
+]
+
+
+@pytest.mark.parametrize("tail", BAD_TAILS)
+def test_bulk_parser_agrees_with_line_parser(tail: str) -> None:
+    """Every kind of line, good or bad, at the end of a file or inside it."""
+    for data in ((byte_lines() + tail).encode(), (tail + byte_lines()).encode(), (byte_lines() + tail).encode()[:-1]):
+        fast, slow = both_outcomes(data)
+        assert fast == slow
+
+
+def test_bulk_parser_takes_well_formed_files() -> None:
+    data = (byte_lines() + line(b"ab", 256) + line(b"xyz", MAX_RANK)).encode()
+    assert _parse_whole(data) == _parse_lines(data, "x") == parse_tiktoken_bytes(data)
+    assert _parse_whole(data[:-1]) == _parse_lines(data, "x")  # no final newline
+    assert _parse_whole(data.replace(b"\n", b"\r\n")) is None  # CRLF: the line parser's
+    assert _parse_whole(b"") is None and _parse_whole(b"\n") is None
+
+
+def test_bulk_parser_agrees_on_random_damage() -> None:
+    """Random bytes replaced, inserted or deleted in a small valid file: both parsers
+    give the same ranks or the same error."""
+    rng = random.Random(7)
+    good = (byte_lines() + line(b"ab", 256) + line(b"abc", 257)).encode()
+    alphabet = b"AQWI=+/09 \n\r\t-\x00\xff5"
+    fast_taken = 0
+    for _ in range(3000):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            what = rng.random()
+            if what < 0.4:
+                data[at] = rng.choice(alphabet)
+            elif what < 0.7:
+                data.insert(at, rng.choice(alphabet))
+            else:
+                del data[at]
+        fast, slow = both_outcomes(bytes(data))
+        assert fast == slow, bytes(data)
+        fast_taken += _parse_whole(bytes(data)) is not None
+    assert fast_taken > 30  # the bulk path was exercised, not only the fallback
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [(b"a", 0), (b"b", 1)],
+        [(b"a", 0), (b"a", 1)],
+        [(b"a", 0), (b"b", 0)],
+        [(b"a", 0), (b"", 1)],
+        [(b"a", 0), ("b", 1)],
+        [(b"a", 0), (b"b", True)],
+        [(b"a", 0), (b"b", 1.0)],
+        [(b"a", 0), (b"b", -1)],
+        [(b"a", 0), (b"b", MAX_RANK + 1)],
+        [(b"a", 0), (bytearray(b"b"), 1)],
+        [(b"a", 0), (b"b", 1, 2)],
+        [(b"a", 0), (b"b",)],
+        [],
+    ],
+)
+def test_bulk_pair_check_agrees_with_one_at_a_time(pairs: list) -> None:
+    """``_plainly_valid`` takes only what ``_check_pairs`` takes, with the same tokens."""
+    fast = _plainly_valid(pairs)
+    try:
+        slow: object = set(_check_pairs(pairs))
+    except (ValueError, TypeError) as e:
+        slow = type(e)
+    assert fast is None or fast == slow
+
+
+def test_validate_ranks_sorts_and_checks() -> None:
+    vocab = byte_vocab() | {b"ab": 256}
+    assert validate_ranks(vocab) == sorted(vocab.items(), key=lambda p: p[1])
+    with pytest.raises(ValueError, match=re.escape("rank 5 is given to two tokens: b'\\xfa' and b'cd'")):
+        validate_ranks(list(vocab.items()) + [(b"cd", 5)])
 
 
 # --- write-side validation ---------------------------------------------------

@@ -43,8 +43,11 @@ import gzip
 import os
 import zlib
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from operator import itemgetter
 from pathlib import Path
 
+import numpy as np
 import zstandard
 
 from toktoktok.atomic import atomic_write_bytes
@@ -52,6 +55,7 @@ from toktoktok.atomic import atomic_write_bytes
 MAX_RANK = 2**32 - 2
 """The highest rank tiktoken can hold (``u32``; ``u32::MAX`` is a sentinel)."""
 
+_SINGLE_BYTES = [bytes([b]) for b in range(256)]
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -88,8 +92,9 @@ def missing_single_bytes(tokens: Iterable[bytes]) -> list[int]:
     >>> missing_single_bytes([bytes([b]) for b in range(2, 256)])
     [0, 1]
     """
-    present = {t[0] for t in tokens if len(t) == 1}
-    return [b for b in range(256) if b not in present]
+    if not isinstance(tokens, (Mapping, AbstractSet)):  # a dict or set is looked up as it is: 256 lookups
+        tokens = {t for t in tokens if len(t) == 1}
+    return [b for b, single in enumerate(_SINGLE_BYTES) if single not in tokens]
 
 
 def _missing_bytes_message(missing: list[int]) -> str:
@@ -180,9 +185,73 @@ def _shorten(raw: bytes, limit: int = 60) -> str:
 def parse_tiktoken_bytes(data: bytes, path: str | os.PathLike[str] = "<bytes>") -> dict[bytes, int]:
     """Parse the contents of a ``.tiktoken`` file; ``path`` only names errors.
 
+    A well-formed file is parsed in bulk (``_parse_whole``); anything else,
+    CRLF and empty lines included, line by line (``_parse_lines``), which
+    names the first bad line. Both give the same ranks, in the same order.
+
     >>> parse_tiktoken_bytes(b"IQ== 0\\r\\nIg== 1")
     {b'!': 0, b'"': 1}
     """
+    ranks = _parse_whole(data)
+    return ranks if ranks is not None else _parse_lines(data, path)
+
+
+def _parse_whole(data: bytes) -> dict[bytes, int] | None:
+    """The ranks of a file whose every line is ``BASE64 RANK`` with valid fields
+    and no token or rank repeated; None for anything else, even valid (CRLF,
+    empty lines), so that ``_parse_lines`` parses it or names its first bad line.
+
+    Why: ``_parse_lines`` costs a few Python calls per line, 0.075-0.082 s for
+    the 65,536 lines of a 1 MB file; this does the same checks on whole columns
+    (the line structure with numpy, the ranks with one ``isdigit``, the
+    base64 with the same strict ``a2b_base64`` that ``b64decode(validate=True)``
+    calls), 0.033-0.037 s.
+
+        >>> _parse_whole(b"IQ== 0\\nIg== 1\\n")
+        {b'!': 0, b'"': 1}
+        >>> _parse_whole(b"IQ== 0\\r\\n") is None, _parse_whole(b"IQ== 0\\nIQ== 1\\n") is None
+        (True, True)
+    """
+    body = data[:-1] if data.endswith(b"\n") else data
+    if not body or b"\r" in body or b"\n\n" in body or body.startswith(b"\n"):
+        return None
+    lines = body.count(b"\n") + 1
+    if body.count(b" ") != lines or not _one_space_per_line(body):
+        return None
+    fields = body.replace(b"\n", b" ").split(b" ")
+    b64s, rank_fields = fields[0::2], fields[1::2]
+    if not b"".join(rank_fields).isdigit():  # ASCII digits only, as _parse_rank
+        return None
+    try:
+        rank_list = list(map(int, rank_fields))
+        tokens = [binascii.a2b_base64(b64, strict_mode=True) for b64 in b64s]
+    except ValueError:  # binascii.Error, or a rank of more digits than int() takes
+        return None
+    if not all(tokens) or max(rank_list) > MAX_RANK:
+        return None
+    ranks = dict(zip(tokens, rank_list))
+    if len(ranks) != lines or len(set(rank_list)) != lines:
+        return None
+    return ranks
+
+
+def _one_space_per_line(body: bytes) -> bool:
+    """Whether, given as many spaces as lines, each line of ``body`` has its space
+    strictly inside it (so exactly one, with both fields non-empty).
+
+        >>> _one_space_per_line(b"a b\\nc d"), _one_space_per_line(b"ab\\nc d e")
+        (True, False)
+    """
+    chars = np.frombuffer(body, dtype=np.uint8)
+    newlines = np.flatnonzero(chars == ord("\n"))
+    spaces = np.flatnonzero(chars == ord(" "))
+    starts = np.concatenate([[0], newlines + 1])
+    ends = np.concatenate([newlines, [len(body)]])
+    return len(spaces) == len(starts) and bool(np.all((spaces > starts) & (spaces < ends - 1)))
+
+
+def _parse_lines(data: bytes, path: str | os.PathLike[str]) -> dict[bytes, int]:
+    """``parse_tiktoken_bytes`` one line at a time; raises on the first bad line."""
     ranks: dict[bytes, int] = {}
     line_of_token: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
@@ -241,6 +310,43 @@ def validate_ranks(ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> 
     (b'\\xff', 0)
     """
     pairs = list(ranks.items()) if isinstance(ranks, Mapping) else list(ranks)
+    tokens = _plainly_valid(pairs)
+    if tokens is None:
+        tokens = _check_pairs(pairs)
+    missing = missing_single_bytes(tokens)
+    if missing:
+        raise ValueError(_missing_bytes_message(missing))
+    return sorted(pairs, key=itemgetter(1))
+
+
+def _plainly_valid(pairs: list) -> set[bytes] | None:
+    """The tokens of ``pairs`` when every pair is a non-empty ``bytes`` (exactly)
+    and an ``int`` (exactly) in ``0..MAX_RANK``, no token or rank repeated;
+    None otherwise, valid or not (``_check_pairs`` then decides, and names the
+    first bad pair).
+
+    Why: the same checks on whole columns take 0.011 s for 65,536 pairs, where
+    ``_check_pairs`` takes 0.015 s.
+
+        >>> sorted(_plainly_valid([(b"a", 0), (b"b", 1)])), _plainly_valid([(b"a", 0), (b"b", True)])
+        ([b'a', b'b'], None)
+    """
+    try:
+        if not pairs or set(map(len, pairs)) != {2}:
+            return None
+        tokens, values = list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))
+    except (TypeError, KeyError):  # a pair with no len, or a mapping of two keys
+        return None
+    if set(map(type, tokens)) != {bytes} or set(map(type, values)) != {int} or not all(tokens):
+        return None
+    unique = set(tokens)
+    if min(values) < 0 or max(values) > MAX_RANK or len(unique) != len(pairs) or len(set(values)) != len(pairs):
+        return None
+    return unique
+
+
+def _check_pairs(pairs: list) -> dict[bytes, int]:
+    """``{token: rank}`` of ``pairs``, checked one at a time: raises ``ValueError`` on the first bad pair."""
     seen_tokens: dict[bytes, int] = {}
     seen_ranks: dict[int, bytes] = {}
     for token, rank in pairs:
@@ -251,10 +357,7 @@ def validate_ranks(ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> 
             raise ValueError(f"rank {rank} is given to two tokens: {seen_ranks[rank]!r} and {token!r}")
         seen_tokens[token] = rank
         seen_ranks[rank] = token
-    missing = missing_single_bytes(seen_tokens)
-    if missing:
-        raise ValueError(_missing_bytes_message(missing))
-    return sorted(pairs, key=lambda pair: pair[1])
+    return seen_tokens
 
 
 def format_tiktoken(ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> bytes:
@@ -263,7 +366,8 @@ def format_tiktoken(ranks: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) ->
     >>> format_tiktoken({bytes([b]): b for b in range(256)}).splitlines()[65]
     b'QQ== 65'
     """
-    lines = [base64.b64encode(token) + b" %d\n" % rank for token, rank in validate_ranks(ranks)]
+    encode = binascii.b2a_base64  # what base64.b64encode calls, with newline=False
+    lines = [encode(token, newline=False) + b" %d\n" % rank for token, rank in validate_ranks(ranks)]
     return b"".join(lines)
 
 
