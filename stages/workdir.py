@@ -337,10 +337,27 @@ def vocab_after(cfg: Config, last: int) -> Vocab:
     vocab = base_vocab(cfg)
     for phase in cfg.phases[:last]:
         table = phase_merges(cfg, phase)
-        ranks = table["rank"].to_numpy()
-        tokens = table["bytes"].to_pylist()
-        vocab = vocab.extended(t for r, t in zip(ranks, tokens) if r >= len(vocab))
+        new = table["rank"].to_numpy() >= len(vocab)  # the merges that made a new token
+        vocab = vocab.extended_spans(*binary_spans(table["bytes"].filter(pa.array(new))))
     return vocab
+
+
+def binary_spans(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary column as one byte buffer and int64 offsets into it (no Python
+    object per value; a null is refused).
+
+        >>> buf, off = binary_spans(pa.chunked_array([[b"ab"], [b"", b"c"]]))
+        >>> bytes(buf[off[0]:off[-1]]), off.tolist()
+        (b'abc', [0, 2, 2, 3])
+    """
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if array.null_count:
+        raise ValueError(f"a binary column with {array.null_count} nulls")
+    array = array.cast(pa.large_binary())
+    _, offsets, data = array.buffers()
+    off = np.frombuffer(offsets, dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return buf, off
 
 
 # ---------------------------------------------------------------- before any work

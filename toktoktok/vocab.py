@@ -117,7 +117,22 @@ class Vocab:
         if not toks:
             return self
         more = Vocab.from_tokens(toks)
-        return Vocab(np.concatenate([self.buf, more.buf]), np.concatenate([self.off, self.off[-1] + more.off[1:]]))
+        return self.extended_spans(more.buf, more.off)
+
+    def extended_spans(self, buf: np.ndarray, off: np.ndarray) -> Vocab:
+        """A new Vocab with the tokens ``buf[off[i]:off[i + 1]]`` appended at the next
+        ranks: ``extended`` for tokens already in one buffer (an Arrow column's).
+
+            >>> v = Vocab.initial(hardcoded=False)
+            >>> w = v.extended_spans(np.frombuffer(b"xabcde", np.uint8), np.array([1, 3, 6]))
+            >>> len(w), w.token(256), w.token(257), v.extended_spans(w.buf, np.array([0])) is v
+            (258, b'ab', b'cde', True)
+        """
+        off = np.asarray(off, dtype=np.int64)
+        if len(off) < 2:
+            return self
+        return Vocab(np.concatenate([self.buf, buf[off[0] : off[-1]]]),
+                     np.concatenate([self.off, self.off[-1] + off[1:] - off[0]]))
 
 
 def special_ids(tokens: Iterable[str], vocab_size: int, *, kept: Mapping[str, int] | None = None,
