@@ -67,7 +67,7 @@ def test_kernel_equals_reference_on_random_bytes():
 
 
 def test_kernel_equals_reference_on_long_lines_at_any_alignment():
-    """Long stretches without line breaks (the kernel skips 64 bytes at a time
+    """Long stretches without line breaks (the kernel skips 128 bytes at a time
     where no two breaks follow each other), at every alignment of the buffer,
     and parts of a buffer (``lo``, ``hi``, not ``final``)."""
     rng = random.Random(8)
@@ -137,8 +137,8 @@ def test_valid_utf8_agrees_with_pythons_strict_decoder():
         parts = [rng.choice(ALPHABET + special) for _ in range(rng.randint(0, 6))]
         if rng.random() < 0.3:
             parts.append(bytes([rng.randrange(256) for _ in range(rng.randint(1, 4))]))
-        if rng.random() < 0.5:  # ASCII runs, which the kernel skips 8 bytes at a time from an aligned byte
-            parts = [p + b"a" * rng.randint(0, 40) for p in parts]
+        if rng.random() < 0.5:  # ASCII runs, which the kernel skips 8 and 128 bytes at a time from an aligned byte
+            parts = [p + b"a" * rng.choice([rng.randint(0, 40), rng.randint(120, 400)]) for p in parts]
         data = b"".join(parts)
         try:
             data.decode("utf-8")
