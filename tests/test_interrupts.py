@@ -198,3 +198,54 @@ def test_skipped_bad_file_is_not_counted(tmp_path):
     m = manifest(work(config) / "ingest" / "01-a")
     assert m["counts"]["documents"] == 2 and m["counts"]["files"] == 1, m["counts"]
     assert [b["path"] for b in m["counts"]["bad_files"]] == [str(data / "broken.jsonl")]
+
+
+def _ctrl_c_while(loaded: list[str], what: str):
+    """A kernel loader that gets Ctrl-C in its middle and finishes anyway."""
+    import os
+
+    def load() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler has run by now
+        loaded.append(what)
+
+    return load
+
+
+def test_ctrl_c_while_a_txt_reader_loads_its_kernels_waits_for_them(tmp_path, monkeypatch):
+    """The first ``.txt`` read of a process (``encode``, ``compare`` start numba there)
+    holds Ctrl-C until the kernels are loaded, then raises it: no half-loaded code."""
+    from toktoktok import documents, sources
+
+    path = tmp_path / "a.txt"
+    path.write_text("one\n\ntwo\n")
+    loaded: list[str] = []
+    monkeypatch.setattr(documents, "load_kernels", _ctrl_c_while(loaded, "documents"))
+    sources._load_kernels.cache_clear()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(sources.iter_txt_windows(path))
+        assert loaded == ["documents"]
+    finally:
+        sources._load_kernels.cache_clear()
+
+
+def test_ctrl_c_while_export_loads_the_segmenter_waits_for_it(small, monkeypatch):
+    """Export (which may be the process's first use of numba) holds Ctrl-C while the
+    segmenter loads, then stops with its one-line message and keeps the outputs."""
+    import io
+
+    from stages import export, pipeline
+    from stages.progress import Progress
+    from toktoktok.config import load_config
+
+    config, _ = small
+    cfg = load_config(config)
+    before = cfg.output.read_bytes()
+    loaded: list[str] = []
+    monkeypatch.setattr(export, "load_segmenter", _ctrl_c_while(loaded, "segment"))
+    with pytest.raises(KeyboardInterrupt) as caught:
+        pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
+    assert loaded == ["segment"]
+    assert "kept as they were" in str(caught.value)
+    assert cfg.output.read_bytes() == before

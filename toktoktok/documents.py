@@ -266,3 +266,18 @@ def valid_utf8(buf):
                 return False
         i += need + 1
     return True
+
+
+def load_kernels() -> None:
+    """Load (or compile) this module's kernels, on a few bytes: a caller holds
+    Ctrl-C around it (``fileset.uninterrupted``), as numba's first call in a
+    process sets up its compiler (0.15 s), and a Ctrl-C inside llvmlite leaves
+    an object whose destructor prints a traceback at exit.
+
+        >>> load_kernels()
+    """
+    data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
+    doc_ends(data, 0, len(data), True)
+    last_break_cut(data, 0, len(data) - 3)
+    first_break_cut(data, 0, len(data) - 3)
+    valid_utf8(data)

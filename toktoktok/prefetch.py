@@ -29,7 +29,7 @@ from numba.extending import intrinsic
 
 
 @intrinsic
-def prefetch(typingctx, arr, index):  # noqa: ARG001 (numba passes the typing context)
+def prefetch(typingctx, arr, index):
     """``llvm.prefetch`` of ``arr[index]`` (read, keep in all cache levels)."""
     if not isinstance(arr, types.Array) or not isinstance(index, types.Integer):
         return None

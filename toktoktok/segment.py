@@ -326,3 +326,12 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
         short = short_ranks(table, vocab.buf, vocab.off)
         _segment_all(table, vocab.buf, vocab.off, short, buf, off, sym, lens, blocks)
     return sym, lens
+
+
+def load_kernels() -> None:
+    """Load (or compile) the segmenter's kernels on a two-piece inventory (see
+    ``documents.load_kernels`` for why a caller holds Ctrl-C around it).
+
+        >>> load_kernels()
+    """
+    segment_pieces(Vocab.initial(hardcoded=False), np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]))

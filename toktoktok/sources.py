@@ -72,7 +72,9 @@ import regex
 import zstandard
 
 from toktoktok.config import Source
+from toktoktok import documents
 from toktoktok.documents import doc_ends
+from toktoktok.fileset import uninterrupted
 from toktoktok.uris import RemotePath, is_remote
 
 if TYPE_CHECKING:
@@ -526,11 +528,19 @@ def span_chunks(path: Path, span: tuple[int, int], size: int) -> Iterator[bytes]
             yield chunk
 
 
+@functools.cache
+def _load_kernels() -> None:
+    """``documents.load_kernels`` once in a process, with Ctrl-C held meanwhile:
+    a command reading ``.txt`` files (``encode``, ``compare``) may start numba here."""
+    uninterrupted(documents.load_kernels)
+
+
 def _txt_windows(chunks: Iterable[bytes], stats: ReadStats, started: bool = False) -> Iterator[TxtWindow]:
     """A file's bytes (``chunks``, in order) as windows, with the document ends found
     by ``documents.doc_ends`` (each offset judged once, with 3 bytes of context
     on either side carried between windows). ``started``: the bytes are not the
     file's first (a span after its start: no byte order mark to look for)."""
+    _load_kernels()
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
     for chunk in chunks:
