@@ -223,7 +223,7 @@ class _Growth:
             self.merges.append(table.slice(0, TOP).to_pydict())
             start = len(self.new)
             ranks = table["rank"].to_numpy().astype(np.int64)
-            keep = _new_token_rows(ranks, self.next_rank)
+            keep = workdir.new_token_rows(ranks, self.next_rank)
             kept = ranks[keep].tolist()
             self.new.extend(zip(table["bytes"].filter(pa.array(keep)).to_pylist(), kept))
             self.next_rank = kept[-1] + 1 if kept else self.next_rank
@@ -251,18 +251,6 @@ class _Growth:
     def by_rank(self) -> dict[int, bytes]:
         base = dict(zip(self.base_ranks.values(), self.base_ranks))
         return base | dict(zip(map(itemgetter(1), self.new), map(itemgetter(0), self.new)))
-
-
-def _new_token_rows(ranks: np.ndarray, next_rank: int) -> np.ndarray:
-    """Which rows of a merges file made a new token: a row whose rank is at least
-    ``next_rank`` and above every rank before it (the others joined into a token
-    that already had a rank).
-
-        >>> _new_token_rows(np.array([300, 301, 40, 302, 302, 305]), 300).tolist()
-        [True, True, False, True, False, True]
-    """
-    before = np.maximum.accumulate(np.concatenate([[next_rank - 1], ranks]))[:-1]
-    return ranks > before
 
 
 def _base_label(cfg: Config) -> str | None:

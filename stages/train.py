@@ -32,7 +32,7 @@ from toktoktok.config import Config, Phase
 from toktoktok.counts import inventory
 from toktoktok.fileset import uninterrupted
 from toktoktok.merge import PhaseResult, load_kernels, train_phase
-from toktoktok.piece_order import pieces_sorted, sort_table
+from toktoktok.piece_order import pieces_sorted, sorted_arrays
 
 MERGES_SCHEMA = pa.schema(
     [("rank", pa.uint32()), ("left", pa.uint32()), ("right", pa.uint32()), ("bytes", pa.binary()), ("count", pa.uint64())]
@@ -90,8 +90,7 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
     # merge loop's visits hit the cache (11% faster on 100 MB of English, for 0.05 s)
     buf, off, counts = inventory(table)
     if not pieces_sorted(buf, off):  # one chunk file is (ingest writes its rows sorted)
-        table = sort_table(table)
-        buf, off, counts = inventory(table)
+        buf, off, counts = sorted_arrays(buf, off, counts)
     del table  # the arrays hold what training needs (the counts as a copy)
     vocab = workdir.vocab_after(cfg, phase.index - 1)
     warnings = []

@@ -337,27 +337,21 @@ def vocab_after(cfg: Config, last: int) -> Vocab:
     vocab = base_vocab(cfg)
     for phase in cfg.phases[:last]:
         table = phase_merges(cfg, phase)
-        new = table["rank"].to_numpy() >= len(vocab)  # the merges that made a new token
-        vocab = vocab.extended_spans(*binary_spans(table["bytes"].filter(pa.array(new))))
+        new = new_token_rows(table["rank"].to_numpy().astype(np.int64), len(vocab))
+        vocab = vocab.extended_spans(*counts.binary_spans(table["bytes"].filter(pa.array(new))))
     return vocab
 
 
-def binary_spans(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A binary column as one byte buffer and int64 offsets into it (no Python
-    object per value; a null is refused).
+def new_token_rows(ranks: np.ndarray, next_rank: int) -> np.ndarray:
+    """Which rows of a merges file made a new token, its first rank being
+    ``next_rank``: a row whose rank is above every rank before it (the others
+    joined into a token that already had a rank, before the phase or in it).
 
-        >>> buf, off = binary_spans(pa.chunked_array([[b"ab"], [b"", b"c"]]))
-        >>> bytes(buf[off[0]:off[-1]]), off.tolist()
-        (b'abc', [0, 2, 2, 3])
+        >>> new_token_rows(np.array([300, 301, 40, 302, 302, 305]), 300).tolist()
+        [True, True, False, True, False, True]
     """
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if array.null_count:
-        raise ValueError(f"a binary column with {array.null_count} nulls")
-    array = array.cast(pa.large_binary())
-    _, offsets, data = array.buffers()
-    off = np.frombuffer(offsets, dtype=np.int64)[array.offset : array.offset + len(array) + 1]
-    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    return buf, off
+    before = np.maximum.accumulate(np.concatenate([[next_rank - 1], ranks]))[:-1]
+    return ranks > before
 
 
 # ---------------------------------------------------------------- before any work

@@ -360,7 +360,7 @@ def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict
     that share a pair sit close together); the special-token ids after them."""
     from toktoktok.counts import inventory
     from toktoktok.merge import train_phase
-    from toktoktok.piece_order import sort_table
+    from toktoktok.piece_order import sorted_arrays
     from toktoktok.vocab import Vocab, special_ids
     from toktoktok.warm_start import load_base
 
@@ -370,7 +370,7 @@ def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict
         vocab, kept = base.vocab, base.special_tokens
     else:
         vocab, kept = Vocab.initial(hardcoded=settings["hardcoded_merges"]), {}
-    buf, off, counts = inventory(sort_table(table))
+    buf, off, counts = sorted_arrays(*inventory(table))
     result = train_phase(vocab, buf, off, counts, merges=merges, min_frequency=settings["min_frequency"],
                          max_token_bytes=settings["max_token_bytes"])
     specials = special_ids(settings["special_tokens"], len(result.vocab), kept=kept,

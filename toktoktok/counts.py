@@ -45,15 +45,31 @@ def from_lists(pieces: Sequence[bytes], counts: Sequence[int]) -> pa.Table:
                     schema=SCHEMA)
 
 
-def to_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A count table as flat arrays (bytes, int64 offsets from 0, uint64 counts)."""
-    pieces = table["piece"].combine_chunks().cast(pa.large_binary())
-    _, offsets, data = pieces.buffers()
-    off = np.frombuffer(offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
+def binary_spans(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary column as one byte buffer and int64 offsets from 0 into it, without
+    a Python object per value (a view of Arrow's buffers when the column is one
+    chunk of ``large_binary``); a null is refused.
+
+        >>> buf, off = binary_spans(pa.chunked_array([[b"ab"], [b"", b"c"]]))
+        >>> bytes(buf), off.tolist()
+        (b'abc', [0, 2, 2, 3])
+    """
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if array.null_count:
+        raise ValueError(f"a binary column with {array.null_count} nulls")
+    array = array.cast(pa.large_binary())
+    _, offsets, data = array.buffers()
+    off = np.frombuffer(offsets, dtype=np.int64)[array.offset : array.offset + len(array) + 1]
     buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
     buf = buf[off[0] : off[-1]] if len(off) else buf[:0]
+    return buf, (off - off[0]) if len(off) else np.zeros(1, np.int64)
+
+
+def to_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A count table as flat arrays (bytes, int64 offsets from 0, uint64 counts)."""
+    buf, off = binary_spans(table["piece"])
     counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
-    return buf, (off - off[0]) if len(off) else np.zeros(1, np.int64), counts
+    return buf, off, counts
 
 
 def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -171,6 +171,20 @@ def _gather(buf, off, order):
     return out, out_off
 
 
+def sorted_arrays(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pieces ``buf[off[p]:off[p+1]]`` and their counts in byte order of the pieces,
+    as new arrays (bytes, int64 offsets from 0, counts of the same dtype).
+
+        >>> buf, off, n = sorted_arrays(np.frombuffer(b"ba", np.uint8), np.array([0, 1, 2]), np.array([3, 4]))
+        >>> buf.tobytes(), off.tolist(), n.tolist()
+        (b'ab', [0, 1, 2], [4, 3])
+    """
+    off = np.asarray(off, dtype=np.int64)
+    perm = _order(buf, off)
+    out, out_off = _gather(buf, off, perm)
+    return out, out_off, np.asarray(counts)[perm]
+
+
 def sorted_table(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> pa.Table:
     """A count table (``counts.SCHEMA``) of these pieces and counts, rows in byte order
     of the pieces (the arrays are not changed; the table holds copies).
@@ -180,22 +194,8 @@ def sorted_table(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> pa.Tab
     """
     from toktoktok.counts import from_arrays
 
-    off = np.asarray(off, dtype=np.int64)
-    perm = _order(buf, off)
-    out, out_off = _gather(buf, off, perm)
-    return from_arrays(out, out_off, np.asarray(counts)[perm].astype(np.uint64, copy=False))
-
-
-def sort_table(table: pa.Table) -> pa.Table:
-    """A count table with its rows in byte order of the pieces.
-
-        >>> from toktoktok.counts import from_lists
-        >>> sort_table(from_lists([b"b", b"a"], [1, 2])).to_pylist()
-        [{'piece': b'a', 'count': 2}, {'piece': b'b', 'count': 1}]
-    """
-    from toktoktok.counts import to_arrays
-
-    return sorted_table(*to_arrays(table))
+    out, out_off, ordered = sorted_arrays(buf, off, counts)
+    return from_arrays(out, out_off, ordered.astype(np.uint64, copy=False))
 
 
 @njit(cache=True)

@@ -350,8 +350,9 @@ class RunningSum:
         hashed = int(self._meta[: self._rows, W_LEN].max()) if self._rows else 0
         if self._short is None or hashed >= 2:
             return hashed
-        keys = np.flatnonzero(self._short)
-        return max(hashed, 2 if len(keys) and keys[-1] >= 256 else 1 if len(keys) else 0)
+        keys = np.flatnonzero(self._short)  # 0..255: one byte, from 256: two
+        short = 0 if not len(keys) else 2 if keys[-1] >= 256 else 1
+        return max(hashed, short)
 
     def _grow_table(self) -> None:
         slots = 2 * len(self._table)
