@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import regex
 
-from toktoktok import units
+from toktoktok import sources, units
 from toktoktok.patterns import resolve_pattern
 from toktoktok.sources import iter_txt_windows
 
@@ -31,12 +31,15 @@ def _bytes(seed: int, size: int) -> bytes:
     return b"".join(out)[:size]
 
 
-def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, tokens=()) -> tuple[list, int]:
+def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, tokens=(),
+              room: bool = False) -> tuple[list, int]:
+    """The units the splitter finds reading ``path`` ``block`` bytes at a time;
+    ``room``: it may put the bytes it holds in the room before each window."""
     split = units.Splitter(bound, cut=cut, breaks=breaks, special_tokens=tokens)
     ends, last = [], 0
     data = b""
     for w in iter_txt_windows(path, block_bytes=block):
-        win = split.feed(w.data, w.ends)
+        win = split.feed(w.data, w.ends, buffer=w.buffer, at=w.at) if room else split.feed(w.data, w.ends)
         assert win.start == len(data)
         data += bytes(win.data)
         ends += (win.ends + win.start).tolist()
@@ -65,6 +68,38 @@ def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, seed
         got, over = _streamed(path, bound, block, cut=cut, breaks=breaks, tokens=tokens)
         assert got == want, (block, got[:5], want[:5])
         assert over == sum(e - s > bound for s, e in want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("room", [8, 64, 1 << 16])
+def test_the_bytes_held_may_go_in_the_room_before_a_window(tmp_path, monkeypatch, seed, room):
+    """Units are the reference's whether the held bytes fit the room before a
+    window (they go there) or not (a copy of both), and whatever the room."""
+    monkeypatch.setattr(sources, "ROOM_BYTES", room)
+    data = _bytes(seed, 6000)
+    path = tmp_path / "a.txt"
+    path.write_bytes(data)
+    bound = [64, 200, 1000][seed % 3]
+    tokens = ["<|e|>"] if seed % 2 else []
+    want = units.reference_units(data, bound, cut=True, breaks=True, tokens=tokens)
+    for block in (1, 7, 100, 1 << 20):
+        got, _ = _streamed(path, bound, block, cut=True, breaks=True, tokens=tokens, room=True)
+        assert got == want, (block, room, got[:5], want[:5])
+
+
+def test_a_window_is_not_copied_when_the_held_bytes_fit_its_room(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"one\n\ntwo\n\n" * 5000)
+    split = units.Splitter(1 << 20, cut=True, breaks=True)
+    windows = list(iter_txt_windows(path, block_bytes=4096))
+    windows = windows[1:-1]  # the first and the last come as bytes (the first: for its byte order mark)
+    assert len(windows) > 10 and all(w.buffer is not None for w in windows)
+    shared = [np.shares_memory(np.frombuffer(split.feed(w.data, w.ends, buffer=w.buffer, at=w.at).data, np.uint8),
+                               w.buffer) for w in windows]
+    assert all(shared)
+    split = units.Splitter(1 << 20, cut=True, breaks=True)
+    copied = [np.shares_memory(np.frombuffer(split.feed(w.data, w.ends).data, np.uint8), w.buffer) for w in windows]
+    assert not any(copied)
 
 
 def test_parts_are_within_the_bound_where_safe_places_allow():

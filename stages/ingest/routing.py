@@ -324,7 +324,7 @@ def ingest_txt(path: Path, route: Router, progress: Progress, split: units.Split
 def _unit_windows(windows: Iterator[TxtWindow], split: units.Splitter) -> Iterator[units.UnitWindow]:
     """The file's windows as units' windows, with the splitter's last one."""
     for window in windows:
-        yield split.feed(window.data, window.ends)
+        yield split.feed(window.data, window.ends, buffer=window.buffer, at=window.at)
     yield split.feed(b"", np.zeros(0, dtype=np.int64), final=True)
 
 
