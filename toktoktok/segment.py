@@ -296,14 +296,21 @@ def _segment_all(table, tok_buf, tok_off, short, buf, off, sym, lens, n_blocks):
             longest = max(longest, off[w + 1] - off[w])
         scratch = np.empty(7 * longest + 5, dtype=np.int64)
         out = np.empty(longest + 1, dtype=np.int64)
-        for w in range(lo, hi):
-            if off[w + 1] - off[w] <= SHORT_PIECE:
-                c = segment_short(table, tok_buf, tok_off, short, buf, off[w], off[w + 1], out, scratch)
-            else:
-                c = segment_one(table, tok_buf, tok_off, short, buf, off[w], off[w + 1], out, scratch)
-            for k in range(c):
-                sym[off[w] + k] = out[k]
-            lens[w] = c
+        _segment_block(table, tok_buf, tok_off, short, buf, off, sym, lens, lo, hi, out, scratch)
+
+
+@njit(cache=True, _nrt=False)
+def _segment_block(table, tok_buf, tok_off, short, buf, off, sym, lens, lo, hi, out, scratch):
+    """``_segment_all``'s work on pieces ``lo..hi-1``, compiled without reference
+    counting: with it, each call of a piece's segmenter counted its 7 arrays in and out."""
+    for w in range(lo, hi):
+        if off[w + 1] - off[w] <= SHORT_PIECE:
+            c = segment_short(table, tok_buf, tok_off, short, buf, off[w], off[w + 1], out, scratch)
+        else:
+            c = segment_one(table, tok_buf, tok_off, short, buf, off[w], off[w + 1], out, scratch)
+        for k in range(c):
+            sym[off[w] + k] = out[k]
+        lens[w] = c
 
 
 def token_table(vocab: Vocab) -> np.ndarray:
