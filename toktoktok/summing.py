@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from toktoktok.prefetch import prefetch
 from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, piece_end, span_key
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # a free slot (as in the scanner's tables)
@@ -44,8 +45,14 @@ _MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 def _slot_of(table, meta, arena, src, i, e):
     """``(slot, tag, first word)`` of piece ``src[i:e]``: its own slot, or the free
     one where it goes (``table[slot]`` is then ``_EMPTY``)."""
-    size = e - i
     h, first = span_key(src, i, e)
+    return _probe(table, meta, arena, src, i, e, h, first)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _probe(table, meta, arena, src, i, e, h, first):
+    """``_slot_of`` for a piece whose ``span_key`` is ``(h, first)``."""
+    size = e - i
     tag = h >> np.uint64(32)
     mask = np.uint64(len(table) - 1)
     slot = h & mask
@@ -79,6 +86,10 @@ def _insert(table, meta, arena, n, used, slot, tag, first, src, i, e, weight):
     meta[n, W_COUNT] = weight
 
 
+_AHEAD_SLOT = 16  # rows ahead whose table slot _add_rows asks the cache for
+_AHEAD_ROW = 8  # rows ahead whose row (the piece the slot names) it asks for
+
+
 @njit(cache=True, nogil=True)
 def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     """Add rows ``first_row..`` of (``src``, ``off``, ``weights``); stop when a full part would overflow.
@@ -86,12 +97,35 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     Returns ``(next row, n, used, status)``: status 0 all added, 1 the hash table
     or the bookkeeping needs to grow, 2 the arena, 3 a count would pass 2**63 - 1
     (row ``next row`` not added). A new piece's bytes are copied to ``arena[used:]``.
+
+    The rows' probes miss the caches twice each (the slot, then the row it
+    names), so the loop runs two steps ahead: it hashes the row
+    ``_AHEAD_SLOT`` rows on and asks for its slot, and reads the slot of the
+    row ``_AHEAD_ROW`` rows on, by then at hand, and asks for that row. Adding
+    the 72 group tables (5.4 million rows) of 1.2 GB of C source: 0.81-0.95 ->
+    0.44-0.56 CPU-s (the earlier one-step prefetch gained 8%).
     """
-    for p in range(first_row, len(weights)):
+    flat = meta.reshape(-1)
+    mask = np.uint64(len(table) - 1)
+    keys = np.empty(32, dtype=np.uint64)  # a ring: hash and first word of the rows ahead
+    words = np.empty(32, dtype=np.uint64)
+    rows = len(weights)
+    for p in range(first_row, min(rows, first_row + _AHEAD_SLOT)):
+        keys[p & 31], words[p & 31] = span_key(src, off[p], off[p + 1])
+        prefetch(table, keys[p & 31] & mask)
+    for p in range(first_row, rows):
+        ahead = p + _AHEAD_SLOT
+        if ahead < rows:
+            keys[ahead & 31], words[ahead & 31] = span_key(src, off[ahead], off[ahead + 1])
+            prefetch(table, keys[ahead & 31] & mask)
+        if p + _AHEAD_ROW < rows:
+            entry = table[keys[(p + _AHEAD_ROW) & 31] & mask]
+            if entry != _EMPTY:
+                prefetch(flat, np.int64(entry & _LOW32) * meta.shape[1])
         i, e = off[p], off[p + 1]
         if 2 * (n + 1) > len(table) or n + 1 > len(meta):
             return p, n, used, 1
-        slot, tag, first = _slot_of(table, meta, arena, src, i, e)
+        slot, tag, first = _probe(table, meta, arena, src, i, e, keys[p & 31], words[p & 31])
         w = weights[p]
         if table[slot] != _EMPTY:
             q = table[slot] & _LOW32
