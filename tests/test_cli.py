@@ -287,3 +287,26 @@ def test_bad_file_skipped_when_asked(tmp_path, project):
     counts = manifest(work_of(project) / "ingest" / "02-other-text")["counts"]
     assert [b["path"] for b in counts["bad_files"]] == [str(bad)]
     assert counts["files"] == 1
+
+
+# ---------------------------------------------------------------- the command's own process
+
+_PROBE = ("import sys; sys.argv[0] = {name!r}; import stages, os, numpy; from numpy._core import multiarray as m; "
+          "print(os.environ.get('NUMPY_MADVISE_HUGEPAGE'), os.environ.get('OPENBLAS_NUM_THREADS'), "
+          "m._set_madvise_hugepage(False))")
+
+
+@pytest.mark.parametrize(("name", "preset", "want"), [
+    ("/x/bin/toktok", {}, "0 1 False"),  # the command: no huge pages, one BLAS thread
+    ("/x/bin/toktoktok", {"NUMPY_MADVISE_HUGEPAGE": "1", "OPENBLAS_NUM_THREADS": "2"}, "1 2 True"),  # set: kept
+    ("script.py", {}, "None None"),  # imported by a script: its environment is left alone
+])
+def test_the_command_runs_numpy_without_huge_pages_and_one_blas_thread(name, preset, want):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(name=name)], env={**env, **preset},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert " ".join(out).startswith(want)
