@@ -56,7 +56,13 @@ def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, to
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize(("cut", "breaks"), [(True, True), (True, False), (False, False)])
-def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, seed, cut, breaks):
+@pytest.mark.parametrize("room", [0, 8, 64, 1 << 16])
+def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, monkeypatch, seed, cut, breaks, room):
+    """Streamed units are the reference's for any read size, whether the bytes
+    the splitter holds go in the room before a window (``room`` bytes: they fit
+    it, or not, and then both are copied) or are always copied with it (0)."""
+    if room:
+        monkeypatch.setattr(sources, "ROOM_BYTES", room)
     data = _bytes(seed, 6000)
     path = tmp_path / "a.txt"
     path.write_bytes(data)
@@ -65,26 +71,9 @@ def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, seed
     want = units.reference_units(data, bound, cut=cut, breaks=breaks, tokens=tokens)
     assert len(want) > 3
     for block in (1, 7, 100, 1 << 20):
-        got, over = _streamed(path, bound, block, cut=cut, breaks=breaks, tokens=tokens)
-        assert got == want, (block, got[:5], want[:5])
-        assert over == sum(e - s > bound for s, e in want)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("room", [8, 64, 1 << 16])
-def test_the_bytes_held_may_go_in_the_room_before_a_window(tmp_path, monkeypatch, seed, room):
-    """Units are the reference's whether the held bytes fit the room before a
-    window (they go there) or not (a copy of both), and whatever the room."""
-    monkeypatch.setattr(sources, "ROOM_BYTES", room)
-    data = _bytes(seed, 6000)
-    path = tmp_path / "a.txt"
-    path.write_bytes(data)
-    bound = [64, 200, 1000][seed % 3]
-    tokens = ["<|e|>"] if seed % 2 else []
-    want = units.reference_units(data, bound, cut=True, breaks=True, tokens=tokens)
-    for block in (1, 7, 100, 1 << 20):
-        got, _ = _streamed(path, bound, block, cut=True, breaks=True, tokens=tokens, room=True)
+        got, over = _streamed(path, bound, block, cut=cut, breaks=breaks, tokens=tokens, room=room > 0)
         assert got == want, (block, room, got[:5], want[:5])
+        assert over == sum(e - s > bound for s, e in want)
 
 
 def test_a_window_is_not_copied_when_the_held_bytes_fit_its_room(tmp_path):
