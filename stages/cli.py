@@ -26,7 +26,7 @@ import click  # noqa: E402
 import toktoktok  # noqa: E402
 from stages import pipeline  # noqa: E402
 from stages.progress import Progress, human_bytes  # noqa: E402
-from toktoktok import memory  # noqa: E402
+from toktoktok import fileset, memory  # noqa: E402
 
 CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
 
@@ -56,8 +56,10 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
     """Run ``action`` and turn every failure into a message and an exit code.
 
     The message is one line (newlines in an exception's text are folded).
-    Ctrl-C exits 130 with the pipeline's word on what was kept; an ``OSError``
-    reads ``FILE: reason`` (e.g. ``No space left on device``).
+    Ctrl-C exits 130 with the pipeline's word on what was kept, also when a
+    library turned it into an error of its own (``fileset.interrupts`` counts
+    every Ctrl-C); an ``OSError`` reads ``FILE: reason`` (e.g. ``No space left
+    on device``).
     """
     from toktoktok.config import ConfigError
 
@@ -75,6 +77,7 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         named = exc.filename is not None and str(exc.filename) not in exc.strerror
         return one_line(f"{exc.filename}: {exc.strerror}" if named else exc.strerror)
 
+    seen = fileset.interrupts()
     try:
         return action()
     except ConfigError as exc:
@@ -85,9 +88,14 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         said = one_line(exc) or "finished stages are kept, an unfinished one is redone on the next run"
         click.echo(f"\ninterrupted: {said}", err=True)
         sys.exit(130)
-    except OSError as exc:
-        _fail(os_message(exc), 1, verbose)
-    except Exception as exc:  # noqa: BLE001 - the stages' own errors, then a last resort
+    except Exception as exc:  # noqa: BLE001 - a Ctrl-C a library turned into its own error, the stages' own errors
+        if fileset.interrupts() > seen:
+            if verbose:
+                traceback.print_exc()
+            click.echo("\ninterrupted: stopped; rerun the same command to go on", err=True)
+            sys.exit(130)
+        if isinstance(exc, OSError):
+            _fail(os_message(exc), 1, verbose)
         # looked up, not imported: importing the stages costs most of a second
         expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("stages.artifacts", "DamagedArtifact"), *raised_by("toktoktok.sources", "SourceError"),
                     *raised_by("stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
@@ -510,7 +518,7 @@ def _start(command: click.Command, prog_name: str) -> None:
     _plain_warnings()
     gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
     memory.configure_allocators()
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, KeyboardInterrupt
+    signal.signal(signal.SIGINT, fileset.on_interrupt)  # from here on, KeyboardInterrupt (and counted)
     try:
         code = _run_command(command, prog_name)
     finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing

@@ -126,13 +126,20 @@ class _Steps:
 @contextlib.contextmanager
 def _interruptible(cfg: Config) -> Iterator[_Steps]:
     """Turn Ctrl-C into ``Interrupted`` with the message of ``interrupted_message``."""
+    from toktoktok import fileset
+
     steps = _Steps()
+    seen = fileset.interrupts()
     try:
         yield steps
     except Interrupted:
         raise
     except KeyboardInterrupt:
         raise Interrupted(interrupted_message(cfg, steps.doing)) from None
+    except Exception as exc:
+        if fileset.interrupts() > seen:  # a Ctrl-C that a library turned into an error of its own
+            raise Interrupted(interrupted_message(cfg, steps.doing)) from exc
+        raise
 
 
 def _sweep_temporary_files(paths: list[Path]) -> None:
@@ -171,19 +178,23 @@ def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
     the previous outputs exactly as they were, and the message says so.
     """
     from stages import workdir
+    from toktoktok import fileset
 
     _sweep_temporary_files(workdir.output_set(cfg))
     kept = (f"the previous outputs ({cfg.output} and its companions) are kept as they were"
             if cfg.output.is_file() else f"no output was written ({cfg.output})")
+    seen = fileset.interrupts()
     try:
         return _export_and_report(cfg, force=force, progress=progress)
     except (ConfigError, workdir.MissingInput):
         raise
     except KeyboardInterrupt as exc:
         raise Interrupted(f"{interrupted_message(cfg, 'export')}; {kept}") from exc
-    except OSError as exc:
-        raise OSError(exc.errno, f"{exc.strerror or exc}; {kept}", exc.filename) from exc
     except Exception as exc:
+        if fileset.interrupts() > seen:  # a Ctrl-C that a library (the report's plots) turned into its own error
+            raise Interrupted(f"{interrupted_message(cfg, 'export')}; {kept}") from exc
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, f"{exc.strerror or exc}; {kept}", exc.filename) from exc
         raise ExportFailed(f"{exc}; {kept}") from exc
 
 

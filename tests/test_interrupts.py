@@ -249,3 +249,53 @@ def test_ctrl_c_while_export_loads_the_segmenter_waits_for_it(small, monkeypatch
     assert loaded == ["segment"]
     assert "kept as they were" in str(caught.value)
     assert cfg.output.read_bytes() == before
+
+
+def _converted(loaded: list[str], what: str):
+    """Work that gets Ctrl-C in its middle inside a library that turns it into an
+    error of its own (as matplotlib's C++ bindings raise TypeError)."""
+    import os
+
+    def work(*args, **kwargs) -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler has run by now
+        except KeyboardInterrupt:
+            loaded.append(what)
+            raise TypeError("incompatible function arguments") from None
+
+    return work
+
+
+def test_a_ctrl_c_a_library_turns_into_its_own_error_still_interrupts(small, monkeypatch):
+    """Ctrl-C that lands in a library raising an error of its own (the report's plots)
+    ends the export as an interrupt, with its one line on the kept outputs, not as
+    a failed export; the same error with no Ctrl-C stays a failure."""
+    import io
+
+    from stages import pipeline, report
+    from stages.progress import Progress
+    from toktoktok import fileset
+    from toktoktok.config import load_config
+
+    config, _ = small
+    cfg = load_config(config)
+    before = cfg.output.read_bytes()
+    came: list[str] = []
+    previous = signal.signal(signal.SIGINT, fileset.on_interrupt)
+    try:
+        monkeypatch.setattr(report, "write_report", _converted(came, "report"))
+        with pytest.raises(pipeline.Interrupted) as caught:
+            pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
+        assert came == ["report"]
+        assert "kept as they were" in str(caught.value) and "export" in str(caught.value)
+        assert cfg.output.read_bytes() == before
+
+        def plain_failure(*args, **kwargs) -> None:
+            raise TypeError("incompatible function arguments")
+
+        monkeypatch.setattr(report, "write_report", plain_failure)
+        with pytest.raises(pipeline.ExportFailed):
+            pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
+    finally:
+        signal.signal(signal.SIGINT, previous)

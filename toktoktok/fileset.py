@@ -180,6 +180,41 @@ def recover(journal: Path) -> str | None:
     return "undid an interrupted publish: the previous outputs are restored"
 
 
+_INTERRUPTS = [0]  # Ctrl-Cs this process took through on_interrupt, or held by interrupts_held
+
+
+def on_interrupt(signum: int, frame: object) -> None:
+    """The commands' Ctrl-C handler: count the interrupt (``interrupts``), then raise
+    KeyboardInterrupt as Python's own handler does.
+
+    The count tells the caller that an error raised meanwhile was a Ctrl-C that a
+    library turned into an error of its own: landing inside matplotlib's C++
+    bindings (the report's plots), it came out as TypeError "incompatible
+    function arguments", and the export ended with exit 1 instead of 130.
+    """
+    _INTERRUPTS[0] += 1
+    raise KeyboardInterrupt
+
+
+def interrupts() -> int:
+    """How many Ctrl-Cs this process has taken (``on_interrupt``, ``interrupts_held``).
+
+        >>> before = interrupts()
+        >>> try:
+        ...     on_interrupt(2, None)
+        ... except KeyboardInterrupt:
+        ...     pass
+        >>> interrupts() - before
+        1
+    """
+    return _INTERRUPTS[0]
+
+
+def _held(held: list[int], signum: int) -> None:
+    held.append(signum)
+    _INTERRUPTS[0] += 1
+
+
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[list[int]]:
     """Hold Ctrl-C (SIGINT, SIGTERM) back for a block; yields a list that holds the
@@ -188,7 +223,7 @@ def interrupts_held() -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
-    previous = {sig: signal.signal(sig, lambda s, f: held.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, lambda s, f: _held(held, s)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield held
     finally:
