@@ -77,10 +77,21 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         named = exc.filename is not None and str(exc.filename) not in exc.strerror
         return one_line(f"{exc.filename}: {exc.strerror}" if named else exc.strerror)
 
+    def interrupted_by_ctrl_c() -> None:
+        """Exit 130 if a Ctrl-C came during the action: the error being handled is
+        then one a library made of it (matplotlib's bindings raise TypeError, and a
+        config check turns pyarrow's errors into a ConfigError)."""
+        if fileset.interrupts() > seen:
+            if verbose:
+                traceback.print_exc()
+            click.echo("\ninterrupted: stopped; rerun the same command to go on", err=True)
+            sys.exit(130)
+
     seen = fileset.interrupts()
     try:
         return action()
     except ConfigError as exc:
+        interrupted_by_ctrl_c()
         _fail(one_line(exc), 2, verbose)
     except KeyboardInterrupt as exc:  # the pipeline's Interrupted says what was kept
         if verbose:
@@ -89,11 +100,7 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         click.echo(f"\ninterrupted: {said}", err=True)
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - a Ctrl-C a library turned into its own error, the stages' own errors
-        if fileset.interrupts() > seen:
-            if verbose:
-                traceback.print_exc()
-            click.echo("\ninterrupted: stopped; rerun the same command to go on", err=True)
-            sys.exit(130)
+        interrupted_by_ctrl_c()
         if isinstance(exc, OSError):
             _fail(os_message(exc), 1, verbose)
         # looked up, not imported: importing the stages costs most of a second

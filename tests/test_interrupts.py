@@ -299,3 +299,41 @@ def test_a_ctrl_c_a_library_turns_into_its_own_error_still_interrupts(small, mon
             pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("kind", ["config", "other"])
+def test_the_cli_exits_130_for_an_error_a_ctrl_c_became(kind, capsys):
+    """The command line's last resort: an error raised after a Ctrl-C (a config check
+    that turned pyarrow's error into a ConfigError, any other) exits 130 with the
+    one line; the same error with no Ctrl-C keeps its own exit code (2, 1)."""
+    from stages import cli
+    from toktoktok import fileset
+    from toktoktok.config import ConfigError
+
+    error = ConfigError("sources[0].path: cannot be reached") if kind == "config" else TypeError("incompatible")
+
+    def failing() -> None:
+        raise error
+
+    previous = signal.signal(signal.SIGINT, fileset.on_interrupt)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli._guarded(lambda: _raise_after_ctrl_c(error), verbose=False)
+        assert exited.value.code == 130
+        assert capsys.readouterr().err.strip().splitlines()[-1].startswith("interrupted")
+        with pytest.raises(SystemExit) as exited:
+            cli._guarded(failing, verbose=False)
+        assert exited.value.code == (2 if kind == "config" else 1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _raise_after_ctrl_c(error: Exception) -> None:
+    """Ctrl-C in the middle of a library call that raises ``error`` instead."""
+    import os
+
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    except KeyboardInterrupt:
+        raise error from None
