@@ -36,7 +36,7 @@ def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, to
     """The units the splitter finds reading ``path`` ``block`` bytes at a time;
     ``room``: it may put the bytes it holds in the room before each window."""
     split = units.Splitter(bound, cut=cut, breaks=breaks, special_tokens=tokens)
-    ends, last = [], 0
+    ends: list[int] = []
     data = b""
     for w in iter_txt_windows(path, block_bytes=block):
         win = split.feed(w.data, w.ends, buffer=w.buffer, at=w.at) if room else split.feed(w.data, w.ends)
