@@ -105,11 +105,13 @@ def test_windows_find_the_same_ends_and_bytes_for_any_read_size(tmp_path, block_
         path.write_bytes(data)
         body = data.removeprefix(b"\xef\xbb\xbf")
         seen, ends = b"", []
-        for window in iter_txt_windows(path, block_bytes=block_bytes):
+        stats = ReadStats()
+        for window in iter_txt_windows(path, block_bytes=block_bytes, stats=stats):
             ends += [len(seen) + e for e in window.ends.tolist()]
             seen += bytes(window.data)
         assert seen == body
         assert ends == _byte_ends(body)
+        assert stats.bytes_read == len(data)  # the byte order mark counts as read
 
 
 def test_decoder_in_slices_equals_decoding_whole():

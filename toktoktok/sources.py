@@ -542,18 +542,26 @@ ROOM_BYTES = 1 << 16
 
 def _roomy_chunks(path: Path, size: int, span: tuple[int, int] | None = None) -> Iterator[_Roomy]:
     """A local file's bytes (``span``: only ``start:end``), ``size`` at a time, each
-    read into a buffer of its own after ``ROOM_BYTES`` of spare room."""
+    read into a buffer of its own after ``ROOM_BYTES`` of spare room (none before
+    the first: nothing is held before it).
+
+    A buffer is no larger than the rest of the file: a corpus of many small
+    files allocates small buffers (16 KB files read in 1 MiB buffers cost more
+    than the copies the room saves)."""
     pos, end = span if span is not None else (0, None)
+    room = 0
     with open(path, "rb") as fh:
         fh.seek(pos)
+        known = os.fstat(fh.fileno()).st_size if end is None else end
         while end is None or pos < end:
-            want = size if end is None else min(size, end - pos)
-            array = np.empty(ROOM_BYTES + want, dtype=np.uint8)
-            n = fh.readinto(memoryview(array)[ROOM_BYTES:])
+            want = min(size, max(known - pos, 1))  # past the size known: a read that finds the end
+            array = np.empty(room + want, dtype=np.uint8)
+            n = fh.readinto(memoryview(array)[room:])
             if not n:
                 return
             pos += n
-            yield _Roomy(array, ROOM_BYTES, n)
+            yield _Roomy(array, room, n)
+            room = ROOM_BYTES
 
 
 def _plain_txt_chunks(path: Path, size: int, stats: ReadStats) -> Iterator[bytes | _Roomy]:
@@ -564,7 +572,7 @@ def _plain_txt_chunks(path: Path, size: int, stats: ReadStats) -> Iterator[bytes
     first = next(chunks, None)
     if first is None:
         return
-    head = first.tobytes()[:4]
+    head = first.array[first.at : first.at + min(first.size, 4)].tobytes()
     if len(head) < 4 or any(head.startswith(bom) for bom, _ in _WIDE_BOMS):
         yield from recoded(itertools.chain([first.tobytes()], (c.tobytes() for c in chunks)), stats)
         return
@@ -602,36 +610,34 @@ def _txt_windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bo
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
     for chunk in chunks:
-        if isinstance(chunk, _Roomy):
-            if started and chunk.at >= len(ctx) + len(pending):
-                # the held bytes go into the room before the bytes read: no copy of them
-                stats.bytes_read += chunk.size
-                start = chunk.at - len(ctx) - len(pending)
-                array = chunk.array
-                array[start : chunk.at] = np.frombuffer(ctx + pending, dtype=np.uint8)
-                buf = array[start : chunk.at + chunk.size]
-                lo, cut = len(ctx), len(buf) - 3
-                if cut > lo:
-                    yield TxtWindow(memoryview(buf)[lo:cut], doc_ends(buf, lo, cut, False) - lo, array, start + lo)
-                    ctx, pending = buf[max(0, cut - 3) : cut].tobytes(), buf[cut:].tobytes()
-                else:
-                    ctx, pending = buf[:lo].tobytes(), buf[lo:].tobytes()
-                continue
-            chunk = chunk.tobytes()
-        stats.bytes_read += len(chunk)
-        if not started:
-            pending += chunk
-            if len(pending) < len(_BOM) and _BOM.startswith(pending):
-                continue
-            pending, chunk, started = b"", pending.removeprefix(_BOM), True
-        buf = ctx + pending + chunk
+        if isinstance(chunk, _Roomy) and not started and not pending and chunk.size >= len(_BOM):
+            # the file's first read: its byte order mark, if any, joins the room
+            skip = len(_BOM) if chunk.array[chunk.at : chunk.at + len(_BOM)].tobytes() == _BOM else 0
+            stats.bytes_read += skip
+            chunk, started = _Roomy(chunk.array, chunk.at + skip, chunk.size - skip), True
+        if isinstance(chunk, _Roomy) and started and chunk.at >= len(ctx) + len(pending):
+            # the held bytes go into the room before the bytes read: no copy of them
+            stats.bytes_read += chunk.size
+            start = chunk.at - len(ctx) - len(pending)
+            if start < chunk.at:
+                chunk.array[start : chunk.at] = np.frombuffer(ctx + pending, dtype=np.uint8)
+            buf, buffer = chunk.array[start : chunk.at + chunk.size], chunk.array
+        else:
+            if isinstance(chunk, _Roomy):
+                chunk = chunk.tobytes()
+            stats.bytes_read += len(chunk)
+            if not started:
+                pending += chunk
+                if len(pending) < len(_BOM) and _BOM.startswith(pending):
+                    continue
+                pending, chunk, started = b"", pending.removeprefix(_BOM), True
+            buf, buffer, start = np.frombuffer(ctx + pending + chunk, dtype=np.uint8), None, 0
         lo, cut = len(ctx), len(buf) - 3
         if cut <= lo:
-            ctx, pending = buf[:lo], buf[lo:]
+            ctx, pending = buf[:lo].tobytes(), buf[lo:].tobytes()
             continue
-        ends = doc_ends(np.frombuffer(buf, dtype=np.uint8), lo, cut, False)
-        yield TxtWindow(memoryview(buf)[lo:cut], ends - lo)
-        ctx, pending = buf[max(0, cut - 3) : cut], buf[cut:]
+        yield TxtWindow(memoryview(buf)[lo:cut], doc_ends(buf, lo, cut, False) - lo, buffer, start + lo)
+        ctx, pending = buf[max(0, cut - 3) : cut].tobytes(), buf[cut:].tobytes()
     if not started:
         pending = pending.removeprefix(_BOM)
     buf = ctx + pending

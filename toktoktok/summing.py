@@ -88,6 +88,7 @@ def _insert(table, meta, arena, n, used, slot, tag, first, src, i, e, weight):
 
 _AHEAD_SLOT = 16  # rows ahead whose table slot _add_rows asks the cache for
 _AHEAD_ROW = 8  # rows ahead whose row (the piece the slot names) it asks for
+_RING = 32  # the hashes _add_rows keeps of the rows ahead (a power of 2 above _AHEAD_SLOT)
 
 
 @njit(cache=True, nogil=True)
@@ -107,25 +108,26 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     """
     flat = meta.reshape(-1)
     mask = np.uint64(len(table) - 1)
-    keys = np.empty(32, dtype=np.uint64)  # a ring: hash and first word of the rows ahead
-    words = np.empty(32, dtype=np.uint64)
+    keys = np.empty(_RING, dtype=np.uint64)  # a ring: hash and first word of the rows ahead
+    words = np.empty(_RING, dtype=np.uint64)
+    ring = _RING - 1
     rows = len(weights)
     for p in range(first_row, min(rows, first_row + _AHEAD_SLOT)):
-        keys[p & 31], words[p & 31] = span_key(src, off[p], off[p + 1])
-        prefetch(table, keys[p & 31] & mask)
+        keys[p & ring], words[p & ring] = span_key(src, off[p], off[p + 1])
+        prefetch(table, keys[p & ring] & mask)
     for p in range(first_row, rows):
         ahead = p + _AHEAD_SLOT
         if ahead < rows:
-            keys[ahead & 31], words[ahead & 31] = span_key(src, off[ahead], off[ahead + 1])
-            prefetch(table, keys[ahead & 31] & mask)
+            keys[ahead & ring], words[ahead & ring] = span_key(src, off[ahead], off[ahead + 1])
+            prefetch(table, keys[ahead & ring] & mask)
         if p + _AHEAD_ROW < rows:
-            entry = table[keys[(p + _AHEAD_ROW) & 31] & mask]
+            entry = table[keys[(p + _AHEAD_ROW) & ring] & mask]
             if entry != _EMPTY:
                 prefetch(flat, np.int64(entry & _LOW32) * meta.shape[1])
         i, e = off[p], off[p + 1]
         if 2 * (n + 1) > len(table) or n + 1 > len(meta):
             return p, n, used, 1
-        slot, tag, first = _probe(table, meta, arena, src, i, e, keys[p & 31], words[p & 31])
+        slot, tag, first = _probe(table, meta, arena, src, i, e, keys[p & ring], words[p & ring])
         w = weights[p]
         if table[slot] != _EMPTY:
             q = table[slot] & _LOW32

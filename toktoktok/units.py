@@ -270,7 +270,8 @@ class Splitter:
         keep = max(self.base, self.done - self.margin)
         held = memoryview(self.buf)[keep - self.base :]
         if buffer is not None and len(held) <= at:  # the held bytes before the window, in its room: no copy of it
-            buffer[at - len(held) : at] = np.frombuffer(held, dtype=np.uint8)
+            if len(held):
+                buffer[at - len(held) : at] = np.frombuffer(held, dtype=np.uint8)
             self.buf = memoryview(buffer)[at - len(held) : at + len(data)]
         else:
             self.buf = b"".join((held, data))
