@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import regex
-
 from peer_trainers import iter_documents
 
 

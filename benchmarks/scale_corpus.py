@@ -67,7 +67,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import zstandard
-
 from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA
 
 SUFFIXES = (

@@ -41,10 +41,7 @@ import regex
 import tiktoken
 
 import toktoktok
-from stages import artifacts, workdir
 from toktoktok import fileset
-from stages.progress import Progress
-from stages.workdir import MissingInput
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, HfSettings, config_fingerprint
 from toktoktok.counts import inventory
@@ -56,6 +53,10 @@ from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
 from toktoktok.vocab import special_ids as vocab_special_ids
+
+from . import workdir
+from .workdir import MissingInput, artifacts
+from .workdir.progress import Progress
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
 HELDOUT_SAMPLE_CHARS = 200_000  # held-out text of each phase round-tripped

@@ -41,8 +41,9 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
-from stages.progress import Progress
 from toktoktok.config import Config, ConfigError
+
+from .workdir.progress import Progress
 
 # The stages (numba, polars, pyarrow) are imported inside the functions that run
 # them, not with this module (which the CLI imports): a bad config or `--help`
@@ -69,7 +70,7 @@ def _import_stages() -> tuple[Any, Any]:
     """Import numba and every stage's module; returns numba and ``stages.workdir``."""
     import numba
 
-    from stages import export, ingest, report, train, workdir  # noqa: F401 - imported here, under the hold
+    from . import export, ingest, report, train, workdir  # noqa: F401 - imported here, under the hold
 
     return numba, workdir
 
@@ -100,7 +101,7 @@ class Interrupted(KeyboardInterrupt):
 
 def interrupted_message(cfg: Config, doing: str | None) -> str:
     """What Ctrl-C leaves: e.g. ``kept ingest 'A' (finished, in WORK); train 'A' was cut short ...``."""
-    from stages import workdir
+    from . import workdir
 
     kept = workdir.finished_stages(cfg)
     text = (f"kept {', '.join(kept)} (finished, in {cfg.work_dir})" if kept
@@ -159,7 +160,7 @@ def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[
     report beside the staged files (``report.write_report``), publish."""
     import time
 
-    from stages import export, report
+    from . import export, report
 
     key = export.export_key(cfg)
     if not force and (manifest := export.up_to_date(cfg, key, progress)) is not None:
@@ -177,8 +178,9 @@ def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
     nothing (``toktoktok.fileset``): a failure or Ctrl-C at any point leaves
     the previous outputs exactly as they were, and the message says so.
     """
-    from stages import workdir
     from toktoktok import fileset
+
+    from . import workdir
 
     _sweep_temporary_files(workdir.output_set(cfg))
     kept = (f"the previous outputs ({cfg.output} and its companions) are kept as they were"
@@ -205,8 +207,9 @@ class ExportFailed(RuntimeError):
 @contextlib.contextmanager
 def _work_folder(cfg: Config, progress: Progress) -> Iterator[None]:
     """Hold the work folder's lock; first finish or undo a publish a killed run left."""
-    from stages import workdir
     from toktoktok import fileset
+
+    from . import workdir
 
     with locked(cfg):
         done = fileset.recover(workdir.publish_journal(cfg))
@@ -218,7 +221,7 @@ def _work_folder(cfg: Config, progress: Progress) -> Iterator[None]:
 def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, force: bool,
                progress: Progress) -> list[dict]:
     """Run one stage for every selected phase, under the lock, interruptibly."""
-    from stages import workdir
+    from . import workdir
 
     with _interruptible(cfg) as step:
         cfg = _prepare(cfg, progress)
@@ -231,13 +234,13 @@ def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, fo
 
 
 def ingest(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
-    from stages.ingest import run_ingest
+    from .ingest import run_ingest
 
     return _per_phase("ingest", run_ingest, cfg, phase, force, progress)
 
 
 def train(cfg: Config, *, phase: str | None = None, force: bool = False, progress: Progress) -> list[dict]:
-    from stages.train import run_train
+    from .train import run_train
 
     return _per_phase("train", run_train, cfg, phase, force, progress)
 
@@ -255,8 +258,8 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
 
 def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """The whole pipeline; returns the manifests of every stage."""
-    from stages.ingest import run_ingest
-    from stages.train import run_train
+    from .ingest import run_ingest
+    from .train import run_train
 
     with _interruptible(cfg) as step:
         cfg = _prepare(cfg, progress)
@@ -276,7 +279,7 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
 
 def summary(cfg: Config, result: dict[str, Any]) -> str:
     """A few lines for the user at the end of a run."""
-    from stages.progress import human_bytes
+    from .workdir.progress import human_bytes
 
     export = result["export"]["counts"]
     size = export["vocab_size"]

@@ -46,11 +46,13 @@ import numpy as np
 import pyarrow as pa
 import tiktoken
 
-from stages import artifacts, workdir
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.config import Config
 from toktoktok.loading import split_name
 from toktoktok.vocab import BYTE_ORDER
+
+from . import workdir
+from .workdir import artifacts
 
 REPORT_FORMAT = "toktoktok-report/1"
 CURVE_SAMPLE_BYTES = 1_000_000  # held-out text per domain encoded at each checkpoint
@@ -101,7 +103,7 @@ def _md_cell(text: str) -> str:
 
 def _size(n: int) -> str:
     """Binary units, like all output: ``_size(18716) == '18.3 KiB'``."""
-    from stages.progress import human_bytes
+    from .workdir.progress import human_bytes
 
     return human_bytes(n)
 

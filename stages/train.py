@@ -25,14 +25,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stages import artifacts, workdir
-from stages.progress import Progress
 from toktoktok import memory
 from toktoktok.config import Config, Phase
 from toktoktok.counts import inventory
 from toktoktok.fileset import uninterrupted
 from toktoktok.merge import PhaseResult, load_kernels, train_phase
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
+
+from . import workdir
+from .workdir import artifacts
+from .workdir.progress import Progress
 
 MERGES_SCHEMA = pa.schema(
     [("rank", pa.uint32()), ("left", pa.uint32()), ("right", pa.uint32()), ("bytes", pa.binary()), ("count", pa.uint64())]

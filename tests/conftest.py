@@ -206,8 +206,8 @@ def toktok(*args: Any, real: bool = False, legacy: bool = False, cwd: Path | Non
         return Run(proc.returncode, proc.stdout, proc.stderr)
     from click.testing import CliRunner
 
-    from stages.cli import _legacy
-    from stages.cli import toktok as group
+    from toktoktok_stages.cli.app import _legacy
+    from toktoktok_stages.cli.app import toktok as group
 
     result = CliRunner().invoke(_legacy if legacy else group, argv, catch_exceptions=False)
     return Run(result.exit_code, result.stdout, result.stderr)
@@ -417,8 +417,8 @@ def ray_local():
     pytest.importorskip("ray")
     from types import SimpleNamespace
 
-    from stages.ray_engine import Session
     from toktoktok.config import RayOptions
+    from toktoktok_stages.ingest.ray_engine import Session
 
     session = Session(SimpleNamespace(ray=RayOptions(num_cpus=2), working_set_mb=256))
     yield session.ray

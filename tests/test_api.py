@@ -4,7 +4,7 @@ It trains in memory, without the stages, and must give what the command
 line gives: the same documents give the same ``.tiktoken`` whether they come
 as Python strings or as files run with ``toktok run``, held-out share and
 sampling included. Running a config, or keeping the outputs, is
-``stages.pipeline.train_config`` / ``train_texts``.
+``toktoktok_stages.pipeline.train_config`` / ``train_texts``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pytest
 import tiktoken
 
 import toktoktok
-from stages.pipeline import train_config, train_texts
 from tests.conftest import (
     SPECIALS,
     chunk_counts,
@@ -36,6 +35,7 @@ from toktoktok import sampling, units
 from toktoktok.api import count_documents
 from toktoktok.config import check_settings
 from toktoktok.patterns import NAMED_PATTERNS
+from toktoktok_stages.pipeline import train_config, train_texts
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +118,9 @@ def test_train_from_a_config(tmp_path):
     same_tokenizer(train_config(str(config)), enc)
     for call in (lambda: toktoktok.train(config=config), lambda: toktoktok.train(str(config)),
                  lambda: toktoktok.train(config)):
-        with pytest.raises(ValueError, match=r"config= moved: use stages\.pipeline\.train_config\(PATH\)"):
+        with pytest.raises(ValueError, match=r"config= moved: use toktoktok_stages\.pipeline\.train_config\(PATH\)"):
             call()
-    with pytest.raises(ValueError, match=r"output= moved: use stages\.pipeline\.train_texts\(texts, output=PATH"):
+    with pytest.raises(ValueError, match=r"output= moved: use toktoktok_stages\.pipeline\.train_texts\(texts, output=PATH"):
         toktoktok.train(["a b"], merges=5, output=tmp_path / "x.tiktoken")
 
 
@@ -153,14 +153,14 @@ def test_wrong_arguments(tmp_path):
 
 
 def test_importing_the_library_does_not_import_the_stages():
-    code = "import sys, toktoktok; print(any(m == 'stages' or m.startswith('stages.') for m in sys.modules))"
+    code = "import sys, toktoktok; print(any(m.split('.')[0] in ('stages', 'toktoktok_stages') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
     assert "train" in toktoktok.__all__
 
 
 def _jsonl(path, docs):
-    """One line per document, as ``stages.pipeline.train_texts`` writes them: the
+    """One line per document, as ``toktoktok_stages.pipeline.train_texts`` writes them: the
     file whose keys (line offsets) and size ``train()`` samples by."""
     path.write_text("".join(json.dumps({"text": d}, ensure_ascii=True) + "\n" for d in docs), encoding="ascii")
     return path
@@ -253,7 +253,7 @@ def test_train_never_imports_the_stages():
             "enc = toktoktok.train(['the cat sat. ' * 50, 'a dog ran. ' * 50] * 20, merges=20, threads=2,"
             " heldout_share=0.1, working_set_mb=1, pattern='cl100k')\n"
             "enc = toktoktok.train(['x y z ' * 50], merges=3, pattern=r' ?\\S+|\\s+', heldout_share=0, threads=2)\n"
-            "print(sorted(m for m in sys.modules if m == 'stages' or m.startswith('stages.')), enc.n_vocab)\n")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('stages', 'toktoktok_stages')), enc.n_vocab)\n")
     out = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]", str(256 + 1161 + 3)]
 

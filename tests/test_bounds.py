@@ -182,9 +182,9 @@ class CountingEncoding:
 
 def _round_trip_work(n: int) -> tuple[int, int]:
     import toktoktok
-    from stages.export import SAMPLES, round_trip_failures
-    from toktoktok.vocab import special_ids as special_ids_for
     from toktoktok.tiktoken_file import write_tiktoken
+    from toktoktok.vocab import special_ids as special_ids_for
+    from toktoktok_stages.export import SAMPLES, round_trip_failures
 
     folder = Path(__import__("tempfile").mkdtemp())
     write_tiktoken(folder / "t.tiktoken", {bytes([b]): b for b in range(256)})
@@ -228,7 +228,7 @@ def test_encode_with_special_tokens_gives_tiktokens_ids() -> None:
     """The split at special tokens gives what encode_batch(allowed_special="all") gives."""
     import random
 
-    from stages.encode import batch_encoder
+    from toktoktok_stages.commands.encode import batch_encoder
 
     enc = _encoder_with_specials(512)
     rng = random.Random(3)
@@ -243,7 +243,7 @@ def test_encode_with_special_tokens_gives_tiktokens_ids() -> None:
 def test_encode_with_special_tokens_never_copies_them_per_document(monkeypatch) -> None:
     """main called encode_batch(allowed_special="all"): every document copied all the
     special tokens into tiktoken (0.14 s a document at 65,536). Now no call takes them."""
-    from stages.encode import batch_encoder
+    from toktoktok_stages.commands.encode import batch_encoder
 
     enc = _encoder_with_specials(65536)
     calls = []

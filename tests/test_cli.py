@@ -68,7 +68,7 @@ def test_version(legacy):
 
 
 def test_help_of_every_subcommand_says_what_it_reads_and_writes():
-    from stages.cli import toktok as group
+    from toktoktok_stages.cli.app import toktok as group
 
     top = toktok("--help")
     assert top.code == 0
@@ -291,22 +291,24 @@ def test_bad_file_skipped_when_asked(tmp_path, project):
 
 # ---------------------------------------------------------------- the command's own process
 
-_PROBE = ("import sys; sys.argv[0] = {name!r}; import stages, os, numpy; from numpy._core import multiarray as m; "
+_PROBE = ("{setup}; import os, numpy; from numpy._core import multiarray as m; "
           "print(os.environ.get('NUMPY_MADVISE_HUGEPAGE'), os.environ.get('OPENBLAS_NUM_THREADS'), "
           "m._set_madvise_hugepage(False))")
+_COMMAND = "from toktoktok_stages.cli import entry; entry.prepare()"  # what toktok and toktoktok run first
+_SCRIPT = "import toktoktok_stages.cli.app, toktoktok_stages.pipeline"  # a script importing the package
 
 
-@pytest.mark.parametrize(("name", "preset", "want"), [
-    ("/x/bin/toktok", {}, "0 1 False"),  # the command: no huge pages, one BLAS thread
-    ("/x/bin/toktoktok", {"NUMPY_MADVISE_HUGEPAGE": "1", "OPENBLAS_NUM_THREADS": "2"}, "1 2 True"),  # set: kept
-    ("script.py", {}, "None None"),  # imported by a script: its environment is left alone
+@pytest.mark.parametrize(("setup", "preset", "want"), [
+    (_COMMAND, {}, "0 1 False"),  # the command: no huge pages, one BLAS thread
+    (_COMMAND, {"NUMPY_MADVISE_HUGEPAGE": "1", "OPENBLAS_NUM_THREADS": "2"}, "1 2 True"),  # set: kept
+    (_SCRIPT, {}, "None None"),  # imported by a script: its environment is left alone
 ])
-def test_the_command_runs_numpy_without_huge_pages_and_one_blas_thread(name, preset, want):
+def test_the_command_runs_numpy_without_huge_pages_and_one_blas_thread(setup, preset, want):
     import os
     import subprocess
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
-    out = subprocess.run([sys.executable, "-c", _PROBE.format(name=name)], env={**env, **preset},
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(setup=setup)], env={**env, **preset},
                          capture_output=True, text=True, check=True).stdout.split()
     assert " ".join(out).startswith(want)

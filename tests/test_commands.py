@@ -21,7 +21,6 @@ import tiktoken
 from click.testing import CliRunner
 
 import toktoktok
-from stages.pipeline import train_texts
 from tests.conftest import (
     SHARED_DATA,
     SPECIALS,
@@ -36,6 +35,7 @@ from tests.conftest import (
 )
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.tiktoken_file import read_tiktoken, write_tiktoken
+from toktoktok_stages.pipeline import train_texts
 
 CL100K = SHARED_DATA / "reference" / "cl100k_base.tiktoken.gz"
 O200K = SHARED_DATA / "reference" / "o200k_base.tiktoken.gz"
@@ -282,7 +282,7 @@ def test_encode_allow_special_and_long_documents(trained, tmp_path):
     expected = [t for row in rows[:2] for t in enc.encode(row["text"], allowed_special="all")]
     assert np.concatenate(shards).tolist() == expected
     assert index["documents"] == 2 and index["special_tokens_in_text"] == "ids" and index["forced_cuts"] == 0
-    from stages.texts import Reading, iter_parts
+    from toktoktok_stages.commands.texts import Reading, iter_parts
 
     parts = list(iter_parts([src], text_column="text", cut=True, special_tokens=SPECIALS, reading=Reading()))
     assert len(parts) > 2 and [end for _, end, _ in parts].count(True) == 2, "the long document came in parts"
@@ -436,7 +436,7 @@ def test_clean_yes_removes_only_the_work_dir(cleanable):
 
 
 def test_clean_asks_first(cleanable):
-    from stages.cli import toktok as group
+    from toktoktok_stages.cli.app import toktok as group
 
     config, work, _ = cleanable
     no = CliRunner().invoke(group, ["clean", "-c", str(config)], input="n\n")

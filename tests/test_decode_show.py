@@ -21,7 +21,7 @@ def tok(tmp_path_factory):
 
 
 def invoke(*args, input: bytes | None = None):
-    from stages.cli import toktok as group
+    from toktoktok_stages.cli.app import toktok as group
 
     return CliRunner().invoke(group, [str(a) for a in args], input=input, catch_exceptions=False)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import regex
 
-from toktoktok.documents import space_at, doc_ends, last_break_cut, reference_ends, valid_utf8
+from toktoktok.documents import doc_ends, last_break_cut, reference_ends, space_at, valid_utf8
 from toktoktok.sources import ReadStats, Utf8Decoder, iter_txt_windows
 
 # line breaks, \s characters of every length, look-alikes, invalid and cut sequences

@@ -53,19 +53,19 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-import stages.ingest as ingest  # noqa: E402
-import stages.ingest.batching as batching  # noqa: E402
-import stages.ingest.chunking as chunking  # noqa: E402
-import stages.ingest.routing as routing  # noqa: E402
-from stages import workdir  # noqa: E402
 import toktoktok.atomic as atomic  # noqa: E402
-from stages.progress import Progress  # noqa: E402
+import toktoktok_stages.ingest as ingest  # noqa: E402
+import toktoktok_stages.ingest.batching as batching  # noqa: E402
+import toktoktok_stages.ingest.chunking as chunking  # noqa: E402
+import toktoktok_stages.ingest.routing as routing  # noqa: E402
 from tests.conftest import split_txt_documents
 from toktoktok import units  # noqa: E402
 from toktoktok.config import load_config  # noqa: E402
 from toktoktok.patterns import NAMED_PATTERNS  # noqa: E402
 from toktoktok.pretokenize import PartCutter  # noqa: E402
 from toktoktok.sources import iter_blocks  # noqa: E402
+from toktoktok_stages import workdir  # noqa: E402
+from toktoktok_stages.workdir.progress import Progress  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MULTILINGUAL = SHARED / "data" / "multilingual"

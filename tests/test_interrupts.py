@@ -235,9 +235,9 @@ def test_ctrl_c_while_export_loads_the_segmenter_waits_for_it(small, monkeypatch
     segmenter loads, then stops with its one-line message and keeps the outputs."""
     import io
 
-    from stages import export, pipeline
-    from stages.progress import Progress
     from toktoktok.config import load_config
+    from toktoktok_stages import export, pipeline
+    from toktoktok_stages.workdir.progress import Progress
 
     config, _ = small
     cfg = load_config(config)
@@ -273,10 +273,10 @@ def test_a_ctrl_c_a_library_turns_into_its_own_error_still_interrupts(small, mon
     a failed export; the same error with no Ctrl-C stays a failure."""
     import io
 
-    from stages import pipeline, report
-    from stages.progress import Progress
     from toktoktok import fileset
     from toktoktok.config import load_config
+    from toktoktok_stages import pipeline, report
+    from toktoktok_stages.workdir.progress import Progress
 
     config, _ = small
     cfg = load_config(config)
@@ -306,9 +306,9 @@ def test_the_cli_exits_130_for_an_error_a_ctrl_c_became(kind, capsys):
     """The command line's last resort: an error raised after a Ctrl-C (a config check
     that turned pyarrow's error into a ConfigError, any other) exits 130 with the
     one line; the same error with no Ctrl-C keeps its own exit code (2, 1)."""
-    from stages import cli
     from toktoktok import fileset
     from toktoktok.config import ConfigError
+    from toktoktok_stages.cli import app as cli
 
     error = ConfigError("sources[0].path: cannot be reached") if kind == "config" else TypeError("incompatible")
 

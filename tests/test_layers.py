@@ -1,19 +1,29 @@
 """The house rules, read from the imports of every module (inside functions too).
 
-- ``toktoktok/`` (the library) never imports ``stages/``.
-- ``stages/`` has four layers; a module imports only from layers below it
-  (layer 4, the work folder and its helpers, may import itself), so the
-  stages ``ingest``, ``train``, ``export`` never import each other: they
-  meet in ``stages.workdir`` and the files it names. The modules of one
-  stage (the ``stages.ingest`` package and its worker) may import each other.
+- ``toktoktok/`` (the library) never imports ``stages/`` (installed as
+  ``toktoktok_stages``).
+- ``stages/`` has four layers, each a few units (a module or a package);
+  a module imports only from layers below it, or from its own unit:
+
+  1. the command line (``stages.cli``: its entry and its commands' options);
+  2. the orchestrator (``stages.pipeline``) and the user commands
+     (``stages.commands``), which never import each other;
+  3. the stages ``ingest`` (with its engines inside it), ``train``,
+     ``export`` and ``report``, which never import each other: they meet in
+     the work folder and the files it names;
+  4. the work folder (``stages.workdir``: layout, keys, artifacts, progress).
+- Inside ``stages/`` the pipeline imports itself relatively, so it works under
+  its installed name; nothing anywhere imports a top-level ``stages``.
 - No module takes another module's ``_private`` name.
 
 A new module must be given its layer here (the test fails until it is).
+docs/architecture.md draws the same map.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -22,17 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: dict[str, int] = {
     "stages.cli": 1,
-    "stages.pipeline": 2, "stages.plan": 2, "stages.inspect": 2, "stages.encode": 2, "stages.compare": 2,
-    "stages.clean": 2, "stages.decode": 2, "stages.show": 2,
-    "stages.ingest": 3, "stages.ingest_worker": 3, "stages.train": 3, "stages.export": 3, "stages.report": 3,
-    "stages.ray_engine": 3, "stages.ray_guard": 3,
-    "stages.workdir": 4, "stages.artifacts": 4, "stages.progress": 4, "stages.texts": 4,
-    "stages": 4,
+    "stages.pipeline": 2, "stages.commands": 2,
+    "stages.ingest": 3, "stages.train": 3, "stages.export": 3, "stages.report": 3,
+    "stages.workdir": 4,
+    "stages": 4,  # the package's own __init__: a docstring
 }
-
-# the modules of one stage may import each other (a stage may be a small package)
-STAGE_OF = {"stages.ingest_worker": "stages.ingest", "stages.ray_engine": "stages.ingest",
-            "stages.ray_guard": "stages.ingest"}
 
 
 def module_name(path: Path) -> str:
@@ -49,23 +53,35 @@ def unit(module: str) -> str:
     return module
 
 
-def stage(module: str) -> str:
-    return STAGE_OF.get(unit(module), unit(module))
+def absolute_pipeline_imports(source: str) -> list[tuple[int, str]]:
+    """Absolute imports of ``stages`` or ``toktoktok_stages`` (inside the pipeline
+    they must be relative, so the package works under its installed name)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        found += [(node.lineno, n) for n in names if n.split(".")[0] in ("stages", "toktoktok_stages")]
+    return found
+
+
+def base_of(node: ast.ImportFrom, module: str) -> str:
+    """The module a ``from ... import`` reads from, relative levels resolved."""
+    if not node.level:
+        return node.module or ""
+    package = module if (ROOT / module.replace(".", "/")).is_dir() else module.rpartition(".")[0]
+    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(anchor + ([node.module] if node.module else []))
 
 
 def imports(source: str, module: str, known: set[str]) -> list[tuple[int, str, str | None]]:
     """(line, imported module, imported name or None) for every import in ``source``,
     relative imports resolved; ``from pkg import mod`` gives ``pkg.mod``."""
     found = []
-    package = module if (ROOT / module.replace(".", "/")).is_dir() else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
+            base = base_of(node, module)
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 found.append((node.lineno, full, None) if full in known else (node.lineno, base, alias.name))
@@ -89,9 +105,10 @@ def module_aliases(source: str, module: str, known: set[str]) -> dict[str, str]:
             for alias in node.names:
                 if alias.name in known and alias.asname:
                     aliases[alias.asname] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif isinstance(node, ast.ImportFrom):
+            base = base_of(node, module)
             for alias in node.names:
-                full = f"{node.module}.{alias.name}"
+                full = f"{base}.{alias.name}"
                 if full in known:
                     aliases[alias.asname or alias.name] = full
     return aliases
@@ -109,14 +126,17 @@ def problems(sources: dict[str, str]) -> list[str]:
             where = f"{module}:{line}"
             if not target.startswith(("stages", "toktoktok")):
                 continue
-            if module.startswith("toktoktok") and target.split(".")[0] == "stages":
+            if module.startswith("toktoktok") and target.split(".")[0] in ("stages", "toktoktok_stages"):
                 out.append(f"{where}: the library imports {target}")
             if name and name.startswith("_") and not name.startswith("__") and target != module:
                 out.append(f"{where}: takes the private name {name} of {target}")
-            if module.startswith("stages") and target.startswith("stages") and stage(target) != stage(module):
+            if module.startswith("stages") and target.startswith("stages") and unit(target) != unit(module):
                 mine, theirs = LAYERS[unit(module)], LAYERS.get(unit(target), 0)
                 if theirs < mine or (theirs == mine and mine != 4):
                     out.append(f"{where}: layer {mine} ({unit(module)}) imports layer {theirs} ({target})")
+        if module.startswith("stages"):
+            out += [f"{module}:{line}: imports {name} by an absolute name" for line, name in
+                    absolute_pipeline_imports(source)]
         for line, name in private_attributes(source, module_aliases(source, module, known)):
             if name.rpartition(".")[0] != module:
                 out.append(f"{module}:{line}: uses the private name {name}")
@@ -135,18 +155,23 @@ def test_the_house_keeps_its_layers():
 
 
 @pytest.mark.parametrize("module, code, broken", [
-    ("toktoktok.api", "def f():\n    from stages import pipeline\n", "the library imports stages.pipeline"),
-    ("stages.train", "from stages.ingest import run_ingest\n", "layer 3 (stages.train) imports layer 3"),
-    ("stages.export", "import stages.train as t\n", "layer 3 (stages.export) imports layer 3"),
-    ("stages.workdir", "from stages import pipeline\n", "layer 4 (stages.workdir) imports layer 2"),
-    ("stages.plan", "from stages.workdir import _fingerprint\n", "takes the private name _fingerprint"),
-    ("stages.plan", "from stages import workdir\nworkdir._unwritable(1)\n", "uses the private name"),
-    ("stages.encode", "from stages import compare\n", "layer 2 (stages.encode) imports layer 2"),
+    ("toktoktok.api", "def f():\n    from toktoktok_stages import pipeline\n", "the library imports toktoktok_stages"),
+    ("stages.train", "from .ingest import run_ingest\n", "layer 3 (stages.train) imports layer 3"),
+    ("stages.export", "from . import train as t\n", "layer 3 (stages.export) imports layer 3"),
+    ("stages.workdir", "from .. import pipeline\n", "layer 4 (stages.workdir) imports layer 2"),
+    ("stages.workdir.artifacts", "from ..ingest import run_ingest\n", "layer 4 (stages.workdir) imports layer 3"),
+    ("stages.ingest.routing", "from ..commands import plan\n", "layer 3 (stages.ingest) imports layer 2"),
+    ("stages.commands.plan", "from ..workdir import _fingerprint\n", "takes the private name _fingerprint"),
+    ("stages.commands.plan", "from .. import workdir\nworkdir._unwritable(1)\n", "uses the private name"),
+    ("stages.commands.plan", "from .. import pipeline\n", "layer 2 (stages.commands) imports layer 2"),
+    ("stages.commands.plan", "from stages import workdir\n", "imports stages by an absolute name"),
+    ("stages.train", "import toktoktok_stages.workdir\n", "imports toktoktok_stages.workdir by an absolute name"),
     ("stages.newthing", "x = 1\n", "not in the layer map"),
 ])
 def test_the_checker_finds_each_kind_of_broken_rule(module, code, broken):
-    sources = {m: "" for m in ("stages.pipeline", "stages.ingest", "stages.train", "stages.workdir",
-                               "stages.compare", "stages.encode", "stages.plan", "stages.export", "toktoktok.api")}
+    sources = {m: "" for m in ("stages.pipeline", "stages.ingest", "stages.ingest.routing", "stages.train",
+                               "stages.workdir", "stages.workdir.artifacts", "stages.commands",
+                               "stages.commands.plan", "stages.export", "toktoktok.api")}
     sources[module] = code
     found = problems(sources)
     assert any(broken in p for p in found), found
@@ -154,14 +179,38 @@ def test_the_checker_finds_each_kind_of_broken_rule(module, code, broken):
 
 def test_the_checker_allows_what_the_rules_allow():
     sources = {
-        "stages.cli": "from stages import pipeline\n",
-        "stages.pipeline": "def f():\n    from stages.ingest import run_ingest\n    from stages import workdir\n",
-        "stages.ingest": "from stages.ingest.routing import Router\nfrom stages import workdir\n",
-        "stages.ingest.routing": "from stages.ingest.batching import Batcher\n",
-        "stages.ingest.batching": "from stages.ingest_worker import count_in_worker\n",
-        "stages.ingest_worker": "from toktoktok.pretokenize import count_texts\n",
-        "stages.workdir": "from stages import artifacts\n",
-        "stages.artifacts": "",
+        "stages.cli.entry": "def main():\n    from .app import main\n",
+        "stages.cli.app": "from .. import pipeline\nfrom ..commands import plan\n",
+        "stages.pipeline": "def f():\n    from .ingest import run_ingest\n    from . import workdir\n",
+        "stages.commands.plan": "from ..workdir import artifacts\nfrom .texts import table\n",
+        "stages.commands.texts": "",
+        "stages.ingest": "from .routing import Router\nfrom .. import workdir\n",
+        "stages.ingest.routing": "from .batching import Batcher\n",
+        "stages.ingest.batching": "from .regex_worker import count_in_worker\n",
+        "stages.ingest.regex_worker": "from toktoktok.pretokenize import count_texts\n",
+        "stages.workdir": "from . import artifacts\n",
+        "stages.workdir.artifacts": "",
         "toktoktok.pretokenize": "",
     }
     assert problems(sources) == []
+
+
+def test_nothing_imports_a_top_level_stages():
+    """Tests, benchmarks and the demo's recipe take the pipeline by its installed name."""
+    found = []
+    for folder in ("tests", "benchmarks", "data", "toktoktok"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            found += [f"{path.relative_to(ROOT)}:{line}: {name}" for line, name in absolute_pipeline_imports(source)
+                      if name.split(".")[0] == "stages"]
+    assert found == []
+
+
+def test_the_installed_packages_are_the_folders():
+    """pyproject.toml lists every package folder, under its installed name (a wheel
+    holds only what is listed)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    listed = set(re.findall(r'"(toktoktok[\w.]*)"', text.split("packages = [", 1)[1].split("]", 1)[0]))
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in ROOT.glob("*/**/__init__.py")
+               if p.parts[len(ROOT.parts)] in ("toktoktok", "stages")}
+    assert listed == {f.replace("stages", "toktoktok_stages", 1) if f.startswith("stages") else f for f in folders}

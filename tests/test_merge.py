@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import as_inventory, piece_counts, stdlib_text
 from toktoktok.merge import train_phase, train_reference

@@ -515,9 +515,9 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     the counted pieces stay exactly regex.findall over whole documents, the
     chunk files are many, and threads 1 and 2 give the same chunk files (rows
     sorted by piece, cut at fixed places in the data) and .tiktoken."""
-    from stages.ingest import batching, chunking, routing
     from toktoktok.pretokenize import PartCutter
     from toktoktok.sources import iter_blocks
+    from toktoktok_stages.ingest import batching, chunking, routing
 
     monkeypatch.setattr(routing, "iter_blocks", functools.partial(iter_blocks, block_chars=97))
     monkeypatch.setattr(routing, "TXT_READ_BYTES", 97)
@@ -551,9 +551,9 @@ def test_chunker_writes_the_sum_sorted_by_piece(tmp_path, limit):
     step's counts are split among tables (as among worker threads) changes nothing."""
     import random
 
-    from stages.ingest import chunking
     from toktoktok import counts
     from toktoktok.summing import RunningSum
+    from toktoktok_stages.ingest import chunking
 
     rng = random.Random(limit)
     words = [bytes(rng.choices(b"abcdefgh", k=rng.randint(1, 6))) for _ in range(400)]
@@ -663,8 +663,8 @@ def test_txt_documents_and_newline_pieces(tmp_path, monkeypatch, block_chars):
     """Documents and newline pieces; also when the file is read a few characters at a
     time (a line break pair, a special token, a blank line split between reads)."""
     if block_chars:
-        from stages.ingest import routing
         from toktoktok.sources import iter_blocks
+        from toktoktok_stages.ingest import routing
 
         monkeypatch.setattr(routing, "iter_blocks", functools.partial(iter_blocks, block_chars=block_chars))
         monkeypatch.setattr(routing, "TXT_READ_BYTES", block_chars)
@@ -735,7 +735,7 @@ def test_weighted_counts_are_the_same_for_any_threads(tmp_path, corpus, monkeypa
     chunk files are the same at threads 1 and 2, an integer weight multiplies every
     count exactly, and a fractional one gives each piece about weight x its count
     (rounded per group of batches, at least 1: off by at most one per group)."""
-    from stages.ingest import batching
+    from toktoktok_stages.ingest import batching
 
     monkeypatch.setattr(batching, "BATCH_TEXT_CHARS", 2_000)
     raw = None

@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 import yaml
 
 from tests.conftest import english_text, manifest, toktok, work_of, write_config

@@ -27,17 +27,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import stdlib_sources, stdlib_text
 from tests.conftest_robust import TOKTOK, finish, phase, read_arrow, signal_group, start, wait_for, write_config
+from tests.helpers import stdlib_sources, stdlib_text
 
 pytest.importorskip("ray")
 
-from stages import pipeline, ray_engine  # noqa: E402
-from stages.ingest import routing  # noqa: E402
-from stages.progress import Progress  # noqa: E402
 from toktoktok import sampling  # noqa: E402
 from toktoktok.config import load_config  # noqa: E402
 from toktoktok.uris import RemotePath  # noqa: E402
+from toktoktok_stages import pipeline  # noqa: E402
+from toktoktok_stages.ingest import (
+    ray_engine,
+    routing,  # noqa: E402
+)
+from toktoktok_stages.workdir.progress import Progress  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -446,7 +449,7 @@ def test_with_on_bad_file_skip_a_file_is_one_task(tmp_path):
     """A file that fails part way is dropped whole by the local engine: read in ranges,
     its ranges read before the failure would count (and it would be listed once per
     failed range), so with ``on_bad_file: skip`` a file is never split."""
-    from stages.ingest.units import splittable
+    from toktoktok_stages.ingest.ray_units import splittable
 
     data = tmp_path / "data"
     data.mkdir()

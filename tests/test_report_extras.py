@@ -17,9 +17,9 @@ from collections import Counter
 import polars as pl
 
 import toktoktok
-from stages import progress as progress_module
-from stages.progress import Progress, human_bytes
 from tests.conftest import english_text, output_of, toktok, work_of, write_config
+from toktoktok_stages.workdir import progress as progress_module
+from toktoktok_stages.workdir.progress import Progress, human_bytes
 
 
 def test_too_small_domain_and_undertrained_tokens(tmp_path):

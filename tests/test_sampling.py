@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from stages import workdir
 from tests.conftest import (
     chunk_counts,
     english_text,
@@ -36,6 +35,7 @@ from tests.conftest import (
 from toktoktok import counts as count_tables
 from toktoktok import units
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE, chosen, is_heldout
+from toktoktok_stages import workdir
 
 CHARS = 900_000
 

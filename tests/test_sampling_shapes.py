@@ -26,13 +26,13 @@ import pytest
 import regex
 import yaml
 
-from stages import ingest, workdir
-from stages.ingest import routing
-from stages.progress import Progress
 from tests.conftest import english_text
 from toktoktok import sampling, units
 from toktoktok.config import load_config
 from toktoktok.patterns import NAMED_PATTERNS
+from toktoktok_stages import ingest, workdir
+from toktoktok_stages.ingest import routing
+from toktoktok_stages.workdir.progress import Progress
 
 SIZE = 1_500_000  # bytes of each corpus: 3.6 times the capacity at working_set_mb: 1
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
 import base64
+import gzip
 
 import numpy as np
 import pytest
 import tiktoken
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import SHARED, as_inventory, piece_counts, stdlib_text
 from toktoktok.merge import train_reference

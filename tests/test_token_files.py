@@ -282,7 +282,7 @@ def test_the_three_document_rules(corpus, tmp_path, rule, expected):
 
 def test_standard_input_is_read_as_text(corpus, tmp_path):
     src = corpus["files"][1]
-    from stages.cli import toktok as group
+    from toktoktok_stages.cli.app import toktok as group
 
     runner = CliRunner()
     for rule in ("blank-line", "line"):

@@ -25,14 +25,14 @@ import pytest
 import zstandard
 from pyarrow import fs
 
-from stages import pipeline, workdir
-from stages.progress import Progress
 from tests.conftest_robust import phase, write_config
 from tests.helpers import stdlib_text
 from toktoktok import uris
 from toktoktok.config import ConfigError, Source, load_config
 from toktoktok.sources import SourceError, iter_blocks, iter_txt_windows, list_source_files, text_bytes
 from toktoktok.uris import RemotePath
+from toktoktok_stages import pipeline, workdir
+from toktoktok_stages.workdir.progress import Progress
 
 
 @pytest.fixture(scope="module")

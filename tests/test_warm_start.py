@@ -17,8 +17,6 @@ import tiktoken.load
 import zstandard
 
 import toktoktok
-from stages import pipeline
-from stages.progress import Progress
 from tests.conftest import toktok
 from tests.helpers import SHARED, stdlib_text
 from toktoktok import load
@@ -27,6 +25,8 @@ from toktoktok.known_bases import KNOWN_BASES, canonical_bytes, recognise
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.tiktoken_file import read_tiktoken, write_tiktoken
 from toktoktok.warm_start import load_base
+from toktoktok_stages import pipeline
+from toktoktok_stages.workdir.progress import Progress
 
 CL100K = SHARED / "data/reference/cl100k_base.tiktoken.gz"
 CL100K_SPECIALS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
@@ -306,7 +306,7 @@ def test_the_stages_keys_follow_the_special_tokens_the_base_resolves_to(tmp_path
     """Where the base's special tokens sit decides where new merges start: a work folder
     trained when they were read otherwise (another companion, or cl100k_base before it was
     recognised) must not be taken as current."""
-    from stages import workdir
+    from toktoktok_stages import workdir
 
     base = small_base(tmp_path)
     config = config_with(tmp_path, f"{{file: {base}}}")

@@ -12,7 +12,7 @@ but with none of their files: it never imports ``stages`` and writes
 nothing, so it works from any script, notebook or stdin. It gives the
 ``.tiktoken`` that ``toktok run`` gives for the same documents as one source
 of one row per document in a phase named ``train``, with the same options:
-the jsonl file ``stages.pipeline.train_texts`` writes (a parquet file too
+the jsonl file ``toktoktok_stages.pipeline.train_texts`` writes (a parquet file too
 when nothing is held out or sampled: a parquet row's key is its number, a
 jsonl row's its line's offset); ``tests/test_api.py`` compares them.
 
@@ -27,7 +27,7 @@ jsonl row's its line's offset); ``tests/test_api.py`` compares them.
    the sample (``working_set_mb`` buys ``sampling.capacity`` bytes of text;
    more text keeps each unit with the share capacity / total), both
    hashes of the unit's place: phase ``01-train``, file 0, the byte offset
-   of the document's line in the jsonl file ``stages.pipeline.train_texts``
+   of the document's line in the jsonl file ``toktoktok_stages.pipeline.train_texts``
    writes plus the unit's offset in the text (the share is measured against
    that file's size too: ``sampling.jsonl_offsets``). Held-out text is not
    kept: nothing here validates with it.
@@ -53,16 +53,16 @@ Decisions:
   ``train():``; an item of ``texts`` that is not a string is a ``TypeError``.
   ``export_hf`` and ``on_bad_file`` are accepted and change nothing here
   (no file is written or read); ``verbose=True`` prints a summary to stderr.
-- What ran the whole pipeline moved to ``stages.pipeline``:
+- What ran the whole pipeline moved to ``toktoktok_stages.pipeline``:
   ``train(config=PATH)`` (or a config path as the only argument) is
-  ``stages.pipeline.train_config(PATH)``, and ``train(texts, output=PATH,
-  ...)`` is ``stages.pipeline.train_texts(texts, output=PATH, ...)``; both
+  ``toktoktok_stages.pipeline.train_config(PATH)``, and ``train(texts, output=PATH,
+  ...)`` is ``toktoktok_stages.pipeline.train_texts(texts, output=PATH, ...)``; both
   are a ``ValueError`` here that says so. ``work_dir`` and ``phases`` cannot
   be given: there is one phase and no work folder.
 - Sampling measures the documents' UTF-8 bytes, as ingest measures a
   parquet or ``.txt`` source. A ``.jsonl`` is measured by its lines (keys
   and quoting too), so when the sample is in play a jsonl of the same
-  documents (what ``stages.pipeline.train_texts`` writes) keeps a little less.
+  documents (what ``toktoktok_stages.pipeline.train_texts`` writes) keeps a little less.
 - Memory: the documents (the caller's strings, not copied unless a
   surrogate is replaced), a batch of text per thread in flight, and the
   summed piece counts; then what the merge loop needs (as the train stage).
@@ -96,8 +96,8 @@ PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes ta
 READ_BLOCK_CHARS = 1 << 20  # ingest reads a jsonl or parquet document in blocks of this many characters
 _NOT_OPTIONS = ("phases", "work_dir", "special_tokens")
 _MOVED = {
-    "config": "train(): config= moved: use stages.pipeline.train_config(PATH)",
-    "output": "train(): output= moved: use stages.pipeline.train_texts(texts, output=PATH, merges=..., ...) "
+    "config": "train(): config= moved: use toktoktok_stages.pipeline.train_config(PATH)",
+    "output": "train(): output= moved: use toktoktok_stages.pipeline.train_texts(texts, output=PATH, merges=..., ...) "
               "(toktoktok.train keeps nothing on disk)",
 }
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -122,7 +122,7 @@ def train(
     ``threads``, ``working_set_mb``, ``max_piece_bytes``, ``verbose``).
 
     Raises ``ValueError`` for a configuration problem (and for ``config=`` or
-    ``output=``, which moved to ``stages.pipeline``), ``TypeError`` for an
+    ``output=``, which moved to ``toktoktok_stages.pipeline``), ``TypeError`` for an
     item of ``texts`` that is not a string.
     """
     _refuse_moved(texts, config, options)
@@ -229,7 +229,7 @@ def documents(texts: Iterable[str]) -> tuple[list[str], np.ndarray]:
 def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any]) -> tuple[list[str], np.ndarray, float]:
     """The documents' units (``units.row_parts``: a document, or parts of one
     larger than the bound) and each unit's fate as ingest decides it for the
-    rows of the jsonl file ``stages.pipeline.train_texts`` writes (keyed by
+    rows of the jsonl file ``toktoktok_stages.pipeline.train_texts`` writes (keyed by
     the line's byte offset plus the unit's offset in the text; the share
     measured against the file's size: ``sampling.jsonl_offsets``); the
     sample's share. A phase that would train on nothing trains on its last

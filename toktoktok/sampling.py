@@ -140,7 +140,7 @@ def is_heldout(seed: int, slug: str, file_index: int, offset: int, share: float,
 
 def jsonl_offsets(texts: list[str]) -> np.ndarray:
     """The byte offset of each document's line in the jsonl file that
-    ``stages.pipeline.train_texts`` writes (``json.dumps({"text": d},
+    ``toktoktok_stages.pipeline.train_texts`` writes (``json.dumps({"text": d},
     ensure_ascii=True)`` and a line break each), and last the file's size:
     the keys of documents in memory (``toktoktok.train``), and the total its
     sample's share is measured against, so that training on the texts and

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from benchkit.corpus import MB, Corpus
-from benchkit.report import md_table, num
 from benchkit.measure import Measured, median_of, run_measured
+from benchkit.report import md_table, num
 from benchkit.toktok import HERE, default_pattern, fresh, ingest_manifest, run_ingest
 
 KINDS = ("baseline", "threads 1", "threads 2")

@@ -95,16 +95,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchkit import corpus as bench_corpus
-from benchkit import report as bench_report
 import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
+from benchkit import corpus as bench_corpus
+from benchkit import report as bench_report
 from benchkit.corpus import SHARED_CORPORA
-from benchkit.report import md_table, num
 from benchkit.measure import Measured, run_measured
-from benchkit.toktok import stage_manifests
-from benchkit.toktok import fresh, run_env, toktok_bin
+from benchkit.report import md_table, num
+from benchkit.toktok import fresh, run_env, stage_manifests, toktok_bin
 
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE, capacity
 

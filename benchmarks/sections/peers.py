@@ -71,15 +71,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchkit import corpus as bench_corpus
-from sections import ingest as bench_ingest
 from benchkit import report as bench_report
+from benchkit.corpus import Corpus
+from benchkit.measure import Measured, median_of
+from benchkit.report import md_table, num
+from benchkit.toktok import default_pattern, run_env, run_once, toktok_stages
+
+from sections import ingest as bench_ingest
 from sections import scaling as bench_scaling
 from sections import targets as bench_targets
-from benchkit.corpus import Corpus
-from benchkit.report import md_table, num
-from benchkit.measure import Measured, median_of
 from sections.scaling import Point, Scaling
-from benchkit.toktok import default_pattern, run_env, run_once, toktok_stages
 
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 TRAINERS = ("toktoktok", "hf", "rustbpe")

@@ -81,6 +81,7 @@ from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA, Corpus
 from benchkit.measure import Measured, exponent, median_of
 from benchkit.report import md_table, num
 from benchkit.toktok import run_env, run_once, toktok_stages
+
 from sections.peers import read_ranks
 
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
@@ -456,7 +457,7 @@ RANGE_BYTES, FAN_IN = 64 << 20, 8  # stages/ray_engine's task size and reduce fa
 
 def engine_constants() -> tuple[int, int]:
     try:
-        from stages import ray_engine
+        from toktoktok_stages.ingest import ray_engine
         return int(ray_engine.RANGE_BYTES), int(ray_engine.FAN_IN)
     except Exception:  # noqa: BLE001 - the stated values stand in
         return RANGE_BYTES, FAN_IN

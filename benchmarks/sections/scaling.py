@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from benchkit.corpus import MB, Corpus
-from benchkit.report import md_table, num
 from benchkit.measure import Measured, exponent, median_of
+from benchkit.report import md_table, num
 from benchkit.toktok import run_once, toktok_stages
 
 

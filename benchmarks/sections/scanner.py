@@ -49,6 +49,7 @@ import regex
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchkit.corpus import SHARED_CORPORA, split_documents  # noqa: E402
+
 from toktoktok.patterns import DEFAULT_PATTERN  # noqa: E402
 from toktoktok.scanner import (  # noqa: E402
     DEFAULT,

@@ -48,24 +48,22 @@ chunk files); this module runs them for a phase and writes the manifest.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from stages import artifacts, workdir
-from stages.ingest.batching import Batcher, PatternMissAt, PatternTooSlow, Workers, load_kernels
-from stages.ingest.chunking import Chunker, chunk_bytes
-from stages.ingest.routing import Tally, ingest_file
-from stages.progress import Progress
 from toktoktok import sampling
 from toktoktok.config import Config, Phase
 from toktoktok.fileset import uninterrupted
-from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import SourceError
 
+from .. import workdir
+from ..workdir import artifacts
+from ..workdir.progress import Progress
+from .batching import Batcher, PatternMissAt, PatternTooSlow, load_kernels
+from .chunking import Chunker, chunk_bytes
+from .routing import Tally
 
 SPECIAL_WARN_SHARE = 0.001  # a special token found this often per document, if also a word, is warned about
 
@@ -92,63 +90,21 @@ class PatternTimeoutError(RuntimeError):
     says: a tokenizer must not depend on the machine's load)."""
 
 
-def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], batcher: Batcher,
-                    tally: Tally) -> None:
-    """A phase that would train on nothing trains on its last held-out unit instead:
-    the held-out share never takes a phase's last training unit. (Decided at the
-    end, when it is known that nothing else trains; the unit is the last one in
-    key order, as the held-out cap is applied in key order. If it crossed the
-    cap it was cut there, and it trains as it was kept.)"""
-    text = heldout.pop()
-    size = len(text.encode("utf-8", "surrogatepass"))
-    cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
-                        breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
-                        max_piece_chars=cfg.max_piece_bytes)
-    batcher.add(cutter.feed(text) + cutter.finish(), weight, index)
-    batcher.file_done()  # the chunker takes a file's counts at its end
-    tally.forced_cuts += cutter.forced_cuts
-    tally.heldout_documents -= 1
-    tally.heldout_bytes -= size
-    tally.kept_documents += 1
-    tally.kept_bytes += size
-    tally.heldout_trained = 1
-
-
 class PatternMissError(ValueError):
     """A custom pattern matched the empty string or left a character unmatched in
     a document (exit 1, whatever ``on_bad_file`` says: tiktoken would panic on
     the first and silently drop the second)."""
 
 
-def _read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
-              progress: Progress, share: float) -> Batcher:
-    """Read every file of the phase through the workers; returns the batcher (its
-    counters). A bad file is skipped with ``on_bad_file: skip``: what it had
-    counted is taken back out of the tally unless part of it was already written."""
-    held_files: list[int] = []  # the file of each held-out unit
-    with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
-        for index, (src, path) in enumerate(files):
-            held_before, counted_before = len(heldout), dataclasses.replace(tally)
-            try:
-                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files)
-                batcher.file_done()
-                tally.files += 1
-            except (SourceError, FileNotFoundError) as exc:
-                if cfg.on_bad_file == "fail":
-                    raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
-                dropped = batcher.discard(index)
-                del heldout[held_before:], held_files[held_before:]
-                if dropped:  # nothing of it was written: the counts go back to what they were
-                    bad = tally.bad_files
-                    for f in dataclasses.fields(tally):
-                        setattr(tally, f.name, getattr(counted_before, f.name))
-                    tally.bad_files = bad
-                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
-                progress.note(f"skipped bad file {path}: {exc}")
-        if tally.kept_documents == 0 and heldout:
-            train_last_held(cfg, files[held_files[-1]][0].weight, held_files.pop(), heldout, batcher, tally)
-        batcher.drain()
-    return batcher
+def engine(cfg: Config) -> Callable[..., Batcher]:
+    """The engine's ``read_all``: this process's threads (``local``), or Ray tasks over
+    files and byte ranges whose sums meet in a tree (``ray_engine``, imported only
+    when chosen: it loads Ray)."""
+    if cfg.engine == "ray":
+        from .ray_engine import read_all
+    else:
+        from .local import read_all
+    return read_all
 
 
 def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
@@ -177,12 +133,8 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     chunker = Chunker(folder, chunk_bytes(cfg))
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
-    if cfg.engine == "ray":  # tasks over files and byte ranges, their sums in a tree (stages.ray_engine)
-        from stages.ray_engine import read_all as read
-    else:
-        read = _read_all
     try:
-        batcher = read(cfg, phase, files, chunker, tally, heldout, progress, share)
+        batcher = engine(cfg)(cfg, phase, files, chunker, tally, heldout, progress, share)
     except PatternMissAt as exc:
         raise PatternMissError(
             f"{files[exc.file_index][1]}: {exc.words}, at character {exc.offset} of what this file trains on; "

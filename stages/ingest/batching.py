@@ -16,15 +16,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stages.ingest.chunking import Chunker
-from stages.ingest_worker import PatternTimeout, count_in_worker, ignore_sigint
-from stages.workdir import resolve_threads
 from toktoktok import counts, documents, piece_order, scanner
 from toktoktok.config import Config
 from toktoktok.config import batch_chars as config_batch_chars
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import PatternMiss, special_occurrences
 from toktoktok.summing import RunningSum
+
+from ..workdir import resolve_threads
+from .chunking import Chunker
+from .regex_worker import PatternTimeout, count_in_worker, ignore_sigint
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
 

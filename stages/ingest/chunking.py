@@ -13,10 +13,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stages import artifacts
 from toktoktok.config import Config
 from toktoktok.piece_order import sorted_table
 from toktoktok.summing import RunningSum
+
+from ..workdir import artifacts
 
 CHUNK_BYTES: int | None = None  # count-table bytes per chunk file; None: from working_set_mb
 CHUNK_SCHEMA = pa.schema([("piece", pa.binary()), ("count", pa.uint64())])

@@ -6,23 +6,24 @@ the cutter and the batcher, held-out text to the held-out list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from stages.ingest.batching import Batcher, has_scanner
-from stages.progress import Progress
 from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import (ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows,
-                               open_binary)
+from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows, open_binary
+
+from ..workdir.progress import Progress
+from .batching import Batcher, has_scanner
 
 UTF8_BOM = b"\xef\xbb\xbf"  # not part of the stream: offsets count from after it
 
 from toktoktok.sampling import HELDOUT_CAP_BYTES  # held-out text per phase, at most (monkeypatched in tests)
+
 TXT_READ_BYTES = 1 << 20  # bytes per read of a .txt file
 ROW_BLOCK_CHARS = 1 << 20  # a row's unit goes to the cutter in blocks of this many characters (api.READ_BLOCK_CHARS)
 

@@ -22,8 +22,9 @@ less than 0.2 s before the death is not recorded yet. A child forked without
 exec keeps the pipe open, so the watchdog also stops waiting when it is
 reparented. Linux only (``/proc``); elsewhere ``start`` does nothing.
 
-The watchdog is this module run as a script (``python -m stages.ray_guard``);
-it imports nothing of the project.
+The watchdog is this file run as a script (``python -P ray_guard.py``, not
+``-m``, which would import the ingest package first); it imports nothing of
+the project.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def start(temp_dir: str = "", timeout_s: float = 30.0) -> subprocess.Popen | Non
     token = secrets.token_hex(8)
     env = {k: v for k, v in os.environ.items() if k != ENV_KEY}
     watchdog = subprocess.Popen(
-        [sys.executable, "-m", "stages.ray_guard", token, str(timeout_s), temp_dir], stdin=subprocess.PIPE, env=env,
-        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        [sys.executable, "-P", os.path.abspath(__file__), token, str(timeout_s), temp_dir], stdin=subprocess.PIPE,
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=os.path.dirname(os.path.abspath(__file__)))
     os.environ[ENV_KEY] = token
     return watchdog
 

@@ -29,8 +29,12 @@ from typing import Any
 
 import polars as pl
 
-from stages.progress import Progress
-from stages.texts import (
+from toktoktok.config import ConfigError
+from toktoktok.loading import split_name
+
+from ..workdir import resolve_threads
+from ..workdir.progress import Progress
+from .texts import (
     Reading,
     batch_chars,
     can_cut,
@@ -41,9 +45,6 @@ from stages.texts import (
     pattern_name,
     table,
 )
-from stages.workdir import resolve_threads
-from toktoktok.config import ConfigError
-from toktoktok.loading import split_name
 
 
 def _column_names(paths: Sequence[Path]) -> list[str]:

@@ -51,13 +51,14 @@ from typing import Any, NoReturn
 import polars as pl
 import pyarrow as pa
 
-from stages import artifacts
-from stages.texts import table
 from toktoktok.config import ConfigError
 from toktoktok.known_bases import recognise
 from toktoktok.loading import check_companion, meta_path, read_meta, split_name
 from toktoktok.tiktoken_file import read_tiktoken
 from toktoktok.vocab import Vocab, hardcoded_merges
+
+from ..workdir import artifacts
+from .texts import table
 
 DEFAULT_TOP = 20
 _BYTES_AND_HARDCODED = 256 + 1161
@@ -131,8 +132,9 @@ def refuse(message: str) -> NoReturn:
 
 def config_output(config: Path) -> Path:
     """The ``.tiktoken`` a config writes (its ``output:``); it must exist."""
-    from stages.workdir import MissingInput
     from toktoktok.config import load_config
+
+    from ..workdir import MissingInput
 
     cfg = load_config(config)
     if not cfg.output.is_file():

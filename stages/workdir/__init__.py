@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stages import artifacts
 from toktoktok import counts, sampling
 from toktoktok.config import (
     Config,
@@ -47,6 +46,8 @@ from toktoktok.loading import meta_path, split_name
 from toktoktok.sources import SourceError, list_source_files, text_bytes
 from toktoktok.vocab import Vocab
 from toktoktok.warm_start import Base, load_base
+
+from . import artifacts
 
 
 class MissingInput(Exception):

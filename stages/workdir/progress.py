@@ -12,7 +12,6 @@ import sys
 import time
 from typing import TextIO
 
-
 LOG_EVERY = 5.0  # seconds between progress lines in a log (verbose, not a terminal)
 
 

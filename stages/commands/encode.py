@@ -89,9 +89,17 @@ from typing import Any
 import numpy as np
 import tiktoken
 
-from stages.artifacts import file_digest
-from stages.progress import Progress
-from stages.texts import (
+from toktoktok.atomic import atomic_path, atomic_write_bytes
+from toktoktok.config import ConfigError
+from toktoktok.sampling import chosen_many, file_key
+from toktoktok.sources import TXT_DOCUMENTS, file_format
+from toktoktok.tiktoken_file import SpecialIndex
+from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index
+
+from ..workdir import resolve_threads
+from ..workdir.artifacts import file_digest
+from ..workdir.progress import Progress
+from .texts import (
     MAX_PIECE_CHARS,
     STDIN,
     Reading,
@@ -103,13 +111,6 @@ from stages.texts import (
     load_tokenizer,
     pattern_name,
 )
-from stages.workdir import resolve_threads
-from toktoktok.atomic import atomic_path, atomic_write_bytes
-from toktoktok.config import ConfigError
-from toktoktok.sampling import chosen_many, file_key
-from toktoktok.sources import TXT_DOCUMENTS, file_format
-from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index
-from toktoktok.tiktoken_file import SpecialIndex
 
 FORMATS = ("npy", "bin", "megatron")
 DEFAULT_SHARD_TOKENS = 100_000_000

@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stages.ingest.batching import Batcher, has_scanner
-from stages.ingest.chunking import Chunker
-from stages.ingest.routing import Tally, ingest_file
-from stages.progress import Progress
 from toktoktok import counts, documents
 from toktoktok.config import Config, Phase, Source
 from toktoktok.sources import SourceError, file_format, open_binary
+
+from ..workdir.progress import Progress
+from .batching import Batcher, has_scanner
+from .chunking import Chunker
+from .routing import Tally, ingest_file
 
 NEVER_WRITE = 1 << 62  # a chunker that only sums
 
@@ -67,7 +68,7 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
     keys: list[tuple[int, int]] = []
     pool = ThreadPoolExecutor(threads) if threads > 1 and has_scanner(cfg.pattern) else None
     try:
-        with contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:  # as ingest._read_all
+        with contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:  # as local.read_all
             try:
                 ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, Progress(), share, span=span,
                             held_keys=keys)
@@ -93,7 +94,7 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
 def count_texts(cfg: Config, texts: list[str], weight: float, index: int) -> UnitResult:
     """Count ``texts`` of file ``index`` as training text, each one a stream of its
     own (cut by a fresh ``PartCutter``, batched apart from other files) as
-    ``ingest.train_last_held`` counts a unit: the held-out candidates the cap
+    ``local.train_last_held`` counts a unit: the held-out candidates the cap
     turned back into training text, and a phase's last held-out unit."""
     from toktoktok.pretokenize import PartCutter
 
@@ -116,7 +117,7 @@ def count_texts(cfg: Config, texts: list[str], weight: float, index: int) -> Uni
 
 def own_peak_kb() -> int:
     """This process's peak resident memory in kB (0 where /proc is absent)."""
-    from stages.ingest_worker import own_peak_kb as peak
+    from .regex_worker import own_peak_kb as peak
 
     return peak()
 

@@ -7,26 +7,21 @@ line on stderr; ``--verbose`` adds the Python traceback.
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from stages import interrupted_while_starting  # noqa: E402
+import click
 
-if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # run as ``python -m stages.cli``
-    signal.signal(signal.SIGINT, interrupted_while_starting)  # first thing: imports below take ~0.2 s
+import toktoktok
+from toktoktok import fileset, memory
 
-import gc  # noqa: E402
-import traceback  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import click  # noqa: E402
-
-import toktoktok  # noqa: E402
-from stages import pipeline  # noqa: E402
-from stages.progress import Progress, human_bytes  # noqa: E402
-from toktoktok import fileset, memory  # noqa: E402
+from .. import pipeline
+from ..workdir.progress import Progress, human_bytes
 
 CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
 
@@ -104,8 +99,8 @@ def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
         if isinstance(exc, OSError):
             _fail(os_message(exc), 1, verbose)
         # looked up, not imported: importing the stages costs most of a second
-        expected = (*raised_by("stages.workdir", "MissingInput"), *raised_by("stages.artifacts", "DamagedArtifact"), *raised_by("toktoktok.sources", "SourceError"),
-                    *raised_by("stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
+        expected = (*raised_by("toktoktok_stages.workdir", "MissingInput"), *raised_by("toktoktok_stages.workdir.artifacts", "DamagedArtifact"), *raised_by("toktoktok.sources", "SourceError"),
+                    *raised_by("toktoktok_stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
         if isinstance(exc, expected):
             _fail(one_line(exc), 1, verbose)
         _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
@@ -246,7 +241,7 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
     """
     import json
 
-    from stages import plan as planning
+    from ..commands import plan as planning
 
     cfg, _ = _load(config, verbose)
     result = _guarded(lambda: planning.make_plan(cfg), verbose)
@@ -276,7 +271,7 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
     and counts, merges with counts and phase, the vocabulary size breakdown
     and longest tokens, token search (--search) and a decoded token (--id).
     """
-    from stages.inspect import inspect_path, path_or_output
+    from ..commands.inspect import inspect_path, path_or_output
 
     path = _guarded(lambda: path_or_output(path, config, "PATH"), verbose)
     click.echo(_guarded(lambda: inspect_path(path, top=top, search=search, token_id=token_id), verbose))
@@ -346,8 +341,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     and bytes per token. Special tokens written in the text are encoded as
     ordinary text unless --allow-special.
     """
-    from stages import encode as encoding
-    from stages.inspect import path_or_output
+    from ..commands import encode as encoding
+    from ..commands.inspect import path_or_output
 
     tokenizer = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
     index = _guarded(lambda: encoding.encode_corpus(
@@ -359,8 +354,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
 
 def _encoding(tokenizer: Path | None, config: Path | None, pattern: str | None, verbose: bool):
     """The tokenizer of ``-t`` or ``-c`` (exactly one), loaded."""
-    from stages.inspect import path_or_output
-    from stages.texts import load_tokenizer
+    from ..commands.inspect import path_or_output
+    from ..commands.texts import load_tokenizer
 
     path = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
     return _guarded(lambda: load_tokenizer(path, pattern), verbose)
@@ -389,7 +384,7 @@ def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pa
     (bytes that are not UTF-8 as U+FFFD), or with --bytes writes its raw
     bytes. Special tokens print as their text.
     """
-    from stages import decode as decoding
+    from ..commands import decode as decoding
 
     if (source is None) == (not ids):
         _guarded(lambda: decoding.refuse("give the ids as arguments or --from FILE (one of them)"), verbose)
@@ -432,7 +427,7 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
     """
     import os
 
-    from stages import show as showing
+    from ..commands import show as showing
 
     enc = _encoding(tokenizer, config, pattern, verbose)
     if text is None or text == "-":
@@ -464,8 +459,8 @@ def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tupl
     files or folders. Writes nothing; prints UTF-8 bytes per token of each
     tokenizer on each text, side by side (higher is better).
     """
-    from stages import compare as comparing
-    from stages.inspect import config_output
+    from ..commands import compare as comparing
+    from ..commands.inspect import config_output
 
     paths = list(tokenizers) + [_guarded(lambda c=c: config_output(c), verbose) for c in configs]
     result = _guarded(lambda: comparing.compare(paths, list(texts), pattern=pattern, text_column=text_column,
@@ -484,8 +479,8 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     after asking (unless --yes). The outputs (.tiktoken, .meta.json, reports)
     are kept. Prints what was removed.
     """
-    from stages.clean import remove_work_dir, work_dir_contents
-    from stages.inspect import refuse
+    from ..commands.clean import remove_work_dir, work_dir_contents
+    from ..commands.inspect import refuse
 
     cfg, _ = _load(config, verbose)
     work = cfg.work_dir
@@ -502,7 +497,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
         if not confirmed:
             click.echo(f"kept {work}")
             return
-    from stages.workdir import publish_journal
+    from ..workdir import publish_journal
 
     _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
     click.echo(f"removed {work} ({files} files, {human_bytes(size)})")

@@ -41,16 +41,17 @@ import yaml
 from toktoktok.config import Config, Phase, effective_settings, new_special_tokens
 from toktoktok.id_layout import BYTES, HARDCODED_MERGES, Block, blocks
 
+
 def human(size: float) -> str:
     """A byte count in binary units (``stages.progress.human_bytes``)."""
-    from stages.progress import human_bytes
+    from ..workdir.progress import human_bytes
 
     return human_bytes(size)
 
 
 def effective_configuration(cfg: Config) -> dict[str, Any]:
     """``effective_settings`` with ``threads`` (resolved to a number) after ``working_set_mb``."""
-    from stages.workdir import resolve_threads
+    from ..workdir import resolve_threads
 
     out: dict[str, Any] = {}
     for key, value in effective_settings(cfg).items():
@@ -62,8 +63,9 @@ def effective_configuration(cfg: Config) -> dict[str, Any]:
 
 def _files(cfg: Config, phase: Phase) -> list[dict[str, Any]]:
     """Each file of a phase: its source, format, size on disk and text bytes (None: unreadable)."""
-    from stages.workdir import fingerprint, measure_text, phase_files
     from toktoktok.sources import file_format
+
+    from ..workdir import fingerprint, measure_text, phase_files
 
     files = phase_files(phase)
     fingerprints = [fingerprint(src, path) for src, path in files]
@@ -75,8 +77,9 @@ def _files(cfg: Config, phase: Phase) -> list[dict[str, Any]]:
 
 def phase_plan(cfg: Config, phase: Phase) -> dict[str, Any]:
     """One phase: its files, totals, capacity, sample share and expected peak memory."""
-    from stages.workdir import phase_share
     from toktoktok import memory, sampling
+
+    from ..workdir import phase_share
 
     files = _files(cfg, phase)
     text = sum(f["text_bytes"] or 0 for f in files)
@@ -96,8 +99,9 @@ def make_plan(cfg: Config) -> dict[str, Any]:
 
     Raises ``ConfigError`` for what ``run`` would refuse before starting.
     """
-    from stages.workdir import check_ready
     from toktoktok import memory
+
+    from ..workdir import check_ready
 
     cfg, warnings = check_ready(cfg)
     phases = [phase_plan(cfg, phase) for phase in cfg.phases]
@@ -120,7 +124,7 @@ def id_layout(cfg: Config) -> list[Block]:
     phase makes all its merges: the bytes and hardcoded merges (or the warm
     start's base, its gaps and special tokens included), each phase, the new
     special tokens, the padding."""
-    from stages.workdir import base_special_tokens, base_vocab
+    from ..workdir import base_special_tokens, base_vocab
 
     if cfg.warm_start is not None:
         base = [("warm start base", len(base_vocab(cfg)))]

@@ -26,12 +26,12 @@ the cap go back to the sample's choice, their texts counted by a small task
 same pieces. Units are submitted a window at a time (``count_all``), and
 those submitted once the cap is known to be reached hold nothing out, so
 this extra work is only for the units in flight at that moment. Then, as the local engine does, a phase that would train on
-nothing trains on its last held-out unit (``ingest.train_last_held``).
+nothing trains on its last held-out unit (``local.train_last_held``).
 
 Where Ray runs (``ray:`` in the config): without ``address``, a local instance
 with ``num_cpus`` CPUs (all when left out), bound to 127.0.0.1, its temporary
 files in a short folder of its own, guarded so that no process it starts
-outlives this one (``stages.ray_guard``); ``address: auto`` or
+outlives this one (``ray_guard``); ``address: auto`` or
 ``ray://host:port`` joins a running cluster, whose workers must have
 toktoktok installed and the sources at the same paths. An instance already
 initialised in this process (a test session, a notebook) is used as it is and
@@ -56,17 +56,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stages import ray_guard
-from stages.ingest.chunking import Chunker
-from stages.ingest import routing
-from stages.ingest.routing import Tally
-from stages.ingest.batching import has_scanner
-from stages.ingest.units import (UnitResult, add_found, combine_tallies, count_texts, count_unit, plan_spans,
-                                  splittable)
-from stages.progress import Progress
 from toktoktok import counts, sampling
 from toktoktok.config import Config, ConfigError, Phase, Source
 from toktoktok.sources import file_format
+
+from ..workdir.progress import Progress
+from . import ray_guard, routing
+from .batching import has_scanner
+from .chunking import Chunker
+from .ray_units import UnitResult, add_found, combine_tallies, count_texts, count_unit, plan_spans, splittable
+from .routing import Tally
 
 RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
 MIN_RANGE_BYTES = 4 << 20  # a file is cut for idle CPUs only into ranges at least this large
@@ -181,7 +180,7 @@ def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_befo
     ``heldout_cap``: the driver's ``routing.HELDOUT_CAP_BYTES``, set in this worker
     process too (a test lowers it in the driver: a worker would not see that).
     """
-    from stages.ingest.batching import load_kernels
+    from .batching import load_kernels
 
     routing.HELDOUT_CAP_BYTES = heldout_cap
     load_kernels(cfg)  # numba's code, once per worker process (timed apart from the unit)
@@ -193,7 +192,7 @@ def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_befo
 
 def texts_task(cfg: Config, texts: list[str], weight: float, index: int) -> tuple[pa.Table, UnitResult]:
     """What a Ray task counting texts runs (``ingest.units.count_texts``): the table and the rest."""
-    from stages.ingest.batching import load_kernels
+    from .batching import load_kernels
 
     load_kernels(cfg)
     result = count_texts(cfg, texts, weight, index)
@@ -220,7 +219,7 @@ class Gathered:
 
 def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunker: Chunker, tally: Tally,
              heldout: list[str], progress: Progress, share: float) -> Gathered:
-    """The Ray engine's ``_read_all``: every file counted by tasks, the sum fed to
+    """The Ray engine's ``read_all`` (as ``local.read_all``): every file counted by tasks, the sum fed to
     ``chunker``, ``tally`` and ``heldout`` filled as the local engine fills them."""
     started = time.perf_counter()
     with Session(cfg) as session:
@@ -415,7 +414,7 @@ def last_held(results: list[UnitResult]) -> int | None:
 
 def train_held(result: UnitResult) -> str:
     """Take the unit's last held-out text to train on instead, as
-    ``ingest.train_last_held`` does (its accounting in the unit's tally)."""
+    ``local.train_last_held`` does (its accounting in the unit's tally)."""
     text = result.heldout.pop()
     result.heldout_keys = result.heldout_keys[: len(result.heldout)]
     tally = result.tally

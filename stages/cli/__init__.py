@@ -1,0 +1,1 @@
+"""The command line: ``entry`` (what must happen first) and ``app`` (the commands)."""

@@ -1,0 +1,52 @@
+"""The ``toktok`` and ``toktoktok`` commands' first lines, before anything heavy loads.
+
+Until the command has begun, a Ctrl-C prints one line and exits 130 (a
+handler set before the imports, which take most of a second); numpy then
+loads with its BLAS on one thread and without transparent huge pages,
+unless the environment says otherwise. Only the standard library's C
+signal module is imported here, so a script importing the package is left
+alone: all of this happens in ``main`` and ``legacy_main``.
+"""
+
+# the C module under ``signal``: ``signal.getsignal`` imports and builds enums
+# first (milliseconds in which a Ctrl-C would still raise KeyboardInterrupt)
+import _signal
+import os
+
+
+def interrupted_while_starting(signum: int, frame: object) -> None:
+    os.write(2, b"\ninterrupted: nothing was done\n")
+    os._exit(130)
+
+
+def prepare() -> None:
+    """Ctrl-C handled, numpy's environment set; before numpy or click is imported."""
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, interrupted_while_starting)
+    # OpenBLAS starts a spinning thread per core at import, CPU taken from the
+    # counting threads; our only BLAS call is one dot product of counts
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # numpy asks for transparent huge pages for every array of 4 MB or more, and
+    # the kernel clears 2 MB at the first touch of each: our arrays are often
+    # sized for the worst case and filled in part, or live briefly
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
+
+def main() -> None:
+    """Entry point of ``toktok``."""
+    prepare()
+    from .app import main as run
+
+    run()
+
+
+def legacy_main() -> None:
+    """Entry point of ``toktoktok`` (the original command: ``toktoktok -c CFG``)."""
+    prepare()
+    from .app import legacy_main as run
+
+    run()
+
+
+if __name__ == "__main__":  # python -m toktoktok_stages.cli.entry
+    main()
