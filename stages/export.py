@@ -41,11 +41,13 @@ import regex
 import tiktoken
 
 import toktoktok
-from toktoktok import fileset
+from toktoktok import publish_journal
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, HfSettings, config_fingerprint
 from toktoktok.counts import inventory
+from toktoktok.errors import ExportFailed, MissingInput
 from toktoktok.hf import hf_roles, write_hf
+from toktoktok.interrupts import uninterrupted
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
 from toktoktok.segment import load_kernels as load_segmenter
@@ -55,7 +57,7 @@ from toktoktok.vocab import Vocab
 from toktoktok.vocab import special_ids as vocab_special_ids
 
 from . import workdir
-from .workdir import MissingInput, artifacts
+from .workdir import artifacts
 from .workdir.progress import Progress
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
@@ -255,10 +257,6 @@ def _heldout_samples(cfg: Config) -> list[str]:
     return [t for t in texts if t]
 
 
-class ExportError(Exception):
-    """The written tokenizer failed its own validation."""
-
-
 @dataclass
 class Built:
     """An export written and validated in ``WORK/export/staged``, not yet published."""
@@ -289,14 +287,14 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     place once the orchestrator has added the report.
     """
     started = time.perf_counter()
-    fileset.uninterrupted(load_segmenter)  # numba may start here (export alone): Ctrl-C waits for it
+    uninterrupted(load_segmenter)  # numba may start here (export alone): Ctrl-C waits for it
     folder = workdir.export_dir(cfg)
     artifacts.begin(folder)
     train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]
     vocab = workdir.vocab_after(cfg, len(cfg.phases))
     specials = special_ids(cfg, len(vocab))
     if cfg.vocab_size is not None and vocab_size(vocab, specials) != cfg.vocab_size:
-        raise ExportError(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
+        raise ExportFailed(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
                           f"{cfg.vocab_size:,} (trained with other settings? rerun `toktok train`)")
     meta = meta_document(cfg, vocab, specials, train_manifests)
     staged = folder / "staged"
@@ -315,7 +313,7 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     progress.set(checked)
     progress.done()
     if failures:
-        raise ExportError(f"the exported tokenizer does not round-trip: {failures[:3]}")
+        raise ExportFailed(f"the exported tokenizer does not round-trip: {failures[:3]}")
     hf_differing = hf_manifest = None
     if cfg.export_hf:
         hf_folder = staged / workdir.hf_dir(cfg).name
@@ -328,7 +326,7 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
                        "chat_template": hf.chat_template is not None, "model_max_length": hf.model_max_length}
         hf_differing = hf_disagreements(hf_folder, enc, texts, specials)
         if hf_differing:
-            raise ExportError(f"the Hugging Face export gives other ids than tiktoken on {hf_differing} texts")
+            raise ExportFailed(f"the Hugging Face export gives other ids than tiktoken on {hf_differing} texts")
     trainer_differing = sum(m["counts"]["differing_pieces"] for m in train_manifests)
     if differing or trainer_differing:
         progress.note(f"warning: {differing} of {checked} pieces encode differently in tiktoken; "
@@ -368,7 +366,7 @@ def seal(cfg: Config, built: Built) -> None:
 
 def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
     """Put the staged set in place beside ``output:`` as one change
-    (``toktoktok.fileset.publish``: the ``.tiktoken`` last; a member of the old
+    (``toktoktok.publish_journal.publish``: the ``.tiktoken`` last; a member of the old
     set this export did not make, such as a Hugging Face folder not exported
     now, is removed and said so); then write the export manifest.
 
@@ -379,7 +377,7 @@ def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
               for path in sorted(built.folder.rglob("*")) if path.is_file()}
     order = sorted(staged, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, .tiktoken last
     stale = [p for p in workdir.output_set(cfg) if p not in staged and p.is_file()]
-    fileset.publish([(staged[t], t) for t in order], remove=stale, journal=workdir.publish_journal(cfg))
+    publish_journal.publish([(staged[t], t) for t in order], remove=stale, journal=workdir.publish_journal(cfg))
     for path in stale:
         progress.note(f"removed {path}: left by an earlier export, it does not match this one")
     shutil.rmtree(built.folder)

@@ -19,7 +19,7 @@ Robustness:
   is a ``ConfigError`` (exit 2) naming the key and its YAML line.
 - Ctrl-C raises ``Interrupted`` whose message says which stages finished
   (their artifacts are kept and reused) and which one was cut short.
-- The outputs are one set, published all or nothing (``toktoktok.fileset``):
+- The outputs are one set, published all or nothing (``toktoktok.publish_journal``):
   an export that fails or is interrupted leaves the previous set exactly as
   it was, and says so. After a kill -9 in the middle of a publish, the next
   run (any stage command, under the lock, before anything else) undoes it or
@@ -41,7 +41,9 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
-from toktoktok.config import Config, ConfigError
+from toktoktok.config import Config
+from toktoktok.errors import Busy, ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
+from toktoktok.interrupts import interrupt_as
 
 from .workdir.progress import Progress
 
@@ -60,7 +62,7 @@ def locked(cfg: Config) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RuntimeError(f"another toktoktok run is using {cfg.work_dir}; wait for it to finish") from None
+            raise Busy(f"another toktoktok run is using {cfg.work_dir}; wait for it to finish") from None
         yield
     finally:
         os.close(fd)
@@ -78,7 +80,7 @@ def _import_stages() -> tuple[Any, Any]:
 def _prepare(cfg: Config, progress: Progress) -> Config:
     """Check what can be checked before work starts; returns the config every
     stage then uses, with each phase's merges known (``vocab_size`` fitted)."""
-    from toktoktok.fileset import uninterrupted
+    from toktoktok.interrupts import uninterrupted
 
     # a Ctrl-C inside an import can leave a module half made (numba's own import code
     # swallows it): it is held until the imports are done
@@ -93,10 +95,6 @@ def _prepare(cfg: Config, progress: Progress) -> Config:
 def _report(progress: Progress, what: str, manifest: dict[str, Any]) -> None:
     if manifest.get("skipped"):
         progress.info(f"{what}: up to date, skipped")
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, with a message saying what the run keeps and what it cut short."""
 
 
 def interrupted_message(cfg: Config, doing: str | None) -> str:
@@ -127,20 +125,9 @@ class _Steps:
 @contextlib.contextmanager
 def _interruptible(cfg: Config) -> Iterator[_Steps]:
     """Turn Ctrl-C into ``Interrupted`` with the message of ``interrupted_message``."""
-    from toktoktok import fileset
-
     steps = _Steps()
-    seen = fileset.interrupts()
-    try:
+    with interrupt_as(lambda: interrupted_message(cfg, steps.doing)):
         yield steps
-    except Interrupted:
-        raise
-    except KeyboardInterrupt:
-        raise Interrupted(interrupted_message(cfg, steps.doing)) from None
-    except Exception as exc:
-        if fileset.interrupts() > seen:  # a Ctrl-C that a library turned into an error of its own
-            raise Interrupted(interrupted_message(cfg, steps.doing)) from exc
-        raise
 
 
 def _sweep_temporary_files(paths: list[Path]) -> None:
@@ -175,44 +162,34 @@ def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
     """``_export_and_report``, with a word on the outputs if it fails.
 
     Nothing beside ``output:`` changes until the publish, which is all or
-    nothing (``toktoktok.fileset``): a failure or Ctrl-C at any point leaves
+    nothing (``toktoktok.publish_journal``): a failure or Ctrl-C at any point leaves
     the previous outputs exactly as they were, and the message says so.
     """
-    from toktoktok import fileset
-
     from . import workdir
 
     _sweep_temporary_files(workdir.output_set(cfg))
     kept = (f"the previous outputs ({cfg.output} and its companions) are kept as they were"
             if cfg.output.is_file() else f"no output was written ({cfg.output})")
-    seen = fileset.interrupts()
     try:
-        return _export_and_report(cfg, force=force, progress=progress)
-    except (ConfigError, workdir.MissingInput):
+        with interrupt_as(lambda: f"{interrupted_message(cfg, 'export')}; {kept}"):
+            return _export_and_report(cfg, force=force, progress=progress)
+    except (ConfigError, MissingInput, Interrupted):
         raise
-    except KeyboardInterrupt as exc:
-        raise Interrupted(f"{interrupted_message(cfg, 'export')}; {kept}") from exc
+    except OSError as exc:
+        raise OSError(exc.errno, f"{exc.strerror or exc}; {kept}", exc.filename) from exc
     except Exception as exc:
-        if fileset.interrupts() > seen:  # a Ctrl-C that a library (the report's plots) turned into its own error
-            raise Interrupted(f"{interrupted_message(cfg, 'export')}; {kept}") from exc
-        if isinstance(exc, OSError):
-            raise OSError(exc.errno, f"{exc.strerror or exc}; {kept}", exc.filename) from exc
         raise ExportFailed(f"{exc}; {kept}") from exc
-
-
-class ExportFailed(RuntimeError):
-    """An export that did not finish; its message says what became of the outputs."""
 
 
 @contextlib.contextmanager
 def _work_folder(cfg: Config, progress: Progress) -> Iterator[None]:
     """Hold the work folder's lock; first finish or undo a publish a killed run left."""
-    from toktoktok import fileset
+    from toktoktok import publish_journal
 
     from . import workdir
 
     with locked(cfg):
-        done = fileset.recover(workdir.publish_journal(cfg))
+        done = publish_journal.recover(workdir.publish_journal(cfg))
         if done:
             progress.note(f"{done} ({cfg.output})")
         yield
@@ -342,7 +319,7 @@ def train_config(config: str | os.PathLike[str], *, verbose: bool = False) -> An
             cfg = dataclasses.replace(cfg, verbose=True)
         run(cfg, progress=Progress(verbose=cfg.verbose))
     except ConfigError as exc:
-        raise ValueError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
     return load(cfg.output)
 
 
@@ -370,7 +347,7 @@ def train_texts(texts: Any, *, output: str | os.PathLike[str], merges: int, spec
     data, config_file = folder / "texts.jsonl", folder / "config.yaml"
     for key in options:
         if key not in TOP_KEYS or key in ("phases", "output", "special_tokens"):
-            raise ValueError(f"train_texts(): {key!r} is not an option here")
+            raise UsageError(f"train_texts(): {key!r} is not an option here")
     doc: dict[str, Any] = {"output": str(out), **options}
     if isinstance(doc.get("warm_start"), (str, os.PathLike)):
         doc["warm_start"] = {"file": doc["warm_start"]}

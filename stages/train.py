@@ -28,7 +28,8 @@ import pyarrow as pa
 from toktoktok import memory
 from toktoktok.config import Config, Phase
 from toktoktok.counts import inventory
-from toktoktok.fileset import uninterrupted
+from toktoktok.errors import TooFewMerges
+from toktoktok.interrupts import uninterrupted
 from toktoktok.merge import PhaseResult, load_kernels, train_phase
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
 
@@ -52,10 +53,6 @@ def merges_table(result: PhaseResult) -> pa.Table:
         },
         schema=MERGES_SCHEMA,
     )
-
-
-class TooFewMerges(RuntimeError):
-    """A phase made fewer merges than ``vocab_size`` needs of it (exit 1)."""
 
 
 def too_few_merges(cfg: Config, phase: Phase, made: int) -> str:

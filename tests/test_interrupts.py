@@ -273,8 +273,9 @@ def test_a_ctrl_c_a_library_turns_into_its_own_error_still_interrupts(small, mon
     a failed export; the same error with no Ctrl-C stays a failure."""
     import io
 
-    from toktoktok import fileset
     from toktoktok.config import load_config
+    from toktoktok.errors import ExportFailed, Interrupted
+    from toktoktok.interrupts import on_interrupt
     from toktoktok_stages import pipeline, report
     from toktoktok_stages.workdir.progress import Progress
 
@@ -282,10 +283,10 @@ def test_a_ctrl_c_a_library_turns_into_its_own_error_still_interrupts(small, mon
     cfg = load_config(config)
     before = cfg.output.read_bytes()
     came: list[str] = []
-    previous = signal.signal(signal.SIGINT, fileset.on_interrupt)
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         monkeypatch.setattr(report, "write_report", _converted(came, "report"))
-        with pytest.raises(pipeline.Interrupted) as caught:
+        with pytest.raises(Interrupted) as caught:
             pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
         assert came == ["report"]
         assert "kept as they were" in str(caught.value) and "export" in str(caught.value)
@@ -295,7 +296,7 @@ def test_a_ctrl_c_a_library_turns_into_its_own_error_still_interrupts(small, mon
             raise TypeError("incompatible function arguments")
 
         monkeypatch.setattr(report, "write_report", plain_failure)
-        with pytest.raises(pipeline.ExportFailed):
+        with pytest.raises(ExportFailed):
             pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -306,8 +307,8 @@ def test_the_cli_exits_130_for_an_error_a_ctrl_c_became(kind, capsys):
     """The command line's last resort: an error raised after a Ctrl-C (a config check
     that turned pyarrow's error into a ConfigError, any other) exits 130 with the
     one line; the same error with no Ctrl-C keeps its own exit code (2, 1)."""
-    from toktoktok import fileset
-    from toktoktok.config import ConfigError
+    from toktoktok.errors import ConfigError
+    from toktoktok.interrupts import on_interrupt
     from toktoktok_stages.cli import app as cli
 
     error = ConfigError("sources[0].path: cannot be reached") if kind == "config" else TypeError("incompatible")
@@ -315,7 +316,7 @@ def test_the_cli_exits_130_for_an_error_a_ctrl_c_became(kind, capsys):
     def failing() -> None:
         raise error
 
-    previous = signal.signal(signal.SIGINT, fileset.on_interrupt)
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         with pytest.raises(SystemExit) as exited:
             cli._guarded(lambda: _raise_after_ctrl_c(error), verbose=False)

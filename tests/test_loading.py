@@ -12,7 +12,7 @@ import tiktoken
 import toktoktok
 from toktoktok.loading import load, meta_path, split_name
 from toktoktok.patterns import CL100K_PATTERN, DEFAULT_PATTERN
-from toktoktok.tiktoken_file import TiktokenFileError, write_tiktoken
+from toktoktok.tiktoken_file import TokenizerFileError, write_tiktoken
 
 SPECIAL = {"<|endoftext|>": 261, "<|im_start|>": 262}
 TEXT = "hello world, hello!\n\n  héllo 😀 tabs\tand\r\nlines"
@@ -140,9 +140,9 @@ def test_bad_pattern_argument(tiny: Path) -> None:
 def test_bad_tiktoken_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.tiktoken"
     path.write_text("IQ== 0\nIQ== 1\n")
-    with pytest.raises(TiktokenFileError, match="line 2"):
+    with pytest.raises(TokenizerFileError, match="line 2"):
         load(path)
-    with pytest.raises(TiktokenFileError, match="cannot read"):
+    with pytest.raises(TokenizerFileError, match="cannot read"):
         load(tmp_path / "absent.tiktoken")
 
 

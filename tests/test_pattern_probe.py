@@ -22,12 +22,12 @@ from tests.conftest_robust import cli, error_line, phase, write_config
 from toktoktok.patterns import (
     NAMED_PATTERNS,
     PROBE_CHARACTERS,
-    UnsafePattern,
     first_miss,
     probe_pattern,
     resolve_pattern,
 )
-from toktoktok.pretokenize import PatternMiss, count_texts
+from toktoktok.errors import PatternMiss, UnsafePattern
+from toktoktok.pretokenize import count_texts
 from toktoktok.tiktoken_file import write_tiktoken
 
 EMPTY_MATCHES = [

@@ -1,6 +1,6 @@
 """The outputs are one set: published all or nothing, checked by every reader.
 
-- ``toktoktok.fileset``: a publish that fails or is interrupted restores the
+- ``toktoktok.publish_journal``: a publish that fails or is interrupted restores the
   old files exactly; after a kill -9 between any two renames, ``recover``
   undoes it (or finishes it once committed).
 - ``toktok export`` stopped (SIGSTOP, by its own test hook) after each of its
@@ -27,8 +27,9 @@ import pytest
 
 import toktoktok
 from tests.conftest import SPECIALS, TOKTOK, english_text, toktok, write_config
-from toktoktok import fileset
-from toktoktok.loading import CompanionMismatch, OldCompanionWarning
+from toktoktok import publish_journal
+from toktoktok.errors import CompanionMismatch, PublishError
+from toktoktok.loading import OldCompanionWarning
 
 # ---------------------------------------------------------------- the file set alone
 
@@ -52,7 +53,7 @@ def _old_and_new(tmp_path: Path) -> tuple[Path, Path, list[tuple[Path, Path]]]:
 def test_publish_replaces_the_set_and_moves_stale_members_away(tmp_path):
     out, _, pairs = _old_and_new(tmp_path)
     (out / "stale.png").write_text("old picture")
-    fileset.publish(pairs, remove=[out / "stale.png"], journal=tmp_path / "j.json")
+    publish_journal.publish(pairs, remove=[out / "stale.png"], journal=tmp_path / "j.json")
     assert _files(out) == {"a.md": b"new a.md", "b.json": b"new b.json", "c.tiktoken": b"new c.tiktoken",
                            "d.extra": b"new only"}
     assert not (tmp_path / "j.json").exists()
@@ -64,19 +65,19 @@ def test_a_failed_rename_restores_the_old_set(tmp_path):
     (out / "b.json").mkdir()  # a folder where a file must go: its rename fails
     (out / "b.json" / "x").write_text("in the way")
     before = _files(out)
-    with pytest.raises(fileset.PublishError, match="previous outputs are restored"):
-        fileset.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    with pytest.raises(PublishError, match="previous outputs are restored"):
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
     assert _files(out) == before
     assert sorted(p.name for p in out.iterdir()) == ["a.md", "b.json", "c.tiktoken"], "no temporary file left"
 
 
 PUBLISH_CHILD = """
 import sys, pathlib
-from toktoktok import fileset
+from toktoktok import publish_journal
 tmp = pathlib.Path(sys.argv[1])
 out, new = tmp / "out", tmp / "new"
 pairs = [(new / n, out / n) for n in ("d.extra", "a.md", "b.json", "c.tiktoken")]
-fileset.publish(pairs, remove=[], journal=tmp / "j.json")
+publish_journal.publish(pairs, remove=[], journal=tmp / "j.json")
 """
 
 
@@ -103,22 +104,22 @@ def test_recover_after_a_kill_between_any_two_renames(tmp_path, after):
     committed): ``recover`` restores the old set exactly."""
     out, _, _ = _old_and_new(tmp_path)
     before = _files(out)
-    env = {**os.environ, fileset.STOP_AFTER: str(after)}
+    env = {**os.environ, publish_journal.STOP_AFTER: str(after)}
     proc = subprocess.Popen([str(TOKTOK.parent / "python"), "-c", PUBLISH_CHILD, str(tmp_path)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _wait_stopped(proc)
     proc.kill()
     proc.wait()
     assert (tmp_path / "j.json").is_file()
-    assert fileset.recover(tmp_path / "j.json").startswith("undid")
+    assert publish_journal.recover(tmp_path / "j.json").startswith("undid")
     assert _files(out) == before
-    assert fileset.recover(tmp_path / "j.json") is None
+    assert publish_journal.recover(tmp_path / "j.json") is None
 
 
 def test_ctrl_c_during_the_renames_restores_the_old_set(tmp_path):
     out, _, _ = _old_and_new(tmp_path)
     before = _files(out)
-    env = {**os.environ, fileset.STOP_AFTER: "2"}
+    env = {**os.environ, publish_journal.STOP_AFTER: "2"}
     proc = subprocess.Popen([str(TOKTOK.parent / "python"), "-c", PUBLISH_CHILD, str(tmp_path)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_stopped(proc)
@@ -213,7 +214,7 @@ def test_export_killed_after_each_rename_then_rerun(tmp_path, two_sets):
     for after in range(renames + 1):
         config = _copy_project(project, tmp_path / f"k{after}")
         proc = subprocess.Popen([str(TOKTOK), "export", "-c", str(config)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env={**os.environ, fileset.STOP_AFTER: str(after)})
+                                stderr=subprocess.PIPE, env={**os.environ, publish_journal.STOP_AFTER: str(after)})
         _wait_stopped(proc)
         proc.kill()
         proc.wait()
@@ -230,7 +231,7 @@ def test_ctrl_c_and_an_error_during_the_export_keep_the_old_set(tmp_path, two_se
     project, old, _ = two_sets
     config = _copy_project(project, tmp_path / "int")
     proc = subprocess.Popen([str(TOKTOK), "export", "-c", str(config)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, fileset.STOP_AFTER: "2"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, publish_journal.STOP_AFTER: "2"})
     _wait_stopped(proc)
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGCONT)

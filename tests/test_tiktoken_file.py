@@ -14,7 +14,7 @@ import pytest
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.tiktoken_file import (
     MAX_RANK,
-    TiktokenFileError,
+    TokenizerFileError,
     _check_pairs,
     _parse_lines,
     _parse_whole,
@@ -53,8 +53,8 @@ def write_text(tmp_path: Path, text: str, name: str = "v.tiktoken") -> Path:
     return path
 
 
-def expect_error(path: Path, line_no: int | None, fragment: str) -> TiktokenFileError:
-    with pytest.raises(TiktokenFileError) as info:
+def expect_error(path: Path, line_no: int | None, fragment: str) -> TokenizerFileError:
+    with pytest.raises(TokenizerFileError) as info:
         read_tiktoken(path)
     err = info.value
     assert isinstance(err, ValueError)
@@ -207,7 +207,7 @@ def outcome(parse, data: bytes) -> object:
     """What a parser makes of ``data``: the ranks with their order, or the error's text."""
     try:
         return list(parse(data).items())
-    except TiktokenFileError as e:
+    except TokenizerFileError as e:
         return str(e)
 
 

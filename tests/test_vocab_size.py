@@ -16,7 +16,8 @@ import pytest
 import toktoktok
 from tests.conftest import english_text, manifest, toktok, work_of
 from toktoktok.config import ConfigError, load_config
-from toktoktok.id_layout import BYTES, HARDCODED_MERGES, LayoutError, blocks, fit_merges
+from toktoktok.errors import LayoutError
+from toktoktok.id_layout import BYTES, HARDCODED_MERGES, blocks, fit_merges
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
 

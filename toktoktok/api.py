@@ -86,7 +86,8 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from toktoktok.config import MAX_MERGES, TOP_KEYS, ConfigError, batch_chars, check_settings, resolve_threads
+from toktoktok.config import MAX_MERGES, TOP_KEYS, batch_chars, check_settings, resolve_threads
+from toktoktok.errors import ConfigError, LayoutError, TooFewMerges, UsageError
 
 if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
     import numpy as np
@@ -127,10 +128,10 @@ def train(
     """
     _refuse_moved(texts, config, options)
     if texts is None:
-        raise ValueError("train(): give texts (an iterable of strings, each one document)")
+        raise UsageError("train(): give texts (an iterable of strings, each one document)")
     vocab_size = options.pop("vocab_size", None)
     if merges is None and vocab_size is None:
-        raise ValueError("train(): merges is required with texts (the number of new tokens to learn), "
+        raise UsageError("train(): merges is required with texts (the number of new tokens to learn), "
                          "unless vocab_size is given (the number of ids in all)")
     settings = _settings(0 if merges is None else merges, special_tokens, options)
     if vocab_size is not None:
@@ -143,7 +144,7 @@ def train(
         del docs
         result, specials = _learn(table, merges, settings)
     if vocab_size is not None and result.made < merges:
-        raise RuntimeError(f"train(): made {result.made} of the {merges} merges that vocab_size {vocab_size} needs: "
+        raise TooFewMerges(f"train(): made {result.made} of the {merges} merges that vocab_size {vocab_size} needs: "
                            "give more text, lower min_frequency, or a smaller vocab_size")
     if settings["verbose"]:
         _summary(fates, share, table, result, merges, time.perf_counter() - started)
@@ -154,13 +155,13 @@ def _refuse_moved(texts: Any, config: Any, options: dict[str, Any]) -> None:
     """``config=``, a config path as ``texts`` and ``output=`` ran the pipeline:
     say the one-line replacement."""
     if config is not None:
-        raise ValueError(_MOVED["config"])
+        raise UsageError(_MOVED["config"])
     if isinstance(texts, os.PathLike) or (isinstance(texts, str) and _is_file(texts)):
-        raise ValueError(_MOVED["config"] + " (a path as the only argument)")
+        raise UsageError(_MOVED["config"] + " (a path as the only argument)")
     if isinstance(texts, str):
-        raise ValueError("train(): a single string is not a list of documents: pass [text] for one document")
+        raise UsageError("train(): a single string is not a list of documents: pass [text] for one document")
     if "output" in options:
-        raise ValueError(_MOVED["output"])
+        raise UsageError(_MOVED["output"])
 
 
 def _is_file(text: str) -> bool:
@@ -178,11 +179,11 @@ def _settings(merges: Any, special_tokens: Iterable[str], options: dict[str, Any
             close = difflib.get_close_matches(key, ["merges", "special_tokens", *allowed], n=1)
             why = ("cannot be given: train() has one phase and no work folder" if key in _NOT_OPTIONS
                    else f"is not an option{f' (did you mean {close[0]!r}?)' if close else ''}")
-            raise ValueError(f"train(): {key!r} {why} (options: merges, special_tokens, {', '.join(allowed)})")
+            raise UsageError(f"train(): {key!r} {why} (options: merges, special_tokens, {', '.join(allowed)})")
     if not isinstance(merges, int) or isinstance(merges, bool) or not 0 <= merges <= MAX_MERGES:
-        raise ValueError(f"train(): merges must be an integer from 0 to {MAX_MERGES}, got {merges!r}")
+        raise UsageError(f"train(): merges must be an integer from 0 to {MAX_MERGES}, got {merges!r}")
     if isinstance(special_tokens, str):
-        raise ValueError(f"train(): special_tokens must be a list of strings, got one string {special_tokens!r}")
+        raise UsageError(f"train(): special_tokens must be a list of strings, got one string {special_tokens!r}")
     doc = dict(options)
     warm = doc.get("warm_start")
     if isinstance(warm, (str, os.PathLike)):
@@ -193,7 +194,7 @@ def _settings(merges: Any, special_tokens: Iterable[str], options: dict[str, Any
     try:
         return check_settings(doc, where="train()")
     except ConfigError as exc:
-        raise ValueError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def documents(texts: Iterable[str]) -> tuple[list[str], np.ndarray]:
@@ -339,7 +340,7 @@ def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -
     from toktoktok.warm_start import load_base
 
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size <= id_layout.BYTES:
-        raise ValueError(f"train(): vocab_size must be an integer above {id_layout.BYTES}, got {vocab_size!r}")
+        raise UsageError(f"train(): vocab_size must be an integer above {id_layout.BYTES}, got {vocab_size!r}")
     warm, kept = settings["warm_start"], {}
     if warm is not None:
         base = load_base(warm.file, special_tokens=warm.special_tokens)
@@ -351,8 +352,8 @@ def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -
     try:
         return id_layout.fit_merges(vocab_size, base=size, merges=[merges], specials=len(new),
                                     pad_to=settings["pad_to_multiple_of"])[0]
-    except id_layout.LayoutError as exc:
-        raise ValueError(f"train(): vocab_size {exc.problem}") from None
+    except LayoutError as exc:
+        raise UsageError(f"train(): vocab_size {exc.problem}") from None
 
 
 def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:

@@ -119,9 +119,10 @@ from toktoktok.config_errors import (
 
 # Re-exported: callers (stages/, tests/) import these from here; their home is
 # toktoktok.config_errors (format_key_path, imported above, is one of them).
-from toktoktok.config_errors import ConfigError, config_error  # noqa: F401
+from toktoktok.config_errors import config_error
 from toktoktok import id_layout
-from toktoktok.patterns import NAMED_PATTERNS, Pattern, UnsafePattern, resolve_pattern, tiktoken_rejects
+from toktoktok.errors import ConfigError, LayoutError, UnsafePattern
+from toktoktok.patterns import NAMED_PATTERNS, Pattern, resolve_pattern, tiktoken_rejects
 from toktoktok.tiktoken_file import find_nested
 from toktoktok.uris import RemotePath
 
@@ -776,7 +777,7 @@ def load_config(path: str | Path) -> Config:
     if vocab_size is not None:
         try:
             id_layout.check_shape(vocab_size, [p.merges for p in phases], cfg.pad_to_multiple_of)
-        except id_layout.LayoutError as exc:
+        except LayoutError as exc:
             raise ctx.error(exc.key, exc.problem) from None
         if cfg.warm_start is None:  # else the base's size is known once it is read (``resolve_vocab_size``)
             cfg = resolve_vocab_size(cfg, base_size=base_size(cfg), base_specials=(), error=ctx.error)
@@ -848,7 +849,7 @@ def resolve_vocab_size(cfg: Config, *, base_size: int, base_specials: Any,
     try:
         merges = id_layout.fit_merges(cfg.vocab_size, base=base_size, merges=[p.merges for p in cfg.phases],
                                       specials=specials, pad_to=cfg.pad_to_multiple_of, base_name=_base_name(cfg))
-    except id_layout.LayoutError as exc:
+    except LayoutError as exc:
         raise (error or (lambda key, problem: config_error(cfg.path, key, problem)))(exc.key, exc.problem) from None
     phases = tuple(replace(p, merges=m) for p, m in zip(cfg.phases, merges))
     rest = [p for p in phases if p.gets_rest]

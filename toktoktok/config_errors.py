@@ -35,9 +35,7 @@ from typing import Any
 
 import yaml
 
-
-class ConfigError(Exception):
-    """A configuration problem; the message names the key or path (and YAML line)."""
+from toktoktok.errors import ConfigError
 
 
 KeyPath = tuple[str | int, ...]

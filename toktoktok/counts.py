@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from toktoktok.errors import CountOverflow
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import count_texts as count_texts_regex
 from toktoktok.pretokenize import split_special
@@ -88,7 +89,7 @@ def inventory(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if most >= 2**62:
         most = sum(int(c) * int(n) for c, n in zip(counts.tolist(), sites.tolist()))
     if most >= 2**63:
-        raise OverflowError(f"pair counts could reach {most:.3g}, more than 64-bit counts hold (2**63): "
+        raise CountOverflow(f"pair counts could reach {most:.3g}, more than 64-bit counts hold (2**63): "
                             "lower the sources' weights")
     return buf, off, counts.astype(np.int64)
 
@@ -190,7 +191,7 @@ def _check_sums(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> None:
     coarse = (counts >> np.uint64(16)) + np.uint64(1)
     _, _, bound = merge_kernel(buf, off, coarse.view(np.int64))
     if len(bound) and float(bound.max()) * 2.0**16 >= 2.0**63:
-        raise OverflowError("a piece's count passes 2**63, more than 64-bit counts hold: lower the sources' weights")
+        raise CountOverflow("a piece's count passes 2**63, more than 64-bit counts hold: lower the sources' weights")
 
 
 def weighted(table: pa.Table, weight: float) -> pa.Table:
@@ -206,7 +207,7 @@ def weighted(table: pa.Table, weight: float) -> pa.Table:
     counts = table["count"].combine_chunks().to_numpy(zero_copy_only=False)
     top = int(counts.max())
     if top * weight >= 2**63:
-        raise OverflowError(f"a piece seen {top} times with weight {weight} counts {top * weight:.3g} times, "
+        raise CountOverflow(f"a piece seen {top} times with weight {weight} counts {top * weight:.3g} times, "
                             "more than 64-bit counts hold (2**63): lower the source's weight")
     if float(weight).is_integer():
         scaled = counts * np.uint64(int(weight))

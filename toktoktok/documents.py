@@ -274,7 +274,7 @@ def valid_utf8(buf):
 
 def load_kernels() -> None:
     """Load (or compile) this module's kernels, on a few bytes: a caller holds
-    Ctrl-C around it (``fileset.uninterrupted``), as numba's first call in a
+    Ctrl-C around it (``interrupts.uninterrupted``), as numba's first call in a
     process sets up its compiler (0.15 s), and a Ctrl-C inside llvmlite leaves
     an object whose destructor prints a traceback at exit.
 

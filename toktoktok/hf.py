@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
+from toktoktok.errors import TokenizerFileError
 from toktoktok.oniguruma import onig_pattern  # also re-exported: tests import it from here
 from toktoktok.vocab import BYTE_ORDER
 
@@ -65,10 +66,10 @@ def read_hf_tokenizer(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read the tokenizer.json ({exc})") from exc
+        raise TokenizerFileError(path, f"cannot read the tokenizer.json ({exc})") from exc
     model = doc.get("model") if isinstance(doc, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
-        raise ValueError(f"{path}: not a BPE tokenizer.json (model.type must be 'BPE' with a vocab)")
+        raise TokenizerFileError(path, "not a BPE tokenizer.json (model.type must be 'BPE' with a vocab)")
     added = {t["content"]: int(t["id"]) for t in doc.get("added_tokens") or []}
     ranks: dict[bytes, int] = {}
     for text, rank in model["vocab"].items():
@@ -77,7 +78,7 @@ def read_hf_tokenizer(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         try:
             ranks[token_bytes(text)] = int(rank)
         except KeyError:
-            raise ValueError(f"{path}: vocab entry {text!r} is not byte-level (ByteLevel alphabet)") from None
+            raise TokenizerFileError(path, f"vocab entry {text!r} is not byte-level (ByteLevel alphabet)") from None
     return ranks, added
 
 

@@ -24,18 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toktoktok.errors import LayoutError
+
 BYTES = 256
 HARDCODED_MERGES = 1161  # len(toktoktok.vocab.hardcoded_merges()); a test checks it
-
-
-class LayoutError(ValueError):
-    """The numbers cannot make exactly ``vocab_size``: ``key`` names the config
-    key at fault (``("vocab_size",)`` or ``("phases", i, "merges")``)."""
-
-    def __init__(self, key: tuple[str | int, ...], problem: str) -> None:
-        super().__init__(problem)
-        self.key = key
-        self.problem = problem
 
 
 def padded(total: int, pad_to: int | None) -> int:
@@ -78,7 +70,7 @@ def fit_merges(vocab_size: int, *, base: int, merges: list[int | None], specials
     >>> fit_merges(2000, base=1417, merges=[500], specials=3, pad_to=None)
     Traceback (most recent call last):
     ...
-    toktoktok.id_layout.LayoutError: is 2,000, but the ids add up to 1,920: the base (1,417), the phases' merges (500) and the special tokens (3); leave merges: out of one phase to give it the rest, or set vocab_size: 1920
+    toktoktok.errors.LayoutError: is 2,000, but the ids add up to 1,920: the base (1,417), the phases' merges (500) and the special tokens (3); leave merges: out of one phase to give it the rest, or set vocab_size: 1920
     """
     check_shape(vocab_size, merges, pad_to)
     free = [i for i, m in enumerate(merges) if m is None]

@@ -51,16 +51,13 @@ from typing import Any
 
 import tiktoken
 
+from toktoktok.errors import CompanionMismatch, TokenizerFileError
 from toktoktok.known_bases import recognise
 from toktoktok.patterns import NAMED_PATTERNS, checked_pattern, resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
 
 META_FORMAT = "toktoktok-meta/2"
 OLD_META_FORMATS = ("toktoktok-meta/1",)  # read, with a warning: they hold no digest of their .tiktoken
-
-
-class CompanionMismatch(ValueError):
-    """A ``.tiktoken`` and its ``.meta.json`` come from different exports."""
 
 
 class OldCompanionWarning(UserWarning):
@@ -98,11 +95,11 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: cannot read the companion file ({e})") from e
+        raise TokenizerFileError(path, f"cannot read the companion file ({e})") from e
     if not isinstance(meta, dict):
-        raise ValueError(f"{path}: expected a JSON object")
+        raise TokenizerFileError(path, "expected a JSON object")
     if meta.get("format") not in (META_FORMAT, *OLD_META_FORMATS):
-        raise ValueError(f"{path}: unsupported format {meta.get('format')!r}, expected {META_FORMAT!r}")
+        raise TokenizerFileError(path, f"unsupported format {meta.get('format')!r}, expected {META_FORMAT!r}")
     return meta
 
 
@@ -148,7 +145,7 @@ def _meta_pattern(meta: dict[str, Any], source: Path) -> str | None:
     if pattern is None:
         return None
     if not isinstance(pattern, dict) or not isinstance(pattern.get("tiktoken"), str):
-        raise ValueError(f"{source}: 'pattern' must be an object with a 'tiktoken' string")
+        raise TokenizerFileError(source, "'pattern' must be an object with a 'tiktoken' string")
     return pattern["tiktoken"]
 
 
@@ -156,7 +153,7 @@ def _meta_special_tokens(meta: dict[str, Any], source: Path) -> dict[str, int]:
     """The meta's special tokens, ``{}`` if it has none."""
     special = meta.get("special_tokens", {})
     if not isinstance(special, dict):
-        raise ValueError(f"{source}: 'special_tokens' must be an object of token -> id")
+        raise TokenizerFileError(source, "'special_tokens' must be an object of token -> id")
     return dict(special)
 
 
@@ -180,7 +177,7 @@ def load(
     ``pattern`` (a name or a regex) and ``special_tokens`` override the
     companion file (or, for OpenAI's files without one, what they are known
     to use). Raises ``ValueError`` naming the file on anything
-    invalid or unreadable (``TiktokenFileError`` for the ``.tiktoken`` itself,
+    invalid or unreadable (``TokenizerFileError`` for the ``.tiktoken`` itself,
     a missing one included).
     """
     ranks = read_tiktoken(path)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toktoktok.errors import PatternError, UnsafePattern
+
 DEFAULT_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
     r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
@@ -76,15 +78,11 @@ NAMED_PATTERNS: dict[str, Pattern] = {
 }
 
 
-class UnsafePattern(ValueError):
-    """A custom pattern that can match the empty string, or leaves text unmatched."""
-
-
 def resolve_pattern(value: str | None) -> Pattern:
     """Map a config's ``pattern:`` value (None, a name, or a regex) to a Pattern.
 
     A custom regex is used as written by both engines and matched over whole
-    documents. Raises ``ValueError`` when a custom regex does not compile, and
+    documents. Raises ``PatternError`` (a ``ValueError``) when a custom regex does not compile, and
     ``UnsafePattern`` (a ``ValueError``) when ``probe_pattern`` finds it can
     match the empty string or leave a character unmatched.
 
@@ -103,7 +101,7 @@ def resolve_pattern(value: str | None) -> Pattern:
     try:
         compiled = regex.compile(value)
     except regex.error as exc:
-        raise ValueError(f"pattern does not compile: {exc}") from exc
+        raise PatternError(f"pattern does not compile: {exc}") from exc
     problem = probe_pattern(compiled)
     if problem:
         raise UnsafePattern(problem)
@@ -237,7 +235,7 @@ def tiktoken_rejects(pattern: str) -> str | None:
 def checked_pattern(value: str) -> Pattern:
     """A ``--pattern`` or ``pattern=`` value (a name or a regex) as a Pattern, checked as
     a config's ``pattern:`` is: it compiles in both engines and passes ``probe_pattern``.
-    Raises ``ValueError`` (``UnsafePattern`` for the probe) saying why.
+    Raises ``PatternError`` (``UnsafePattern`` for the probe) saying why.
 
         >>> checked_pattern("o200k").name
         'o200k'
@@ -248,7 +246,7 @@ def checked_pattern(value: str) -> Pattern:
         raise UnsafePattern(f"the pattern is refused: it {exc}") from None
     problem = tiktoken_rejects(pattern.tiktoken) if pattern.name == "custom" else None
     if problem:
-        raise ValueError(f"pattern is a regex tiktoken cannot use: {problem}")
+        raise PatternError(f"pattern is a regex tiktoken cannot use: {problem}")
     return pattern
 
 

@@ -55,6 +55,7 @@ from functools import lru_cache
 
 import regex
 
+from toktoktok.errors import PatternMiss
 from toktoktok.patterns import Pattern
 
 # A safe place p is the index of a space preceded by non white space ...
@@ -114,20 +115,6 @@ def pieces(text: str, pattern: Pattern, special_tokens: Sequence[str] = (), *,
         else:
             out.extend(compiled.findall(seg, timeout=timeout))
     return out
-
-
-class PatternMiss(ValueError):
-    """The pattern matched the empty string or left text unmatched in
-    ``texts[index]`` at character ``offset`` (tiktoken would panic on the first
-    and drop the second): the run stops there. ``words`` says what happened and
-    where, in a few words; ingest adds the file and the offset in it."""
-
-    def __init__(self, words: str, index: int = 0, offset: int = 0) -> None:
-        super().__init__(words, index, offset)
-        self.words, self.index, self.offset = words, index, offset
-
-    def __str__(self) -> str:
-        return self.words
 
 
 def special_occurrences(texts: Sequence[str | bytes], special_tokens: Sequence[str]) -> dict[str, int]:
@@ -203,7 +190,7 @@ def _miss(compiled: regex.Pattern[str], text: str, special_tokens: Sequence[str]
         what = miss_words(text[start:end], *miss)
         harm = "panic there" if miss[0] == miss[1] else "drop that text"
         return PatternMiss(f"the pattern {what}, after {text[max(0, at - 30):at]!r}: tiktoken would {harm}",
-                           index, at)
+                           index=index, offset=at)
     return None
 
 

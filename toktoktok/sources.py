@@ -74,7 +74,8 @@ import zstandard
 from toktoktok.config import Source
 from toktoktok import documents
 from toktoktok.documents import doc_ends
-from toktoktok.fileset import uninterrupted
+from toktoktok.errors import SourceError
+from toktoktok.interrupts import uninterrupted
 from toktoktok.uris import RemotePath, is_remote
 
 if TYPE_CHECKING:
@@ -90,10 +91,6 @@ _REPLACEMENT_UTF8 = _REPLACEMENT.encode()
 # A JSON escape that may decode to a lone surrogate, and such a surrogate.
 _ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
-
-
-class SourceError(Exception):
-    """A source that cannot be read; the message names the file (and line)."""
 
 
 def as_path(path: Path | RemotePath | str) -> Path | RemotePath:

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from toktoktok.errors import CountOverflow
 from toktoktok.prefetch import prefetch
 from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, piece_end, span_key
 
@@ -321,7 +322,7 @@ class RunningSum:
             elif status == 2:
                 self._grow_arena(self._used + int(off[row + 1] - off[row]))
             else:
-                raise OverflowError("a piece's count passes 2**63, more than 64-bit counts hold: "
+                raise CountOverflow("a piece's count passes 2**63, more than 64-bit counts hold: "
                                     "lower the sources' weights")
 
     def count(self, buf: np.ndarray, seg_off: np.ndarray, which: int, weight: int = 1) -> None:

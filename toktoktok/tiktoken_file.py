@@ -51,6 +51,7 @@ import numpy as np
 import zstandard
 
 from toktoktok.atomic import atomic_write_bytes
+from toktoktok.errors import TokenizerFileError
 
 MAX_RANK = 2**32 - 2
 """The highest rank tiktoken can hold (``u32``; ``u32::MAX`` is a sentinel)."""
@@ -58,23 +59,6 @@ MAX_RANK = 2**32 - 2
 _SINGLE_BYTES = [bytes([b]) for b in range(256)]
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-class TiktokenFileError(ValueError):
-    """A ``.tiktoken`` file that cannot be used; names the file and the line.
-
-    >>> str(TiktokenFileError("v.tiktoken", 3, "duplicate rank 7"))
-    'v.tiktoken, line 3: duplicate rank 7'
-    >>> str(TiktokenFileError("v.tiktoken", None, "empty"))
-    'v.tiktoken: empty'
-    """
-
-    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str):
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
-        where = self.path if line is None else f"{self.path}, line {line}"
-        super().__init__(f"{where}: {problem}")
 
 
 def _describe_byte(b: int) -> str:
@@ -112,7 +96,7 @@ def _read_raw(path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise TiktokenFileError(path, None, f"cannot read the file ({e.strerror or e})") from e
+        raise TokenizerFileError(path, f"cannot read the file ({e.strerror or e})") from e
     if data[:4] == _ZSTD_MAGIC:
         return _unzstd(path, data)
     if data[:2] != _GZIP_MAGIC:
@@ -120,7 +104,7 @@ def _read_raw(path: Path) -> bytes:
     try:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as e:
-        raise TiktokenFileError(path, None, f"corrupt gzip data ({e})") from e
+        raise TokenizerFileError(path, f"corrupt gzip data ({e})") from e
 
 
 def _unzstd(path: Path, data: bytes) -> bytes:
@@ -131,10 +115,10 @@ def _unzstd(path: Path, data: bytes) -> bytes:
             frame = zstandard.ZstdDecompressor().decompressobj()
             out.append(frame.decompress(data))
             if not frame.eof:
-                raise TiktokenFileError(path, None, "truncated zstd data (the last frame is incomplete)")
+                raise TokenizerFileError(path, "truncated zstd data (the last frame is incomplete)")
             data = frame.unused_data
     except zstandard.ZstdError as e:
-        raise TiktokenFileError(path, None, f"corrupt zstd data ({e})") from e
+        raise TokenizerFileError(path, f"corrupt zstd data ({e})") from e
     return b"".join(out)
 
 
@@ -263,14 +247,14 @@ def _parse_lines(data: bytes, path: str | os.PathLike[str]) -> dict[bytes, int]:
         try:
             token, rank = _parse_line(line)
         except ValueError as e:
-            raise TiktokenFileError(path, number, str(e)) from None
+            raise TokenizerFileError(path, str(e), line=number) from None
         if token in ranks:
-            raise TiktokenFileError(
-                path, number, f"duplicate token {token!r}: already on line {line_of_token[token]}"
+            raise TokenizerFileError(
+                path, f"duplicate token {token!r}: already on line {line_of_token[token]}", line=number
             )
         if rank in line_of_rank:
-            raise TiktokenFileError(
-                path, number, f"duplicate rank {rank}: already on line {line_of_rank[rank]}"
+            raise TokenizerFileError(
+                path, f"duplicate rank {rank}: already on line {line_of_rank[rank]}", line=number
             )
         ranks[token] = rank
         line_of_token[token] = number
@@ -281,14 +265,14 @@ def _parse_lines(data: bytes, path: str | os.PathLike[str]) -> dict[bytes, int]:
 def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Read a ``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``) file into ``{token bytes: rank}``.
 
-    Raises ``TiktokenFileError`` (a ``ValueError``) naming the file, and the
+    Raises ``TokenizerFileError`` (a ``ValueError``) naming the file, and the
     line where there is one, for anything tiktoken would choke on.
     """
     path = Path(path)
     ranks = parse_tiktoken_bytes(_read_raw(path), path)
     missing = missing_single_bytes(ranks)
     if missing:
-        raise TiktokenFileError(path, None, _missing_bytes_message(missing))
+        raise TokenizerFileError(path, _missing_bytes_message(missing))
     return ranks
 
 

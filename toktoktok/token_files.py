@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toktoktok.config import ConfigError
+from toktoktok.errors import TokenFileError, UsageError
 
 MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_VERSION = 1
@@ -66,16 +66,16 @@ def bin_dtype(name: str, max_token_value: int) -> np.dtype:
         'uint16'
         >>> try:
         ...     bin_dtype("uint16", 65_536)
-        ... except ConfigError as refused:
+        ... except UsageError as refused:
         ...     print(refused)
         --dtype uint16 holds ids up to 65,535, but this vocabulary has 65,537 ids (its highest is 65,536): use --dtype uint32
     """
     if name not in BIN_DTYPES:
-        raise ConfigError(f"--dtype must be one of {', '.join(BIN_DTYPES)}, got {name!r}")
+        raise UsageError(f"--dtype must be one of {', '.join(BIN_DTYPES)}, got {name!r}")
     dtype = np.dtype(name)
     top = int(np.iinfo(dtype).max)
     if max_token_value > top:
-        raise ConfigError(f"--dtype {name} holds ids up to {top:,}, but this vocabulary has {max_token_value + 1:,} "
+        raise UsageError(f"--dtype {name} holds ids up to {top:,}, but this vocabulary has {max_token_value + 1:,} "
                           f"ids (its highest is {max_token_value:,}): use --dtype uint32")
     return dtype
 
@@ -93,7 +93,7 @@ def megatron_index(sizes: np.ndarray, dtype: np.dtype) -> bytes:
     """The ``.idx`` of a data file holding sequences of ``sizes`` ids, one a document."""
     sizes = np.asarray(sizes, dtype=np.int64)
     if len(sizes) and int(sizes.max()) > np.iinfo(np.int32).max:
-        raise ValueError(f"a document of {int(sizes.max())} tokens does not fit Megatron-LM's int32 sequence length")
+        raise TokenFileError(f"a document of {int(sizes.max())} tokens does not fit Megatron-LM's int32 sequence length")
     pointers = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(sizes[:-1] * dtype.itemsize, out=pointers[1:])
     documents = np.arange(len(sizes) + 1, dtype=np.int64)
@@ -115,16 +115,16 @@ def read_megatron_index(source: bytes | Path) -> MegatronIndex:
     data = source if isinstance(source, bytes) else Path(source).read_bytes()
     name = "the index" if isinstance(source, bytes) else str(source)
     if len(data) < _HEAD.size:
-        raise ValueError(f"{name}: too short for a Megatron-LM index")
+        raise TokenFileError(f"{name}: too short for a Megatron-LM index")
     magic, version, code, count, entries = _HEAD.unpack_from(data)
     if magic != MEGATRON_MAGIC or version != MEGATRON_VERSION:
-        raise ValueError(f"{name}: not a Megatron-LM index (magic {magic!r}, version {version})")
+        raise TokenFileError(f"{name}: not a Megatron-LM index (magic {magic!r}, version {version})")
     names = {c: n for n, c in MEGATRON_CODES.items()}
     if code not in names:
-        raise ValueError(f"{name}: unknown dtype code {code}")
+        raise TokenFileError(f"{name}: unknown dtype code {code}")
     need = _HEAD.size + 12 * count + 8 * entries
     if len(data) < need:
-        raise ValueError(f"{name}: {len(data)} bytes, but its header announces {need}")
+        raise TokenFileError(f"{name}: {len(data)} bytes, but its header announces {need}")
     sizes = np.frombuffer(data, dtype="<i4", count=count, offset=_HEAD.size)
     pointers = np.frombuffer(data, dtype="<i8", count=count, offset=_HEAD.size + 4 * count)
     documents = np.frombuffer(data, dtype="<i8", count=entries, offset=_HEAD.size + 12 * count)

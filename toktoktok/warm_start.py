@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from toktoktok.errors import TokenizerFileError
 from toktoktok.hf import read_hf_tokenizer
 from toktoktok.known_bases import KNOWN_BASES, KnownBase, recognise
 from toktoktok.loading import check_companion, meta_path, read_meta
@@ -47,7 +48,7 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         ranks, specials = read_hf_tokenizer(path)
         missing = missing_single_bytes(ranks)
         if missing:
-            raise ValueError(f"{path}: the vocabulary lacks {len(missing)} of the 256 single bytes")
+            raise TokenizerFileError(path, f"the vocabulary lacks {len(missing)} of the 256 single bytes")
         return ranks, specials
     ranks = read_tiktoken(path)
     companion = meta_path(path)
@@ -77,7 +78,7 @@ def missing_special_tokens(path: Path) -> str | None:
     A ``.tiktoken`` has no room for special tokens: unless a companion, a
     ``tokenizer.json`` or the content (OpenAI's files) says which ids they
     hold, those ids would silently become new merges. A file that is no
-    vocabulary at all says so first (``TiktokenFileError``): listing special
+    vocabulary at all says so first (``TokenizerFileError``): listing special
     tokens would not help it.
     """
     path = Path(path)

@@ -18,7 +18,9 @@ from typing import Any
 import click
 
 import toktoktok
-from toktoktok import fileset, memory
+from toktoktok import memory
+from toktoktok.errors import Interrupted, ToktokError, one_line
+from toktoktok.interrupts import interrupt_as, on_interrupt
 
 from .. import pipeline
 from ..workdir.progress import Progress, human_bytes
@@ -50,60 +52,34 @@ def _check_pattern(ctx: click.Context, param: click.Parameter, value: str | None
 def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
     """Run ``action`` and turn every failure into a message and an exit code.
 
-    The message is one line (newlines in an exception's text are folded).
-    Ctrl-C exits 130 with the pipeline's word on what was kept, also when a
-    library turned it into an error of its own (``fileset.interrupts`` counts
-    every Ctrl-C); an ``OSError`` reads ``FILE: reason`` (e.g. ``No space left
-    on device``).
+    One line on stderr (line breaks in a message folded): a toktoktok error
+    with its own exit code (``toktoktok.errors``), an ``OSError`` as ``FILE:
+    reason`` (exit 1), anything else as unexpected (exit 1). A Ctrl-C, also
+    one a library turned into an error of its own, exits 130 with the word
+    on what was kept (``toktoktok.interrupts.interrupt_as``).
     """
-    from toktoktok.config import ConfigError
-
-    def raised_by(module: str, name: str) -> tuple[type, ...]:
-        """The class ``module.name`` if that module was imported (else nothing can be one)."""
-        cls = getattr(sys.modules.get(module), name, None)
-        return (cls,) if isinstance(cls, type) else ()
-
-    def one_line(text: object) -> str:
-        return " ".join(str(text).split())
-
-    def os_message(exc: OSError) -> str:
-        if not exc.strerror:
-            return one_line(exc)
-        named = exc.filename is not None and str(exc.filename) not in exc.strerror
-        return one_line(f"{exc.filename}: {exc.strerror}" if named else exc.strerror)
-
-    def interrupted_by_ctrl_c() -> None:
-        """Exit 130 if a Ctrl-C came during the action: the error being handled is
-        then one a library made of it (matplotlib's bindings raise TypeError, and a
-        config check turns pyarrow's errors into a ConfigError)."""
-        if fileset.interrupts() > seen:
-            if verbose:
-                traceback.print_exc()
-            click.echo("\ninterrupted: stopped; rerun the same command to go on", err=True)
-            sys.exit(130)
-
-    seen = fileset.interrupts()
     try:
-        return action()
-    except ConfigError as exc:
-        interrupted_by_ctrl_c()
-        _fail(one_line(exc), 2, verbose)
-    except KeyboardInterrupt as exc:  # the pipeline's Interrupted says what was kept
+        with interrupt_as(lambda: "stopped; rerun the same command to go on"):
+            return action()
+    except Interrupted as exc:
         if verbose:
             traceback.print_exc()
-        said = one_line(exc) or "finished stages are kept, an unfinished one is redone on the next run"
-        click.echo(f"\ninterrupted: {said}", err=True)
-        sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - a Ctrl-C a library turned into its own error, the stages' own errors
-        interrupted_by_ctrl_c()
-        if isinstance(exc, OSError):
-            _fail(os_message(exc), 1, verbose)
-        # looked up, not imported: importing the stages costs most of a second
-        expected = (*raised_by("toktoktok_stages.workdir", "MissingInput"), *raised_by("toktoktok_stages.workdir.artifacts", "DamagedArtifact"), *raised_by("toktoktok.sources", "SourceError"),
-                    *raised_by("toktoktok_stages.export", "ExportError"), OverflowError, RuntimeError, ValueError)
-        if isinstance(exc, expected):
-            _fail(one_line(exc), 1, verbose)
+        click.echo(f"\ninterrupted: {one_line(exc)}", err=True)
+        sys.exit(exc.exit_code)
+    except ToktokError as exc:
+        _fail(one_line(exc), exc.exit_code, verbose)
+    except OSError as exc:
+        _fail(_os_message(exc), 1, verbose)
+    except Exception as exc:  # noqa: BLE001 - a bug: said plainly, the traceback with --verbose
         _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
+
+
+def _os_message(exc: OSError) -> str:
+    """``FILE: reason`` (e.g. ``No space left on device``), the file named once."""
+    if not exc.strerror:
+        return one_line(exc)
+    named = exc.filename is not None and str(exc.filename) not in exc.strerror
+    return " ".join((f"{exc.filename}: {exc.strerror}" if named else exc.strerror).split())
 
 
 def _load(config: Path, verbose: bool, engine: str | None = None):
@@ -520,7 +496,7 @@ def _start(command: click.Command, prog_name: str) -> None:
     _plain_warnings()
     gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
     memory.configure_allocators()
-    signal.signal(signal.SIGINT, fileset.on_interrupt)  # from here on, KeyboardInterrupt (and counted)
+    signal.signal(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted)
     try:
         code = _run_command(command, prog_name)
     finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing

@@ -10,21 +10,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toktoktok import fileset
-from toktoktok.config import ConfigError
+from toktoktok import publish_journal
+from toktoktok.errors import Busy, UsageError
 
 WORK_ENTRIES = {"ingest": "dir", "train": "dir", "export": "dir", ".lock": "file"}
 
 
 def work_dir_contents(work: Path) -> tuple[int, int]:
-    """(files, bytes) under a work directory that looks like toktoktok's, else ConfigError.
+    """(files, bytes) under a work directory that looks like toktoktok's, else UsageError.
 
     It looks like ours when it holds nothing but ``ingest/``, ``train/``,
     ``export/`` (folders) and ``.lock`` (a file): anything else may be the
     user's, and ``toktok clean`` then removes nothing.
     """
     if work.is_symlink() or not work.is_dir():
-        raise ConfigError(f"work_dir {work} is not a folder; nothing removed")
+        raise UsageError(f"work_dir {work} is not a folder; nothing removed")
     foreign = []
     for entry in sorted(work.iterdir(), key=lambda e: e.name):
         kind = WORK_ENTRIES.get(entry.name)
@@ -33,7 +33,7 @@ def work_dir_contents(work: Path) -> tuple[int, int]:
             foreign.append(entry.name + ("/" if entry.is_dir() else ""))
     if foreign:
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise ConfigError(f"work_dir {work} does not look like a toktoktok work directory (it holds {shown}; expected "
+        raise UsageError(f"work_dir {work} does not look like a toktoktok work directory (it holds {shown}; expected "
                           f"only ingest/, train/, export/ and .lock); nothing removed")
     files = size = 0
     for root, _, names in os.walk(work):
@@ -47,7 +47,7 @@ def remove_work_dir(work: Path, *, journal: Path | None = None) -> tuple[int, in
     """Delete ``work`` (checked with ``work_dir_contents``) while holding its lock.
 
     ``journal``: the record of a publish a killed run left in ``work``; it is
-    finished or undone first (``toktoktok.fileset.recover``), else the outputs
+    finished or undone first (``toktoktok.publish_journal.recover``), else the outputs
     could stay a mixed set with nothing left to repair them.
     """
     import fcntl
@@ -61,9 +61,9 @@ def remove_work_dir(work: Path, *, journal: Path | None = None) -> tuple[int, in
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RuntimeError(f"another toktoktok run is using {work}; nothing removed") from None
+                raise Busy(f"another toktoktok run is using {work}; nothing removed") from None
         if journal is not None:
-            fileset.recover(journal)
+            publish_journal.recover(journal)
         shutil.rmtree(work)
     finally:
         if fd is not None:

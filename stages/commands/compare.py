@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from toktoktok.config import ConfigError
+from toktoktok.errors import UsageError
 from toktoktok.loading import split_name
 
 from ..workdir import resolve_threads
@@ -76,11 +76,11 @@ def compare(
     """
     progress = progress or Progress()
     if not tokenizers:
-        raise ConfigError("give at least one tokenizer (.tiktoken file) to compare")
+        raise UsageError("give at least one tokenizer (.tiktoken file) to compare")
     if not texts:
-        raise ConfigError("give the texts to compare on with --text FILE_OR_FOLDER")
+        raise UsageError("give the texts to compare on with --text FILE_OR_FOLDER")
     if threads == 0 or threads < -1:
-        raise ConfigError(f"--threads must be -1 (all cores) or at least 1, got {threads}")
+        raise UsageError(f"--threads must be -1 (all cores) or at least 1, got {threads}")
     encs = [load_tokenizer(Path(t), pattern) for t in tokenizers]
     names = _column_names([Path(t) for t in tokenizers])
     workers = resolve_threads(threads)

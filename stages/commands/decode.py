@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import tiktoken
 
-from toktoktok.config import ConfigError
+from toktoktok.errors import UsageError
 from toktoktok.token_files import read_megatron_index
 
 
@@ -37,24 +37,24 @@ def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = 
     """The ids a token file holds (or its ``document``-th document, Megatron only)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"--from {path}: no such file")
+        raise UsageError(f"--from {path}: no such file")
     idx = path.with_suffix(".idx")
     if path.suffix == ".npy":
         if dtype is not None:
-            raise ConfigError("--dtype is for a .bin file: a .npy names its own dtype")
+            raise UsageError("--dtype is for a .bin file: a .npy names its own dtype")
         ids = np.load(path, mmap_mode="r")
         if ids.ndim != 1 or ids.dtype.kind not in "iu":
-            raise ConfigError(f"--from {path}: not a 1-d array of integer ids ({ids.dtype}, shape {ids.shape})")
+            raise UsageError(f"--from {path}: not a 1-d array of integer ids ({ids.dtype}, shape {ids.shape})")
     elif path.suffix == ".bin" and idx.is_file():
         if dtype is not None:
-            raise ConfigError(f"--dtype does not apply to a Megatron data file: {idx.name} names its dtype")
+            raise UsageError(f"--dtype does not apply to a Megatron data file: {idx.name} names its dtype")
         index = read_megatron_index(idx)
         data = np.memmap(path, dtype=index.dtype, mode="r") if path.stat().st_size else np.zeros(0, index.dtype)
         if document is None:
             return data
         docs = len(index.document_indices) - 1
         if not 0 <= document < docs:
-            raise ConfigError(f"--document {document}: {idx.name} has {docs} documents (0 to {docs - 1})")
+            raise UsageError(f"--document {document}: {idx.name} has {docs} documents (0 to {docs - 1})")
         first, last = int(index.document_indices[document]), int(index.document_indices[document + 1])
         if first == last:
             return np.zeros(0, dtype=index.dtype)
@@ -64,19 +64,19 @@ def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = 
     elif path.suffix == ".bin":
         name = dtype or "uint16"
         if path.stat().st_size % np.dtype(name).itemsize:
-            raise ConfigError(f"--from {path}: {path.stat().st_size} bytes is not a whole number of {name} ids")
+            raise UsageError(f"--from {path}: {path.stat().st_size} bytes is not a whole number of {name} ids")
         ids = np.memmap(path, dtype=name, mode="r") if path.stat().st_size else np.zeros(0, name)
     else:
-        raise ConfigError(f"--from {path}: expected a .npy shard or a .bin file (nanoGPT's, or Megatron-LM's "
+        raise UsageError(f"--from {path}: expected a .npy shard or a .bin file (nanoGPT's, or Megatron-LM's "
                           f"with its .idx beside it)")
     if document is not None:
-        raise ConfigError(f"--document needs a Megatron-LM data file (.bin with its .idx): {path.name} has no "
+        raise UsageError(f"--document needs a Megatron-LM data file (.bin with its .idx): {path.name} has no "
                           f"document boundaries")
     return ids
 
 
 def decode_ids(enc: tiktoken.Encoding, ids: Sequence[int] | np.ndarray) -> bytes:
-    """The bytes of ``ids``; an id the tokenizer does not have is a ``ConfigError`` naming it.
+    """The bytes of ``ids``; an id the tokenizer does not have is a ``UsageError`` naming it.
 
         >>> enc = tiktoken.Encoding("t", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([b]): b for b in range(256)},
         ...                         special_tokens={"<|e|>": 257})
@@ -84,19 +84,19 @@ def decode_ids(enc: tiktoken.Encoding, ids: Sequence[int] | np.ndarray) -> bytes
         b'hi<|e|>'
         >>> try:
         ...     decode_ids(enc, [104, 256])
-        ... except ConfigError as refused:
+        ... except UsageError as refused:
         ...     print(refused)
         id 256 is not in the vocabulary of t (ids 0 to 257, with gaps)
     """
     ids = np.asarray(ids, dtype=np.int64)
     bad = ids[(ids < 0) | (ids > enc.max_token_value)]
     if len(bad):
-        raise ConfigError(f"id {int(bad[0])} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value})")
+        raise UsageError(f"id {int(bad[0])} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value})")
     try:
         return enc.decode_bytes(ids.tolist())
     except KeyError as exc:  # an unused id below the highest
         missing = str(exc.args[0]).rpartition(" ")[2] if exc.args else "?"
-        raise ConfigError(f"id {missing} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value}, "
+        raise UsageError(f"id {missing} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value}, "
                           f"with gaps)") from None
 
 
@@ -113,10 +113,10 @@ def parse_ids(words: Sequence[str]) -> list[int]:
             try:
                 ids.append(int(part))
             except ValueError:
-                raise ConfigError(f"{part!r} is not a token id (an integer)") from None
+                raise UsageError(f"{part!r} is not a token id (an integer)") from None
     return ids
 
 
 def refuse(message: str) -> None:
     """A usage error (exit 2)."""
-    raise ConfigError(message)
+    raise UsageError(message)

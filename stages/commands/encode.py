@@ -90,7 +90,7 @@ import numpy as np
 import tiktoken
 
 from toktoktok.atomic import atomic_path, atomic_write_bytes
-from toktoktok.config import ConfigError
+from toktoktok.errors import Interrupted, UsageError
 from toktoktok.sampling import chosen_many, file_key
 from toktoktok.sources import TXT_DOCUMENTS, file_format
 from toktoktok.tiktoken_file import SpecialIndex
@@ -139,7 +139,7 @@ def special_id(enc: tiktoken.Encoding, token: str | None, option: str = "--separ
         return None
     if token not in enc.special_tokens_set:
         known = ", ".join(sorted(enc.special_tokens_set)) or "none"
-        raise ConfigError(f"{option} {token!r} is not a special token of {enc.name} (its special tokens: {known})")
+        raise UsageError(f"{option} {token!r} is not a special token of {enc.name} (its special tokens: {known})")
     return enc.encode_single_token(token)
 
 
@@ -157,7 +157,7 @@ def output_dtype(enc: tiktoken.Encoding, fmt: str, dtype: str | None) -> np.dtyp
     """The ids' dtype of a format: ``--dtype`` (npy, bin) or Megatron-LM's rule."""
     if fmt == "megatron":
         if dtype is not None:
-            raise ConfigError("--dtype does not apply to --format megatron: its dtype follows the vocabulary "
+            raise UsageError("--dtype does not apply to --format megatron: its dtype follows the vocabulary "
                               "(uint16 below 65,500 ids, else int32, as Megatron-LM decides)")
         return megatron_dtype(enc.max_token_value + 1)
     if dtype is None:
@@ -380,13 +380,13 @@ class Split:
 def prepare_out(folder: Path) -> None:
     """Make ``folder`` ready: new, empty, or an earlier encode output (its indexes go first)."""
     if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"--out {folder}: exists and is not a folder")
+        raise UsageError(f"--out {folder}: exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     foreign = sorted(e.name for e in folder.iterdir()
                      if not (e.is_file() and (e.name == INDEX or _OUTPUT.fullmatch(e.name) or _TEMP.fullmatch(e.name))))
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise ConfigError(f"--out {folder}: holds files that are not `toktok encode` output ({shown}); "
+        raise UsageError(f"--out {folder}: holds files that are not `toktok encode` output ({shown}); "
                           f"choose a new or empty folder")
     (folder / INDEX).unlink(missing_ok=True)
     for e in folder.iterdir():
@@ -448,17 +448,17 @@ def encode_corpus(
     started = time.perf_counter()
     progress = progress or Progress()
     if fmt not in FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if documents not in TXT_DOCUMENTS:
-        raise ConfigError(f"--documents must be one of {', '.join(TXT_DOCUMENTS)}, got {documents!r}")
+        raise UsageError(f"--documents must be one of {', '.join(TXT_DOCUMENTS)}, got {documents!r}")
     if shard_tokens < 1:
-        raise ConfigError(f"--shard-tokens must be at least 1, got {shard_tokens}")
+        raise UsageError(f"--shard-tokens must be at least 1, got {shard_tokens}")
     if threads == 0 or threads < -1:
-        raise ConfigError(f"--threads must be -1 (all cores) or at least 1, got {threads}")
+        raise UsageError(f"--threads must be -1 (all cores) or at least 1, got {threads}")
     if val_share is None:
         val_share = DEFAULT_BIN_VAL_SHARE if fmt == "bin" else 0.0
     if not 0 <= val_share < 1:
-        raise ConfigError(f"--val-share must be at least 0 and below 1, got {val_share}")
+        raise UsageError(f"--val-share must be at least 0 and below 1, got {val_share}")
     enc = load_tokenizer(tokenizer, pattern)
     sep = special_id(enc, separator, "--separator")
     bos_id = special_id(enc, bos, "--bos")
@@ -513,7 +513,7 @@ def encode_corpus(
     except KeyboardInterrupt:
         for w in writers.values():
             w.abort()
-        raise KeyboardInterrupt(f"{out} is unfinished (it has no index.json): run the command again") from None
+        raise Interrupted(f"{out} is unfinished (it has no index.json): run the command again") from None
     except BaseException:
         for w in writers.values():
             w.abort()

@@ -34,7 +34,7 @@ Decisions:
 - Every table is a polars DataFrame printed without shape and dtypes; counts
   are plain integers (no thousands separators), so they can be grepped.
 - A path of a kind not listed above, or an option that does not apply to
-  it (``--id`` on a chunk file), is a usage error (exit 2, ``ConfigError``).
+  it (``--id`` on a chunk file), is a usage error (exit 2, ``UsageError``).
 - The two tokens a ``.tiktoken`` token is built from are found the way
   tiktoken would encode its bytes with only the ranks below it: for a
   vocabulary trained by BPE that is the merge that made it.
@@ -51,7 +51,7 @@ from typing import Any, NoReturn
 import polars as pl
 import pyarrow as pa
 
-from toktoktok.config import ConfigError
+from toktoktok.errors import DamagedArtifact, MissingInput, UsageError
 from toktoktok.known_bases import recognise
 from toktoktok.loading import check_companion, meta_path, read_meta, split_name
 from toktoktok.tiktoken_file import read_tiktoken
@@ -112,13 +112,13 @@ def parse_search(text: str) -> bytes:
         pos = m.end()
     out += text[pos:].encode("utf-8", "surrogatepass")
     if not out:
-        raise ConfigError("--search: empty search text")
+        raise UsageError("--search: empty search text")
     return bytes(out)
 
 
 def _check_top(top: int) -> int:
     if top < 1:
-        raise ConfigError(f"--top must be at least 1, got {top}")
+        raise UsageError(f"--top must be at least 1, got {top}")
     return top
 
 
@@ -127,14 +127,13 @@ def _check_top(top: int) -> int:
 
 def refuse(message: str) -> NoReturn:
     """A usage error (exit 2 on the command line)."""
-    raise ConfigError(message)
+    raise UsageError(message)
 
 
 def config_output(config: Path) -> Path:
     """The ``.tiktoken`` a config writes (its ``output:``); it must exist."""
     from toktoktok.config import load_config
 
-    from ..workdir import MissingInput
 
     cfg = load_config(config)
     if not cfg.output.is_file():
@@ -153,17 +152,17 @@ def path_or_output(path: Path | None, config: Path | None, what: str) -> Path:
 
 
 def kind_of(path: Path) -> str:
-    """chunks | heldout | merges | tiktoken | report; ConfigError for anything else."""
+    """chunks | heldout | merges | tiktoken | report; UsageError for anything else."""
     name = path.name
     if path.is_dir():
         if list(path.glob("chunk-*.arrow")):
             return "chunks"
         if (path / "merges.arrow").is_file():
             return "merges"
-        raise ConfigError(f"{path}: a folder that is neither an ingest phase folder (chunk-*.arrow) nor a train "
+        raise UsageError(f"{path}: a folder that is neither an ingest phase folder (chunk-*.arrow) nor a train "
                           f"phase folder (merges.arrow); give a file to inspect")
     if not path.is_file():
-        raise ConfigError(f"{path}: no such file or folder")
+        raise UsageError(f"{path}: no such file or folder")
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return "tiktoken"
     if name.endswith(".report.json"):
@@ -172,15 +171,15 @@ def kind_of(path: Path) -> str:
         try:
             columns = set(artifacts.read_ipc(path).schema.names)
         except (OSError, pa.ArrowException) as exc:
-            raise ConfigError(f"{path}: not an Arrow IPC file ({exc})") from exc
+            raise UsageError(f"{path}: not an Arrow IPC file ({exc})") from exc
         if {"piece", "count"} <= columns:
             return "chunks"
         if {"rank", "left", "right", "bytes", "count"} <= columns:
             return "merges"
         if columns == {"text"}:
             return "heldout"
-        raise ConfigError(f"{path}: an Arrow file with columns {sorted(columns)}, not a toktoktok artifact")
-    raise ConfigError(f"{path}: unknown kind of file: expected a chunk, held-out or merges .arrow file, a "
+        raise UsageError(f"{path}: an Arrow file with columns {sorted(columns)}, not a toktoktok artifact")
+    raise UsageError(f"{path}: unknown kind of file: expected a chunk, held-out or merges .arrow file, a "
                       f".tiktoken file, or a .report.json")
 
 
@@ -192,14 +191,14 @@ def inspect_path(path: Path, *, top: int = DEFAULT_TOP, search: str | None = Non
         name = path.name[: -len(".meta.json")]
         beside = [path.with_name(name + s) for s in (".tiktoken", ".tiktoken.gz") if path.with_name(name + s).is_file()]
         if not beside:
-            raise ConfigError(f"{path}: a companion file without its {name}.tiktoken; inspect the .tiktoken")
+            raise UsageError(f"{path}: a companion file without its {name}.tiktoken; inspect the .tiktoken")
         path = beside[0]
     kind = kind_of(path)
     needle = parse_search(search) if search is not None else None
     if token_id is not None and kind not in ("tiktoken", "merges"):
-        raise ConfigError(f"--id applies to a .tiktoken or a merges file, not to a {kind} file")
+        raise UsageError(f"--id applies to a .tiktoken or a merges file, not to a {kind} file")
     if needle is not None and kind in ("heldout", "report"):
-        raise ConfigError(f"--search applies to chunk, merges and .tiktoken files, not to a {kind} file")
+        raise UsageError(f"--search applies to chunk, merges and .tiktoken files, not to a {kind} file")
     if kind == "chunks":
         return inspect_chunks(path, top=top, needle=needle)
     if kind == "heldout":
@@ -330,7 +329,7 @@ def inspect_merges(path: Path, *, top: int, needle: bytes | None, token_id: int 
     if token_id is not None:
         row = df.filter(pl.col("rank") == token_id)
         if row.height == 0:
-            raise ConfigError(f"--id {token_id}: no merge of rank {token_id} in {file} "
+            raise UsageError(f"--id {token_id}: no merge of rank {token_id} in {file} "
                               f"(its ranks are {lines[0].rsplit('ranks ', 1)[-1]})")
         lines.append(render(row))
         return "\n".join(lines)
@@ -474,7 +473,7 @@ def _token_view(token_id: int, ranks: dict[bytes, int], by_rank: dict[int, bytes
                                        "value": [str(sid), "special token", show(tok), str(len(tok.encode()))]}))
     if token_id not in by_rank:
         top_id = max([*by_rank, *specials.values()])
-        raise ConfigError(f"--id {token_id}: no token has this id (ids 0..{top_id})")
+        raise UsageError(f"--id {token_id}: no token has this id (ids 0..{top_id})")
     token = by_rank[token_id]
     parts = _built_from(token, token_id, ranks)
     fields = ["id", "kind", "text", "bytes", "hex"]
@@ -604,7 +603,7 @@ def inspect_report(path: Path) -> str:
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read the report ({exc})") from exc
+        raise DamagedArtifact(f"{path}: cannot read the report ({exc})") from exc
     out = [f"{path.name}:"]
     if isinstance(report, dict) and _compression_tables(report, out):
         report = {k: v for k, v in report.items() if k not in ("compression", "curve")}

@@ -18,7 +18,8 @@ from typing import Any
 import polars as pl
 import tiktoken
 
-from toktoktok.config import ConfigError, Source
+from toktoktok.config import Source
+from toktoktok.errors import UsageError
 from toktoktok.loading import load, meta_path
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.pretokenize import PartCutter
@@ -66,20 +67,20 @@ def input_files(inputs: Sequence[Path], text_column: str = "text") -> list[Path]
         item = Path(item)
         if item == STDIN:
             if STDIN in files:
-                raise ConfigError("standard input (-) can be read only once")
+                raise UsageError("standard input (-) can be read only once")
             files.append(STDIN)
             continue
         try:
             found = list_source_files(Source(item.resolve(), item.is_dir(), text_column))
         except SourceError as exc:
-            raise ConfigError(str(exc)) from exc
+            raise UsageError(str(exc)) from exc
         for f in found:
             real = os.path.realpath(f)
             if real not in seen:
                 seen.add(real)
                 files.append(f)
     if not files:
-        raise ConfigError("no input files")
+        raise UsageError("no input files")
     return files
 
 

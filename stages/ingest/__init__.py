@@ -56,12 +56,13 @@ import pyarrow as pa
 
 from toktoktok import sampling
 from toktoktok.config import Config, Phase
-from toktoktok.fileset import uninterrupted
+from toktoktok.errors import PatternMiss, PatternTimeout
+from toktoktok.interrupts import uninterrupted
 
 from .. import workdir
 from ..workdir import artifacts
 from ..workdir.progress import Progress
-from .batching import Batcher, PatternMissAt, PatternTooSlow, load_kernels
+from .batching import Batcher, load_kernels
 from .chunking import Chunker, chunk_bytes
 from .routing import Tally
 
@@ -83,17 +84,6 @@ def special_token_warnings(cfg: Config, phase: Phase, found: dict[str, int], doc
                        "the pattern reads it as an ordinary piece of text, and every occurrence is cut out of "
                        "the training text; is it meant to be a special token?")
     return out
-
-
-class PatternTimeoutError(RuntimeError):
-    """A custom pattern too slow on a document (exit 1, whatever ``on_bad_file``
-    says: a tokenizer must not depend on the machine's load)."""
-
-
-class PatternMissError(ValueError):
-    """A custom pattern matched the empty string or left a character unmatched in
-    a document (exit 1, whatever ``on_bad_file`` says: tiktoken would panic on
-    the first and silently drop the second)."""
 
 
 def engine(cfg: Config) -> Callable[..., Batcher]:
@@ -135,15 +125,11 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     try:
         batcher = engine(cfg)(cfg, phase, files, chunker, tally, heldout, progress, share)
-    except PatternMissAt as exc:
-        raise PatternMissError(
-            f"{files[exc.file_index][1]}: {exc.words}, at character {exc.offset} of what this file trains on; "
-            "a pattern must match every character, never the empty string: stopping") from None
-    except PatternTooSlow as exc:
-        raise PatternTimeoutError(
-            f"{files[exc.file_index][1]}: the pattern took more than {exc.seconds:.3g} s (pattern_timeout_s: "
-            f"{cfg.pattern_timeout_s:g} per MiB) on the text at character {exc.offset} of what this file trains "
-            "on; a pattern that backtracks without end cannot train a tokenizer") from None
+    except PatternMiss as exc:  # a custom pattern: exit 1 whatever on_bad_file says (tiktoken would panic or drop text)
+        raise PatternMiss(exc.words, file=files[exc.file][1], offset=exc.offset) from None
+    except PatternTimeout as exc:  # a tokenizer must not depend on the machine's load
+        raise PatternTimeout(exc.seconds, file=files[exc.file][1], offset=exc.offset,
+                             per_mib=cfg.pattern_timeout_s) from None
     tally.forced_cuts += batcher.forced_cuts
     tally.bad_files[:0] = skipped_links
     warnings = special_token_warnings(cfg, phase, batcher.specials_found, tally.documents)

@@ -19,34 +19,16 @@ import pyarrow as pa
 from toktoktok import counts, documents, piece_order, scanner
 from toktoktok.config import Config
 from toktoktok.config import batch_chars as config_batch_chars
+from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import PatternMiss, special_occurrences
+from toktoktok.pretokenize import special_occurrences
 from toktoktok.summing import RunningSum
 
 from ..workdir import resolve_threads
 from .chunking import Chunker
-from .regex_worker import PatternTimeout, count_in_worker, ignore_sigint
+from .regex_worker import count_in_worker, ignore_sigint
 
 BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
-
-
-class PatternTooSlow(RuntimeError):
-    """A custom pattern ran past ``pattern_timeout_s`` on a document; the stage
-    names the file (``file_index``) and where its text starts."""
-
-    def __init__(self, file_index: int, offset: int, seconds: float) -> None:
-        super().__init__(file_index, offset, seconds)
-        self.file_index, self.offset, self.seconds = file_index, offset, seconds
-
-
-class PatternMissAt(ValueError):
-    """A custom pattern matched the empty string or left text unmatched
-    (``PatternMiss``) at character ``offset`` of what file ``file_index`` trains
-    on; the stage names the file."""
-
-    def __init__(self, file_index: int, offset: int, words: str) -> None:
-        super().__init__(file_index, offset, words)
-        self.file_index, self.offset, self.words = file_index, offset, words
 
 
 def batch_chars(cfg: Config) -> int:
@@ -304,15 +286,16 @@ class Batcher:
 
     @staticmethod
     def _counted(result: Any, file_index: int, first: int, lengths: list[int]) -> Any:
-        """``result()``, a too slow custom pattern turned into ``PatternTooSlow``
-        with the file and the character offset of the text it choked on, and a
-        ``PatternMiss`` into ``PatternMissAt`` with the file and the offset."""
+        """``result()``; a ``PatternTimeout`` or ``PatternMiss`` raised again with the
+        file (its index among the phase's files) and the character offset in
+        what the file trains on."""
         try:
             return result()
         except PatternTimeout as exc:
-            raise PatternTooSlow(file_index, first + sum(lengths[: exc.index]), exc.seconds) from None
+            raise PatternTimeout(exc.seconds, file=file_index, offset=first + sum(lengths[: exc.index])) from None
         except PatternMiss as exc:  # the pattern matched empty or left text unmatched
-            raise PatternMissAt(file_index, first + sum(lengths[: exc.index]) + exc.offset, exc.words) from None
+            raise PatternMiss(exc.words, file=file_index,
+                              offset=first + sum(lengths[: exc.index]) + exc.offset) from None
 
     def file_done(self) -> None:
         self.send()

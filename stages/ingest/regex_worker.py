@@ -12,16 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import PatternMiss, count_texts, special_occurrences
-
-
-class PatternTimeout(Exception):
-    """The pattern took longer than allowed on ``texts[index]``."""
-
-    def __init__(self, index: int, seconds: float) -> None:
-        super().__init__(index, seconds)
-        self.index, self.seconds = index, seconds
+from toktoktok.pretokenize import count_texts, special_occurrences
 
 
 def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str],
@@ -43,9 +36,9 @@ def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequ
         try:
             found, counts = count_texts([text], pattern, special_tokens, timeout=seconds)
         except TimeoutError:
-            raise PatternTimeout(index, seconds) from None
+            raise PatternTimeout(seconds, index=index) from None
         except PatternMiss as exc:  # the place in this text: say which text of the batch
-            raise PatternMiss(exc.words, index, exc.offset) from None
+            raise PatternMiss(exc.words, index=index, offset=exc.offset) from None
         for piece, n in zip(found, counts):
             found_all[piece] = found_all.get(piece, 0) + n
     return list(found_all), list(found_all.values()), os.getpid(), own_peak_kb(), specials

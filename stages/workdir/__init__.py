@@ -42,6 +42,7 @@ from toktoktok.config import (
     resolve_vocab_size,
 )
 from toktoktok.config import resolve_threads as resolve_threads  # re-exported: the stages take it from here
+from toktoktok.errors import DamagedArtifact, MissingInput
 from toktoktok.loading import meta_path, split_name
 from toktoktok.sources import SourceError, list_source_files, text_bytes
 from toktoktok.vocab import Vocab
@@ -50,20 +51,11 @@ from toktoktok.warm_start import Base, load_base
 from . import artifacts
 
 
-class MissingInput(Exception):
-    """A stage's input artifacts are absent; the message says what to run first."""
-
-
-class DamagedInput(MissingInput):
-    """A stage's input artifact does not match its manifest; the message names the
-    file and the command that makes it anew."""
-
-
 def _verified(cfg: Config, folder: Path, manifest: dict[str, Any], redo: str) -> dict[str, Any]:
-    """``manifest``, once every output it lists is as written; else DamagedInput."""
+    """``manifest``, once every output it lists is as written; else DamagedArtifact."""
     damage = artifacts.damaged_output(folder, manifest)
     if damage is not None:
-        raise DamagedInput(f"{damage}: run `{redo}` to make it anew")
+        raise DamagedArtifact(f"{damage}: run `{redo}` to make it anew")
     return manifest
 
 
@@ -87,7 +79,7 @@ def export_dir(cfg: Config) -> Path:
 
 def publish_journal(cfg: Config) -> Path:
     """``WORK/export/publish.json``: the record of a publish under way
-    (``toktoktok.fileset``), which the next run finishes or undoes first."""
+    (``toktoktok.publish_journal``), which the next run finishes or undoes first."""
     return export_dir(cfg) / "publish.json"
 
 

@@ -35,6 +35,7 @@ if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
     pa.set_memory_pool(pa.system_memory_pool())
 
 from toktoktok.atomic import atomic_path, atomic_write_bytes
+from toktoktok.errors import DamagedArtifact
 from toktoktok.loading import file_sha256
 
 MANIFEST = "manifest.json"
@@ -52,9 +53,7 @@ def file_digest(path: Path) -> str:
     return file_sha256(path)
 
 
-class DamagedArtifact(Exception):
-    """A work-folder file that does not match its manifest, or cannot be read;
-    the message names the file and what to run."""
+
 
 
 _CHECKED: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256 seen in this process

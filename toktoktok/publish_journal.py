@@ -37,21 +37,15 @@ import contextlib
 import json
 import os
 import signal
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
 
 from toktoktok.atomic import atomic_write_bytes
-
-T = TypeVar("T")
+from toktoktok.errors import PublishError
+from toktoktok.interrupts import interrupts_held
 
 NEW, OLD = ".publish-new", ".publish-old"
 STOP_AFTER = "TOKTOKTOK_PUBLISH_STOP_AFTER"  # test hook: SIGSTOP itself after this many renames
-
-
-class PublishError(OSError):
-    """A publish failed and was undone; the message says the old files are kept."""
 
 
 def _aside(target: Path, suffix: str) -> Path:
@@ -178,72 +172,3 @@ def recover(journal: Path) -> str | None:
     rollback(entries)
     journal.unlink(missing_ok=True)
     return "undid an interrupted publish: the previous outputs are restored"
-
-
-_INTERRUPTS = [0]  # Ctrl-Cs this process took through on_interrupt, or held by interrupts_held
-
-
-def on_interrupt(signum: int, frame: object) -> None:
-    """The commands' Ctrl-C handler: count the interrupt (``interrupts``), then raise
-    KeyboardInterrupt as Python's own handler does.
-
-    The count tells the caller that an error raised meanwhile was a Ctrl-C that a
-    library turned into an error of its own: landing inside matplotlib's C++
-    bindings (the report's plots), it came out as TypeError "incompatible
-    function arguments", and the export ended with exit 1 instead of 130.
-    """
-    _INTERRUPTS[0] += 1
-    raise KeyboardInterrupt
-
-
-def interrupts() -> int:
-    """How many Ctrl-Cs this process has taken (``on_interrupt``, ``interrupts_held``).
-
-        >>> before = interrupts()
-        >>> try:
-        ...     on_interrupt(2, None)
-        ... except KeyboardInterrupt:
-        ...     pass
-        >>> interrupts() - before
-        1
-    """
-    return _INTERRUPTS[0]
-
-
-def _held(held: list[int], signum: int) -> None:
-    held.append(signum)
-    _INTERRUPTS[0] += 1
-
-
-@contextlib.contextmanager
-def interrupts_held() -> Iterator[list[int]]:
-    """Hold Ctrl-C (SIGINT, SIGTERM) back for a block; yields a list that holds the
-    signals that came meanwhile. Off the main thread, nothing is held."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    previous = {sig: signal.signal(sig, lambda s, f: _held(held, s)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield held
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def uninterrupted(work: Callable[[], T]) -> T:
-    """``work()`` with Ctrl-C held back until it returns, then raised as
-    KeyboardInterrupt: for numba loading (or compiling) its kernels, where a
-    Ctrl-C inside llvmlite leaves an object half made whose destructor prints
-    a traceback when the process exits after its one-line message.
-
-        >>> uninterrupted(lambda: 2 + 2)
-        4
-    """
-    with interrupts_held() as came:
-        result = work()
-    if came:
-        raise KeyboardInterrupt
-    return result
-
-
