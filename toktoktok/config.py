@@ -799,7 +799,7 @@ def check_settings(settings: dict[str, Any], *, where: str, base_dir: Path | Non
         >>> check_settings({"heldout_share": 0.9}, where="train()")
         Traceback (most recent call last):
         ...
-        toktoktok.config_errors.ConfigError: train(): heldout_share must be a number between 0 and 0.5, got 0.9 (a number)
+        toktoktok.errors.ConfigError: train(): heldout_share must be a number between 0 and 0.5, got 0.9 (a number)
     """
     ctx = Context(file=where, base_dir=(base_dir or Path.cwd()).resolve())
     _check_keys(ctx, (), settings, TOP_KEYS)
