@@ -27,6 +27,7 @@ keys apply.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,21 @@ def source_digest(folder: Path) -> str:
     """sha256 over the paths (relative to ``folder``) and bytes of every ``.py``
     file under ``folder``, sub-folders included."""
     h = hashlib.sha256()
-    for rel, path in sorted((p.relative_to(folder).as_posix(), p) for p in folder.rglob("*.py")):
+    for rel in sorted(_sources(folder)):
         h.update(rel.encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+        h.update((folder / rel).read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def _sources(folder: Path) -> list[str]:
+    """The ``/``-separated paths, relative to ``folder``, of the ``.py`` files under it."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]  # no sources there, but every compiled kernel
+        rel = os.path.relpath(top, folder).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        found += [prefix + name for name in files if name.endswith(".py")]
+    return found
 
 
 class FolderKeyed:
