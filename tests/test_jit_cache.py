@@ -39,6 +39,19 @@ def test_every_cached_kernel_is_keyed_by_the_package(module):
         assert locator.get_source_stamp()[1] == digest, name
 
 
+def test_a_kernel_in_the_sources_package_is_keyed_by_the_package():
+    """The package's sub-packages are under the same key: a kernel defined in a
+    ``toktoktok.sources`` module gets the folder-keyed locator, as ``scanner``'s do."""
+    from toktoktok.sources import txt_windows
+
+    space = {"__name__": txt_windows.__name__}
+    exec(compile("def twice(x):\n    return 2 * x\n", txt_windows.__file__, "exec"), space)
+    kernel = numba.njit(cache=True)(space["twice"])
+    locator = kernel._cache._impl._locator
+    assert isinstance(locator, jit_cache.FolderKeyed)
+    assert locator.get_source_stamp()[1] == jit_cache.source_digest(jit_cache.PACKAGE)
+
+
 def test_kernels_elsewhere_keep_numba_keys():
     @numba.njit(cache=True)
     def here(x):
