@@ -158,8 +158,8 @@ def iter_blocks(
     """Stream one file as document blocks (never reading it whole).
 
     ``.txt`` text is read in blocks of about ``block_chars`` bytes and cut
-    into documents by the ``documents`` rule (``TXT_DOCUMENTS``:
-    ``blank-line``, the default (docs/pretokenization.md#documents); ``line``, every non-empty
+    into documents by the ``documents`` rule (``TXT_DOCUMENTS``: ``blank-line``,
+    the default, docs/pretokenization.md#documents; ``line``, every non-empty
     line without its break; ``file``, the whole file); jsonl and parquet
     documents longer than ``block_chars`` come in several blocks.
     Any failure to read the file raises SourceError naming it.
