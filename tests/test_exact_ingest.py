@@ -88,7 +88,7 @@ SPECIAL_SETS = ((), SPECIALS, ODD_SPECIALS)
 
 def txt_documents(text: str) -> list[str]:
     """docs/pretokenization.md's .txt documents (tests/conftest.py's reference splitter); a UTF-8
-    byte order mark at the very start is not text (sources.py)."""
+    byte order mark at the very start is not text (toktoktok/sources/txt_windows.py)."""
     return split_txt_documents(text.removeprefix("\ufeff"))
 
 
@@ -216,7 +216,8 @@ def write_jsonl(folder: Path, docs: Sequence[str], ensure_ascii: bool = True) ->
 
 
 def whole_file(text: str) -> str:
-    """A .txt file's text as read: a UTF-8 byte order mark at the start is not text (sources.py)."""
+    """A .txt file's text as read: a UTF-8 byte order mark at the start is not text
+    (toktoktok/sources/txt_windows.py)."""
     return text.removeprefix("\ufeff")
 
 

@@ -215,19 +215,20 @@ def _ctrl_c_while(loaded: list[str], what: str):
 def test_ctrl_c_while_a_txt_reader_loads_its_kernels_waits_for_them(tmp_path, monkeypatch):
     """The first ``.txt`` read of a process (``encode``, ``compare`` start numba there)
     holds Ctrl-C until the kernels are loaded, then raises it: no half-loaded code."""
-    from toktoktok import documents, sources
+    from toktoktok import documents
+    from toktoktok.sources import txt_windows
 
     path = tmp_path / "a.txt"
     path.write_text("one\n\ntwo\n")
     loaded: list[str] = []
     monkeypatch.setattr(documents, "load_kernels", _ctrl_c_while(loaded, "documents"))
-    sources._load_kernels.cache_clear()
+    txt_windows._load_kernels.cache_clear()
     try:
         with pytest.raises(KeyboardInterrupt):
-            list(sources.iter_txt_windows(path))
+            list(txt_windows.iter_txt_windows(path))
         assert loaded == ["documents"]
     finally:
-        sources._load_kernels.cache_clear()
+        txt_windows._load_kernels.cache_clear()
 
 
 def test_ctrl_c_while_export_loads_the_segmenter_waits_for_it(small, monkeypatch):

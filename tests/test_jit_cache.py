@@ -39,6 +39,19 @@ def test_every_cached_kernel_is_keyed_by_the_package(module):
         assert locator.get_source_stamp()[1] == digest, name
 
 
+def test_a_kernel_in_the_sources_package_is_keyed_by_the_package():
+    """The package's sub-packages are under the same key: a kernel defined in a
+    ``toktoktok.sources`` module gets the folder-keyed locator, as ``scanner``'s do."""
+    from toktoktok.sources import txt_windows
+
+    space = {"__name__": txt_windows.__name__}
+    exec(compile("def twice(x):\n    return 2 * x\n", txt_windows.__file__, "exec"), space)
+    kernel = numba.njit(cache=True)(space["twice"])
+    locator = kernel._cache._impl._locator
+    assert isinstance(locator, jit_cache.FolderKeyed)
+    assert locator.get_source_stamp()[1] == jit_cache.source_digest(jit_cache.PACKAGE)
+
+
 def test_kernels_elsewhere_keep_numba_keys():
     @numba.njit(cache=True)
     def here(x):
@@ -65,6 +78,20 @@ def test_digest_follows_every_file(tmp_path):
     assert jit_cache.source_digest(tmp_path) != first
 
 
+def test_digest_follows_the_files_in_sub_folders(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    for folder in ("sub", "other"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "sub" / "b.py").write_text("x = 1\n")
+    first = jit_cache.source_digest(tmp_path)
+    (tmp_path / "sub" / "b.py").write_text("x = 2\n")
+    assert jit_cache.source_digest(tmp_path) != first
+    (tmp_path / "sub" / "b.py").write_text("x = 1\n")
+    assert jit_cache.source_digest(tmp_path) == first
+    (tmp_path / "sub" / "b.py").rename(tmp_path / "other" / "b.py")  # the same name and bytes, another folder
+    assert jit_cache.source_digest(tmp_path) != first
+
+
 PACKAGE_INIT = """
 from pathlib import Path
 from toktoktok.jit_cache import keep_fresh
@@ -87,18 +114,21 @@ def value():
 """
 
 
-def test_a_change_in_another_module_compiles_the_kernel_again(tmp_path):
+@pytest.mark.parametrize("kernel", ["pkgx.kernel", "pkgx.inner.kernel"])
+def test_a_change_in_another_module_compiles_the_kernel_again(tmp_path, kernel):
+    """Also for a kernel in a sub-package (``pkgx.inner``) of the folder kept fresh."""
     pkg = tmp_path / "pkgx"
-    pkg.mkdir()
+    (pkg / "inner").mkdir(parents=True)
     (pkg / "__init__.py").write_text(PACKAGE_INIT)
-    (pkg / "kernel.py").write_text(KERNEL)
+    (pkg / "inner" / "__init__.py").write_text("")
+    (tmp_path / f"{kernel.replace('.', '/')}.py").write_text(KERNEL)
     (pkg / "helper.py").write_text(HELPER.format(1))
     root = Path(toktoktok.__file__).resolve().parent.parent
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
 
     def run() -> str:
-        done = subprocess.run([sys.executable, "-c", "from pkgx.kernel import total; print(total())"],
+        done = subprocess.run([sys.executable, "-c", f"from {kernel} import total; print(total())"],
                               env=env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import regex
 
-from toktoktok import sources, units
+from toktoktok import units
 from toktoktok.patterns import resolve_pattern
-from toktoktok.sources import iter_txt_windows
+from toktoktok.sources import iter_txt_windows, txt_windows
 
 
 def _bytes(seed: int, size: int) -> bytes:
@@ -62,7 +62,7 @@ def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, monk
     the splitter holds go in the room before a window (``room`` bytes: they fit
     it, or not, and then both are copied) or are always copied with it (0)."""
     if room:
-        monkeypatch.setattr(sources, "ROOM_BYTES", room)
+        monkeypatch.setattr(txt_windows, "ROOM_BYTES", room)
     data = _bytes(seed, 6000)
     path = tmp_path / "a.txt"
     path.write_bytes(data)

@@ -1,7 +1,7 @@
 """Where ``.txt`` documents end: a numba kernel on UTF-8 bytes and its regex reference.
 
 A ``.txt`` document ends after a blank line that is followed by a character
-that is not white space (``regex``'s ``\\s``); see ``toktoktok.sources``.
+that is not white space (``regex``'s ``\\s``); see docs/pretokenization.md#documents.
 The reference is that rule as a regular expression on decoded text:
 
     >>> reference_ends("a\\n\\nb\\n\\n c\\r\\n\\r\\nd")

@@ -9,14 +9,15 @@ running the old code, and nothing says so. An installed package is safe
 is not.
 
 What this does. ``keep_fresh(folder)`` puts, in front of each of numba's
-cache locators, a twin that answers only for the ``.py`` files directly in
-``folder`` and whose source stamp adds a digest of all of them: any change
-to any file there compiles every kernel of the folder again. The cached
-files stay where numba puts them (``__pycache__`` beside the sources, or
-under ``$NUMBA_CACHE_DIR``). ``toktoktok/__init__.py`` calls it for this
-package before any kernel is defined (numba picks a kernel's locator when
-the kernel is decorated). Should a numba release rename the internals used
-here, ``keep_fresh`` returns False and numba's own keys apply.
+cache locators, a twin that answers only for the ``.py`` files under
+``folder`` (sub-packages included) and whose source stamp adds a digest of
+all of them: any change to any file there compiles every kernel of the
+folder again. The cached files stay where numba puts them (``__pycache__``
+beside the sources, or under ``$NUMBA_CACHE_DIR``). ``toktoktok/__init__.py``
+calls it for this package before any kernel is defined (numba picks a
+kernel's locator when the kernel is decorated). Should a numba release
+rename the internals used here, ``keep_fresh`` returns False and numba's own
+keys apply.
 
     >>> from toktoktok import scanner
     >>> scanner.scan_kernel._cache._impl._locator.get_source_stamp()[1] == source_digest(PACKAGE)
@@ -26,6 +27,7 @@ here, ``keep_fresh`` returns False and numba's own keys apply.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +35,24 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 def source_digest(folder: Path) -> str:
-    """sha256 over the names and bytes of the ``.py`` files directly in ``folder``."""
+    """sha256 over the paths (relative to ``folder``) and bytes of every ``.py``
+    file under ``folder``, sub-folders included."""
     h = hashlib.sha256()
-    for path in sorted(folder.glob("*.py")):
-        h.update(path.name.encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+    for rel in sorted(_sources(folder)):
+        h.update(rel.encode() + b"\0")
+        h.update((folder / rel).read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def _sources(folder: Path) -> list[str]:
+    """The ``/``-separated paths, relative to ``folder``, of the ``.py`` files under it."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]  # no sources there, but every compiled kernel
+        rel = os.path.relpath(top, folder).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        found += [prefix + name for name in files if name.endswith(".py")]
+    return found
 
 
 class FolderKeyed:
@@ -49,12 +63,12 @@ class FolderKeyed:
 
 
 def _twin(base: type, folder: Path, digest: str) -> type:
-    """A subclass of numba locator ``base`` for ``folder``'s files, stamped with ``digest``."""
+    """A subclass of numba locator ``base`` for the files under ``folder``, stamped with ``digest``."""
 
     class Twin(FolderKeyed, base):  # type: ignore[misc, valid-type]
         @classmethod
         def from_function(cls, py_func: Any, py_file: str) -> Any:
-            if Path(py_file).resolve().parent != cls.folder:
+            if not Path(py_file).resolve().is_relative_to(cls.folder):
                 return None
             return super().from_function(py_func, py_file)
 
@@ -67,7 +81,7 @@ def _twin(base: type, folder: Path, digest: str) -> type:
 
 
 def keep_fresh(folder: Path) -> bool:
-    """Key numba's cache of every kernel defined in ``folder`` by all its sources
+    """Key numba's cache of every kernel defined under ``folder`` by all its sources
     (once per folder; later calls change nothing). False if numba's internals
     are not the ones this knows."""
     try:

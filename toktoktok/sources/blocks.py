@@ -1,0 +1,218 @@
+"""A source file as document blocks, whatever its format; a ``.txt`` cut by a document rule.
+
+``iter_blocks`` streams one file as ``Block``s: pieces of text tagged with
+the document they belong to, so that a caller never holds more than a block
+or so of a file, whatever its size. A ``.jsonl`` or ``.parquet`` file is
+read by ``rows``; a ``.txt`` file (plain or compressed) is cut into
+documents by one of ``TXT_DOCUMENTS``: ``blank-line`` (a config's sources;
+the rule of docs/pretokenization.md#documents, found in ``txt_windows``),
+``line`` (every non-empty line without its break) or ``file`` (the whole
+text). ``iter_stream_blocks`` cuts standard input the same way (``toktok
+encode --documents``). ``text_bytes`` measures a file's text for sampling.
+
+    >>> import io
+    >>> [(b.doc, b.text, b.end) for b in iter_stream_blocks(io.BytesIO(b"a\\n\\nb\\n\\n c"))]
+    [(0, 'a\\n\\n', True), (1, 'b\\n', False), (1, '\\n c', True)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import regex
+
+from toktoktok.sources.decoding import WIDE_BOMS, Utf8Decoder, recoded
+from toktoktok.sources.reads import READ_ERRORS, Block, ReadStats, cannot_read
+from toktoktok.sources.rows import jsonl_blocks, parquet_blocks, parquet_text_bytes
+from toktoktok.sources.streams import as_path, file_format, open_binary, raw_chunks
+from toktoktok.sources.txt_windows import windows
+
+
+def _text_blocks(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[Block]:
+    """Documents as blocks (the blank-line rule); the newest text of the open
+    document is held back until more arrives, so the last block of every
+    document holds text and carries ``end=True``."""
+    decoder = Utf8Decoder(stats)
+    doc, open_text = 0, ""
+    for window in windows(chunks, stats):
+        start = 0
+        for end in window.ends.tolist():
+            yield Block(doc, open_text + decoder.decode(window.data[start:end]), True)
+            stats.documents += 1
+            doc, open_text, start = doc + 1, "", end
+        text = decoder.decode(window.data[start:])
+        if text:
+            if open_text:
+                yield Block(doc, open_text, False)
+            open_text = text
+    text = open_text + decoder.decode(b"", final=True)
+    if text:
+        stats.documents += 1
+        yield Block(doc, text, True)
+
+
+def _decoded(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[str]:
+    """A file's bytes decoded in order (BOM dropped, replacements counted), one
+    text per chunk (empty texts left out)."""
+    decoder = Utf8Decoder(stats)
+    first = True
+    for chunk in chunks:
+        stats.bytes_read += len(chunk)
+        text = decoder.decode(chunk)
+        if first and text:
+            text, first = text.removeprefix("\ufeff"), False
+        if text:
+            yield text
+    text = decoder.decode(b"", final=True)
+    if first:
+        text = text.removeprefix("\ufeff")
+    if text:
+        yield text
+
+
+def _file_blocks(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[Block]:
+    """The ``file`` rule: the whole text is one document (none when it is empty).
+    One text is held back, so the last block carries ``end=True``."""
+    held: str | None = None
+    for text in _decoded(chunks, stats):
+        if held is not None:
+            yield Block(0, held, False)
+        held = text
+    if held is not None:
+        stats.documents += 1
+        yield Block(0, held, True)
+
+
+_LINE_BREAK = regex.compile(r"\r\n|\r|\n")
+
+
+def _line_blocks(chunks: Iterable[bytes], block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    """The ``line`` rule: every line is a document, its line break (``\\r\\n``,
+    ``\\n`` or ``\\r``) left out; an empty line is no document.
+
+    The open line's text is held until its break arrives; a line longer than
+    ``block_chars`` is passed on in blocks, keeping its last two characters
+    back (one of them is not a break), so its last block holds text. A
+    ``\\r`` at the end of the text read so far waits for the next text (it
+    may be the start of ``\\r\\n``).
+    """
+    doc, held = 0, ""
+    for text in _decoded(chunks, stats):
+        lines = _LINE_BREAK.split(held + text)
+        held = lines.pop()
+        if not held and lines and text.endswith("\r"):
+            held = lines.pop() + "\r"  # the \r may be half of \r\n: judged with the next text
+        for line in lines:
+            if line:
+                yield Block(doc, line, True)
+                stats.documents += 1
+                doc += 1
+        if len(held) > block_chars:
+            yield Block(doc, held[:-2], False)
+            held = held[-2:]
+    for line in _LINE_BREAK.split(held):
+        if line:
+            yield Block(doc, line, True)
+            stats.documents += 1
+            doc += 1
+
+
+TXT_DOCUMENTS = ("blank-line", "line", "file")  # the rules that cut a .txt into documents
+
+
+def _txt_blocks(chunks: Iterable[bytes], documents: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    if documents == "line":
+        return _line_blocks(chunks, block_chars, stats)
+    if documents == "file":
+        return _file_blocks(chunks, stats)
+    if documents != "blank-line":
+        raise ValueError(f"unknown document rule {documents!r} (one of {', '.join(TXT_DOCUMENTS)})")
+    return _text_blocks(chunks, stats)
+
+
+def iter_stream_blocks(stream: BinaryIO, *, documents: str = "blank-line", block_chars: int = 1 << 20,
+                       stats: ReadStats | None = None) -> Iterator[Block]:
+    """Text from a binary stream (standard input) as document blocks, cut into
+    documents like a ``.txt`` by the ``documents`` rule.
+
+        >>> import io
+        >>> [(b.doc, b.text) for b in iter_stream_blocks(io.BytesIO(b"a\\r\\nb\\n\\nc"), documents="line")]
+        [(0, 'a'), (1, 'b'), (2, 'c')]
+    """
+    stats = stats if stats is not None else ReadStats()
+    size = max(1, block_chars)
+    yield from _txt_blocks(recoded(iter(lambda: stream.read(size), b""), stats), documents, size, stats)
+    stats.files += 1
+
+
+def iter_blocks(
+    path: Path,
+    *,
+    text_column: str = "text",
+    block_chars: int = 1 << 20,
+    stats: ReadStats | None = None,
+    documents: str = "blank-line",
+) -> Iterator[Block]:
+    """Stream one file as document blocks (never reading it whole).
+
+    ``.txt`` text is read in blocks of about ``block_chars`` bytes and cut
+    into documents by the ``documents`` rule (``TXT_DOCUMENTS``: ``blank-line``,
+    the default, docs/pretokenization.md#documents; ``line``, every non-empty
+    line without its break; ``file``, the whole file); jsonl and parquet
+    documents longer than ``block_chars`` come in several blocks.
+    Any failure to read the file raises SourceError naming it.
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = f.write_text("one\\n\\ntwo")
+        >>> [(b.doc, b.text, b.end) for b in iter_blocks(f)]
+        [(0, 'one\\n\\n', True), (1, 'two', True)]
+    """
+    path = as_path(path)
+    stats = stats if stats is not None else ReadStats()
+    kind = file_format(path)[0]
+    block_chars = max(1, block_chars)
+    try:
+        if kind == "parquet":
+            yield from parquet_blocks(path, text_column, block_chars, stats)
+        elif kind == "jsonl":
+            yield from jsonl_blocks(path, text_column, block_chars, stats)
+        else:
+            yield from _txt_blocks(raw_chunks(path, block_chars, stats), documents, block_chars, stats)
+    except READ_ERRORS as exc:
+        raise cannot_read(path, exc) from exc
+    stats.files += 1
+
+
+def text_bytes(path: Path, *, text_column: str = "text") -> int:
+    """The size of a file's text in bytes, without holding it: what sampling measures.
+
+    A plain ``.txt`` or ``.jsonl`` is its size on disk; a compressed one is
+    decompressed as a stream and counted; for parquet it is the UTF-8 length
+    of the text column. For jsonl this counts whole lines (keys and quoting
+    too), a little more than the text: sampling then keeps a little less.
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> text_bytes(f) if f.write_text("héllo") else None
+        6
+    """
+    path = as_path(path)
+    kind, compression = file_format(path)
+    try:
+        if kind == "parquet":
+            return parquet_text_bytes(path, text_column)
+        if compression is None and not _wide_bom(path):
+            return path.stat().st_size
+        return sum(len(chunk) for chunk in raw_chunks(path, 1 << 22))
+    except READ_ERRORS as exc:
+        raise cannot_read(path, exc) from exc
+
+
+def _wide_bom(path: Path) -> bool:
+    """Whether a plain file starts with a UTF-16 or UTF-32 byte order mark."""
+    with open_binary(path) as fh:
+        head = fh.read(4)
+    return any(head.startswith(bom) for bom, _ in WIDE_BOMS)

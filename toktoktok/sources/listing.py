@@ -1,0 +1,211 @@
+"""Listing the files a source reads: a folder's scan, its globs, its symbolic links.
+
+The user's rule (suffixes, globs, order, hidden names) is in
+docs/configuration.md (a source's keys); here, what it leaves open:
+
+- A symbolic link to a folder is followed once, by real path, so loops end;
+  a file reached through several links is listed once.
+- A symbolic link that leads to no file (dangling, or a loop of links) is
+  skipped by default; ``strict=True`` (the pipeline's check before work
+  starts, with ``on_bad_file: fail``) reports it, and any listed file that
+  cannot be opened, as a ``SourceError`` naming it.
+- A sub-folder that cannot be listed is always an error: its files would
+  silently be missing. A folder given as a URI (``pyarrow.fs``) has no links.
+
+    >>> import os, tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.txt").write_text("x"); os.symlink(d / "a.txt", d / "b.txt"); os.symlink(d / "no", d / "c.txt")
+    >>> [p.name for p in list_source_files(Source(d, is_dir=True))]
+    ['a.txt']
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import regex
+
+from toktoktok.config import Source
+from toktoktok.sources.reads import SourceError, cannot_read
+from toktoktok.sources.streams import SUFFIXES, as_path, file_format, open_binary
+from toktoktok.uris import RemotePath, is_remote
+
+
+def _is_supported(name: str) -> bool:
+    return name.lower().endswith(SUFFIXES)
+
+
+def _walk_files(root: Path) -> Iterator[tuple[Path, bool]]:
+    """(path, is a file) under root, skipping hidden names, visiting each real dir once.
+
+    Entries that are neither a file nor a folder come with ``False`` only when
+    they are symbolic links (dangling, or looping): the caller decides.
+    """
+    seen: set[str] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            raise SourceError(f"{folder}: cannot list directory: {exc.strerror or exc}") from exc
+        subdirs = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                is_dir, is_file = entry.is_dir(), entry.is_file()
+            except OSError:  # a loop of symbolic links raises ELOOP here
+                is_dir = is_file = False
+            if is_dir:
+                subdirs.append(Path(entry.path))
+            elif is_file:
+                yield Path(entry.path), True
+            elif entry.is_symlink():
+                yield Path(entry.path), False
+        stack.extend(reversed(subdirs))
+
+
+def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool]]:
+    """(file, True) under a ``pyarrow.fs`` folder or prefix, hidden names (any part
+    starting with ".") skipped, in no order (the caller sorts): no links there."""
+    for file in root.walk():
+        if not any(part.startswith(".") for part in file.relative_to(root).parts):
+            yield file, True
+
+
+def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """include (empty = all) and not exclude, globs on the relative posix path."""
+    if include and not any(glob_match(rel, g) for g in include):
+        return False
+    return not any(glob_match(rel, g) for g in exclude)
+
+
+def glob_match(rel: str, pattern: str) -> bool:
+    """Whether the ``/``-separated relative path ``rel`` matches ``pattern``
+    (the globs of docs/configuration.md).
+
+        >>> [glob_match(p, "**/*.txt") for p in ("a.txt", "x/a.txt", "x/y/a.txt", "a.md")]
+        [True, True, True, False]
+        >>> [glob_match(p, "*.txt") for p in ("a.txt", "x/a.txt")], glob_match("x/a.txt", "x/*")
+        ([True, True], True)
+        >>> glob_match("x/y/a.txt", "x/*"), glob_match("x/y/a.txt", "x/**")
+        (False, True)
+    """
+    if "/" not in pattern:
+        rel = rel.rpartition("/")[2]
+    return _glob_regex(pattern).fullmatch(rel) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> regex.Pattern:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1 : end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(regex.escape(pattern[i]))
+            i += 1
+    return regex.compile("".join(out), regex.DOTALL)
+
+
+def list_source_files(source: Source, *, strict: bool = False,
+                      skipped: list[dict[str, str]] | None = None) -> list[Path]:
+    """The files a source reads, in a deterministic order.
+
+    A ``file:`` source is itself; a ``path:`` directory is scanned
+    recursively for supported files, filtered by the include/exclude globs
+    (``glob_match`` on the path relative to the directory, ``/`` separated)
+    and sorted by that relative path.
+
+    ``strict``: a selected symbolic link that leads to no file, or a listed
+    file that cannot be opened for reading, raises SourceError naming it
+    (by default the first is skipped, and listed in ``skipped`` when given,
+    and the second fails when read).
+    """
+    path = as_path(source.path)
+    if not source.is_dir:
+        if not path.is_file():
+            raise SourceError(f"{path}: no such file")
+        file_format(path)
+        if strict:
+            _check_openable(path)
+        return [path]
+    if not path.is_dir():
+        raise SourceError(f"{path}: no such directory")
+    found: list[tuple[str, Path]] = []
+    for file, is_file in _walk_files(path) if not is_remote(path) else _walk_remote(path):
+        rel = file.relative_to(path).as_posix()
+        if _is_supported(file.name) and _selected(rel, source.include, source.exclude):
+            if is_file:
+                found.append((rel, file))
+            elif strict:
+                raise SourceError(f"{file}: {_broken_link(file)}")
+            elif skipped is not None:
+                skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
+    files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file in sorted(found)]
+    if not files:
+        raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
+    if strict:
+        for file in files:
+            _check_openable(file)
+    return files
+
+
+def _broken_link(path: Path) -> str:
+    """Why a symbolic link leads to no file."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links, not a file"
+        try:
+            target = f"to {os.readlink(path)}, "
+        except OSError:
+            target = ""
+        return f"a broken symbolic link ({target}{exc.strerror or exc})"
+    return "a symbolic link to something that is not a file"
+
+
+def _check_openable(path: Path) -> None:
+    """Open and close the file, or SourceError saying why it cannot be read."""
+    try:
+        with open_binary(path):
+            pass
+    except OSError as exc:
+        raise cannot_read(path, exc) from exc
+
+
+def _unique_real(found: list[tuple[str, Path]]) -> list[Path]:
+    """Drop files already listed under another name (symlinks)."""
+    seen: set[str] = set()
+    out = []
+    for _, file in found:
+        real = os.path.realpath(file)
+        if real not in seen:
+            seen.add(real)
+            out.append(file)
+    return out

@@ -1,0 +1,127 @@
+"""A source file as a stream of bytes: its format, opened where it lies, decompressed.
+
+A file's name says what it holds (``file_format``: ``.txt``, ``.jsonl`` or
+``.parquet``) and how it is compressed (``.zst``, ``.gz``, or not). It is
+opened locally or, for a URI, through ``pyarrow.fs`` (``toktoktok.uris``), and
+``raw_chunks`` gives its bytes decompressed, a chunk at a time, never whole.
+
+``.zst`` is decompressed with a ``decompressobj`` fed small input slices, not
+with ``stream_reader``, because the reader ends silently on a truncated
+frame; a truncated or empty compressed file is an error. The slices bound
+memory for any sane compression ratio.
+
+    >>> import tempfile, zstandard
+    >>> f = Path(tempfile.mkdtemp()) / "a.txt.zst"
+    >>> _ = f.write_bytes(zstandard.ZstdCompressor().compress(b"hello world"))
+    >>> file_format(f), list(raw_chunks(f, 4))
+    (('txt', 'zst'), [b'hell', b'o wo', b'rld'])
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+from toktoktok.sources.decoding import recoded
+from toktoktok.sources.reads import ReadStats, SourceError
+from toktoktok.uris import RemotePath, is_remote
+
+SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
+
+_ZSTD_INPUT_SLICE = 1 << 13  # compressed bytes per decompress call
+
+
+def file_format(path: Path) -> tuple[str, str | None]:
+    """(kind, compression) of a supported file name, else SourceError.
+
+        >>> file_format(Path("a/b.jsonl.zst"))
+        ('jsonl', 'zst')
+    """
+    name = path.name.lower()
+    for suffix in SUFFIXES:
+        if name.endswith(suffix):
+            kind, _, comp = suffix[1:].partition(".")
+            return kind, comp or None
+    raise SourceError(f"{path}: unsupported file type (expected one of {', '.join(SUFFIXES)})")
+
+
+def as_path(path: Path | RemotePath | str) -> Path | RemotePath:
+    """A local ``Path``, or the ``RemotePath`` (``toktoktok.uris``) it is."""
+    return path if is_remote(path) else Path(path)
+
+
+def open_binary(path: Path | RemotePath) -> BinaryIO:
+    """A source file opened to read bytes: locally, or through ``pyarrow.fs``."""
+    return path.open("rb") if is_remote(path) else open(path, "rb")
+
+
+def _plain_chunks(path: Path, size: int) -> Iterator[bytes]:
+    with open_binary(path) as fh:
+        while chunk := fh.read(size):
+            yield chunk
+
+
+def _gzip_chunks(path: Path, size: int) -> Iterator[bytes]:
+    if path.stat().st_size == 0:
+        raise SourceError(f"{path}: empty file, not gzip data")
+    with open_binary(path) as raw, gzip.open(raw, "rb") as fh:
+        while chunk := fh.read(size):
+            yield chunk
+
+
+def _zstd_chunks(path: Path, size: int) -> Iterator[bytes]:
+    """Decompressed chunks of at most ``size`` bytes; all frames; truncation fails."""
+    out = bytearray()
+    with open_binary(path) as fh:
+        for data in _zstd_outputs(path, fh):
+            out += data
+            while len(out) >= size:
+                yield bytes(out[:size])
+                del out[:size]
+    if out:
+        yield bytes(out)
+
+
+def _zstd_outputs(path: Path, fh: BinaryIO) -> Iterator[bytes]:
+    """Decompress frame after frame, checking the last one is complete."""
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    fed = False  # has the current frame been given any input?
+    while data := fh.read(_ZSTD_INPUT_SLICE):
+        while data:
+            fed = True
+            yield dobj.decompress(data)
+            data = b""
+            if dobj.eof:
+                data = dobj.unused_data
+                dobj = zstandard.ZstdDecompressor().decompressobj()
+                fed = False
+    if fed or fh.tell() == 0:
+        raise SourceError(f"{path}: truncated or empty zstd data (the last frame is incomplete)")
+
+
+def raw_chunks(path: Path, size: int, stats: ReadStats | None = None) -> Iterator[bytes]:
+    """The file's bytes, decompressed, in chunks of about ``size`` bytes; a file
+    whose byte order mark says UTF-16 or UTF-32 comes as UTF-8 (``recoded``)."""
+    compression = file_format(path)[1]
+    if compression == "zst":
+        chunks = _zstd_chunks(path, size)
+    elif compression == "gz":
+        chunks = _gzip_chunks(path, size)
+    else:
+        chunks = _plain_chunks(path, size)
+    return recoded(chunks, stats)
+
+
+def span_chunks(path: Path, span: tuple[int, int], size: int) -> Iterator[bytes]:
+    """Bytes ``span[0]:span[1]`` of a plain file, ``size`` at a time (as read:
+    no byte order mark is looked for: a span is part of a file)."""
+    start, end = span
+    with open_binary(path) as fh:
+        fh.seek(start)
+        while start < end and (chunk := fh.read(min(size, end - start))):
+            start += len(chunk)
+            yield chunk
