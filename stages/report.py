@@ -239,8 +239,8 @@ class _Growth:
         """A tiktoken Encoding (no special tokens) of the base and the first
         ``new_tokens`` learned tokens (None: the 256 bytes only). The final
         vocabulary's, which the table, the curve and the usage count all
-        measure with, is built once, not three times (an Encoding of 65,536 tokens
-        took 0.022-0.027 s to build)."""
+        measure with, is built once, not three times (building an Encoding of a
+        large vocabulary takes time)."""
         if new_tokens is None:
             return _encoding("report-bytes", _bytes_ranks(), self.cfg)
         if new_tokens < len(self.new):
@@ -650,7 +650,7 @@ def render_png(doc: dict[str, Any], path: Path) -> bool:
     ``path``, atomically; False if matplotlib is absent or nothing was measured."""
     curve = doc["curve"]
     names = [d["phase"] for d in curve["domains"] if d["sample_bytes"]]
-    if not names:  # decided before importing matplotlib, which takes 0.3 s
+    if not names:  # decided before importing matplotlib, which is slow to import
         return False
     try:
         from matplotlib.figure import Figure

@@ -9,8 +9,8 @@ The reference is that rule as a regular expression on decoded text:
 
 The kernel applies the same rule to the raw bytes, so that a file's
 documents are found without decoding it or touching a Python object per
-document (210,000 documents in 100 MB of code cost 0.3 s of per-document
-Python before). It can work on bytes as read because the rule only looks at
+document (code has many short documents, and per-document Python cost more
+than finding them). It can work on bytes as read because the rule only looks at
 line breaks (ASCII, never inside a multi-byte character) and at the one
 character after them: that character is white space exactly when its bytes
 spell one of the 25 code points of ``\\s``; any other bytes, invalid ones
@@ -83,9 +83,8 @@ def space_at(buf, e):
 def _ends_at(buf, e):
     """Whether a document ends at byte ``e`` (0 < e < len(buf)).
 
-    Inlined, as ``space_at`` is: called, each counted ``buf`` in and out
-    (numba's reference counting) at every pair of line breaks; 1.2 GB of C
-    source in 1 MiB windows: ``doc_ends`` 0.434-0.449 -> 0.360-0.368 s."""
+    Inlined, as ``space_at`` is: called, each would count ``buf`` in and out
+    (numba's reference counting) at every pair of line breaks."""
     if not _is_break(buf[e - 1]) or e < 2:
         return False
     a = buf[e - 2]
@@ -135,15 +134,14 @@ def doc_ends(buf, lo, hi, final):
     skipped ``_BLOCK`` words at a time where there are none. The test of a
     block reads each word's line breaks and its predecessor's afresh, with no
     value carried from one word to the next, so that the compiler does it for
-    many words at once (SIMD): 1.2 GB of C source in 1 MiB windows, 0.68-0.74
-    -> 0.41-0.42 s, against a test of 8 words carrying each word's breaks to
-    the next (a loop over every other byte before that: 0.77 s against 0.55).
+    many words at once (SIMD), which is faster than a test of 8 words carrying
+    each word's breaks to the next, and than a loop over every other byte.
     """
     n = len(buf)
     top = min(hi, n - 1 if final else n - 3)
     first = max(lo + 1, 2)
     # ends are at least 3 bytes apart; an array sized once (growing it inside the
-    # loop made numba count references on every byte: 20 times slower)
+    # loop made numba count references on every byte)
     out = np.empty(max(0, top - first) // 3 + 1, dtype=np.int64)
     words = buf[: n // 8 * 8].view(np.uint64)
     k = 0
@@ -230,8 +228,7 @@ def valid_utf8(buf):
     """Whether ``buf`` is UTF-8 that Python's strict decoder accepts (no
     overlong forms, surrogates or code points past U+10FFFF)."""
     n = len(buf)
-    # ASCII skipped 8 bytes at a time (5x faster on code), and 128 where it can: 1.2 GB
-    # of C source in 1 MiB windows, 0.14 -> 0.11-0.13 s
+    # ASCII skipped 8 bytes at a time, and 128 where it can: code is mostly ASCII
     words = buf[: n // 8 * 8].view(np.uint64)
     i = 0
     while i < n:
@@ -275,7 +272,7 @@ def valid_utf8(buf):
 def load_kernels() -> None:
     """Load (or compile) this module's kernels, on a few bytes: a caller holds
     Ctrl-C around it (``interrupts.uninterrupted``), as numba's first call in a
-    process sets up its compiler (0.15 s), and a Ctrl-C inside llvmlite leaves
+    process sets up its compiler, and a Ctrl-C inside llvmlite leaves
     an object whose destructor prints a traceback at exit.
 
         >>> load_kernels()

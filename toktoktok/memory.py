@@ -1,14 +1,15 @@
 """The memory model: what a run holds, measured, so a budget can be promised.
 
 A run's peak resident memory is a fixed overhead plus what ``working_set_mb``
-bounds. The figures here were measured on Linux x86-64, Python 3.11, with
-``benchmarks/bench_memory.py`` (see the README's memory section).
+bounds. The constants here were measured on Linux x86-64, Python 3.11, with
+``benchmarks/run.py --section memory`` (``benchmarks/MEMORY.md``; the
+README's memory section).
 
 - ``FIXED_OVERHEAD_MB``: the interpreter, numpy, pyarrow, numba with its JIT
-  (initialising LLVM costs about 45 MB at the first compiled call), the
-  loaded kernels, the Unicode tables (215 MB: a tiny corpus peaks there) and
-  the streaming buffers every real run fills (6 MB more): the peak of a run
-  at ``working_set_mb: 1`` on the shared corpora.
+  (initialising LLVM at the first compiled call), the loaded kernels, the
+  Unicode tables (a tiny corpus peaks there) and the streaming buffers every
+  real run fills: the peak of a run at ``working_set_mb: 1`` on the shared
+  corpora.
 - What the budget bounds, per phase (phases run one after another):
   ingest's count tables (a chunk is a 16th of the budget) and the text in
   flight; train's inventory (the distinct pieces, their counts, offsets) and
@@ -57,20 +58,19 @@ def configure_allocators() -> None:
 
     - all threads allocate from ``MALLOC_ARENAS`` glibc heaps (Linux). Each
       worker thread otherwise gets a heap of its own whose freed pages stay
-      counted: on 100 MB of English the train stage peaked 25 MB lower so,
-      ingest 10-15 MB, at the same speed;
+      counted, so ingest and train peak lower this way, at the same speed;
     - pyarrow allocates from the system heap from its import on
       (``ARROW_DEFAULT_MEMORY_POOL``, unless set): switching its pool after
-      the import (``stages.artifacts`` does, for other callers) still left
-      mimalloc reserving 1 GB at the first Arrow write; the train stage
-      peaked 12-20 MB lower, export 16 MB;
+      the import (``toktoktok_stages.workdir.artifacts`` does, for other
+      callers) still left mimalloc reserving memory at the first Arrow write,
+      which raised the train and export stages' peaks;
     - blocks of ``MMAP_THRESHOLD_BYTES`` and more are mapped on their own and
       given back to the system when freed (Linux). Left alone, glibc raises
       that threshold after the first large block is freed, up to 32 MiB, and
       keeps later arrays below it in its heap, where freed ones stay resident:
-      the merge loop's arrays, grown again and again, left about 60 MB there at
-      1.2 GB of C source (the run's peak 484 -> 425 MiB with 4 MiB, for 0.2 s
-      more system time; 1 MiB cost 1.6 s: ingest's read blocks are 1 MiB).
+      the merge loop's arrays, grown again and again, left much of theirs
+      there. 4 MiB costs a little system time; 1 MiB cost much more, since
+      ingest's read blocks are 1 MiB.
     """
     import ctypes
     import os

@@ -27,22 +27,20 @@ entry). A merge visits only the pieces on its pair's list and updates only the
 pairs next to each merge site, so its cost follows the merge, not the corpus.
 A merge reads its pair's list whole before rewriting pieces; when the lists'
 arrays fill up they are compacted (the consumed lists of merged pairs are
-dropped, each live list is made contiguous) rather than doubled. On 100 MB of
-English this made the loop 17% faster and the 64 MiB sample's peak 19 MB lower.
+dropped, each live list is made contiguous) rather than doubled, which makes
+the loop faster and its peak lower.
 
 A merge's pieces are visited in list order, each at a random place in memory:
 their records (``PIECE``) and symbols are prefetched 16 and 8 pieces ahead
 (``toktoktok.prefetch``), so that the cache misses of the pieces to come overlap
-the work on this one. On 1.2 GB of C source (943,185 pieces, 65,280 merges),
-run alternately in one session: the first 1,000 merges 0.59 -> 0.45-0.49 s,
-the rest 1.59-1.66 -> 1.32-1.36 s, the record and the prefetches together.
+the work on this one.
 
 The loops over pieces (``_count_pairs``, ``_rewrite``) live in functions that
 never replace an array: they stop before a piece that might not fit, and the
 caller grows the arrays and calls again. numba counts references on every
 pass of a loop that reassigns an array variable, even in a branch never
-taken; moving the growth out made the merge loop 30% faster (100 MB of
-English: 0.81-1.01 s -> 0.56-0.71 s, identical merges).
+taken, so keeping the growth out of those loops makes the merge loop faster
+(the merges are the same).
 """
 
 from __future__ import annotations
@@ -226,9 +224,9 @@ def _compact(P, n_pairs, occ_word, occ_next, more):
     consumed by merges, with room for a quarter more than the live nodes (and
     ``more``). Where the arrays already hold that much, the lists are laid out
     again in them, through a copy of the live nodes' pieces only (4 bytes a
-    node, instead of two new arrays of 5 bytes a node each: at 1.2 GB of C
-    source the merge loop peaked while a compaction held its old and new
-    arrays side by side). Returns ``(occ_word, occ_next, live nodes)``."""
+    node, instead of two new arrays of 5 bytes a node each: the merge loop's
+    peak can come while a compaction holds its old and new arrays side by
+    side). Returns ``(occ_word, occ_next, live nodes)``."""
     lengths = np.zeros(n_pairs, dtype=np.int32)
     live = 0
     for q in range(n_pairs):
@@ -301,7 +299,7 @@ def _note_piece(P, q, w, occ_word, occ_next, n_occ):
 def _before(h_count, h_pair, P, i, j):
     """Heap order of entries i and j: higher count first; on equal counts the
     smaller (left, right), read from the pairs' rows only then (the heap holds
-    no keys: 8 bytes an entry less, 9 MB at 1.2 GB of C source)."""
+    no keys: 8 bytes an entry less)."""
     return h_count[i] > h_count[j] or (h_count[i] == h_count[j] and P[h_pair[i], KEY] < P[h_pair[j], KEY])
 
 
@@ -385,7 +383,7 @@ def _count_pairs(sym, W, w0, P, slots, state):
     Stops before a piece that might not fit the arrays; returns where it
     stopped. It never replaces an array (the caller grows them): numba counts
     references on every pass of a loop that reassigns an array variable (a
-    byte scan written so ran 20 times slower).
+    byte scan written so ran many times slower).
     ``state`` holds ``n_pairs``.
     """
     n_pairs = state[0]
@@ -415,8 +413,8 @@ def _list_pieces(sym, W, P, n_pairs, slots, slack):
 
     Built in place rather than noted node by node: a list per pair filled in
     piece order lay scattered, and making the lists contiguous afterwards
-    (``_compact``) cost 0.5 s at 1.2 GB of C source; counting first and then
-    placing costs a second look-up per site.
+    (``_compact``) cost more than counting first and then placing, which
+    costs a second look-up per site.
     """
     start = np.empty(n_pairs + 1, dtype=np.int64)
     start[0] = 0
@@ -527,8 +525,8 @@ def _train_kernel(
     n_words = len(wlen)
     # each piece's offset, count, length and last merge stamp in one record
     # (``PIECE``): a merge reads them for every piece on its list, and the stamp
-    # it checks first brings the rest into the cache (19 MB more at the peak on
-    # 1.2 GB of C source than four arrays, and a faster loop: see the module note)
+    # it checks first brings the rest into the cache (a little more memory at the
+    # peak than four arrays, for a faster loop: see the module note)
     W = np.empty(n_words, dtype=PIECE)
     for w in range(n_words):
         W[w].off = woff[w]

@@ -13,9 +13,9 @@ its file or position.
 
 **The sample.** ``working_set_mb`` buys text: a phase keeps at most
 ``TEXT_PER_BUDGET_BYTE`` (0.4) bytes of training text per byte of budget, so
-that counting and training it fit the budget (at 64 MiB, the tightest point
-measured by ``benchmarks/bench_memory.py``, 26.6 MiB of text peaks 5 MiB
-below the budget plus the overhead; at 0.5 it was 9 MiB above).
+that counting and training it fit the budget (0.5 went over it at 64 MiB;
+0.4 stays within it in ``benchmarks/MEMORY.md``, written by
+``benchmarks/run.py --section memory``).
 When a phase has more, each unit is kept with
 probability ``capacity / total`` (``share``), so the kept text is
 ``capacity`` on average, and, units being small next to it, close to it.
@@ -23,7 +23,7 @@ probability ``capacity / total`` (``share``), so the kept text is
 A classic reservoir keeps the sample's text until the end, because it does
 not know the total in advance. toktoktok holds no text: it counts pieces as
 it streams. So it measures the total first (``sources.text_bytes``: a file
-size, or a streaming decompression, about 1 GB/s for zstd) and then decides
+size, or a streaming decompression) and then decides
 each unit as it passes, with the same result as a reservoir whose
 priorities are the hashes: every unit equally likely, nothing held.
 
@@ -41,7 +41,7 @@ import hashlib
 
 import numpy as np
 
-TEXT_PER_BUDGET_BYTE = 0.4  # bytes of training text a phase keeps per byte of working_set_mb (0.5 left 64 MiB 9 MiB over)
+TEXT_PER_BUDGET_BYTE = 0.4  # bytes of training text a phase keeps per byte of working_set_mb (0.5 went over at 64 MiB)
 
 
 def capacity(working_set_mb: int) -> int:
@@ -113,8 +113,8 @@ def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int | np.ndar
     unit's row if an array) of the file
     with ``key``, at once: the row and then the offset are mixed into the key
     with splitmix64's finalizer, and the result compared with ``share`` of 2**64.
-    A per-unit blake2b in Python took longer than counting the text on code
-    (210,000 documents per 100 MB).
+    A per-unit blake2b in Python took longer than counting the text on code,
+    which has many short documents.
 
         >>> chosen_at(file_key(0, "01-en", 0, "sample"), np.arange(8, dtype=np.uint64) * 100, 0.5).tolist()
         [False, False, True, False, True, False, False, True]

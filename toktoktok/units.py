@@ -264,7 +264,7 @@ class Splitter:
         it (``sources.TxtWindow``) may take the bytes held back."""
         if not self.cut:
             return self._pass(data, ends, final)
-        if len(ends):  # numpy throughout, never a Python int per document (1.86 million in 1.2 GB of C)
+        if len(ends):  # numpy throughout, never a Python int per document (source code has millions)
             fresh = np.asarray(ends, dtype=np.int64) + (self.base + len(self.buf))
             self.doc_ends = np.concatenate((self.doc_ends, fresh)) if len(self.doc_ends) else fresh
         keep = max(self.base, self.done - self.margin)
@@ -317,7 +317,7 @@ class Splitter:
 
     def _small_documents(self, out: list[np.ndarray]) -> int:
         """The known documents up to the first larger than the bound, ended at once
-        (one Python step per document cost 0.4 s per 100 MB of code); how many."""
+        (a Python step per document is slow on code, which has many); how many."""
         if not len(self.doc_ends) or self.resolved != self.doc:
             return 0
         ends = self.doc_ends
@@ -339,8 +339,8 @@ class Splitter:
 
     def _pass(self, data: memoryview | bytes, ends: np.ndarray, final: bool) -> UnitWindow:
         """No cuts: the window as it is, its document ends (``ends``, in the
-        window) the unit ends; counted with numpy, not a call per document (1.86
-        million documents in 1.2 GB of C source)."""
+        window) the unit ends; counted with numpy, not a call per document (source
+        code has millions)."""
         start, n = self.done, len(data)
         ends = np.asarray(ends, dtype=np.int64)
         if len(ends):

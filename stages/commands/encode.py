@@ -174,8 +174,8 @@ def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> 
     With special tokens the texts are split at them here (``SpecialIndex``) and
     the stretches between encoded as ordinary text, which is what tiktoken's
     ``encode_batch(..., allowed_special="all")`` does, without its cost of
-    copying every special token on every document (0.14 s a document with
-    65,536 of them).
+    copying every special token on every document (slow with many special
+    tokens).
     """
     if not allow_special or not enc.special_tokens_set:
         return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)

@@ -36,9 +36,8 @@ the training bytes skip the text path altogether: the main thread cuts them
 at their last line break before non-white-space and checks they are UTF-8,
 and the workers scan them as they are (``routing.Router.train_bytes``). The text
 path (decode, ``PartCutter``, encode in the worker) is kept for other
-patterns, rows, held-out text, and bytes that are not UTF-8. On 100 MB with
-two threads this took ingest from 0.62 s (0.88 s on code) to 0.41 s (0.47 s):
-the main thread had been the bottleneck, decoding, splitting and cutting
+patterns, rows, held-out text, and bytes that are not UTF-8: on the text
+path the main thread is the bottleneck, decoding, splitting and cutting
 while holding the GIL.
 
 Inside: ``routing`` (documents' fates, the held-out text), ``batching`` (the

@@ -34,9 +34,8 @@ BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_
 def batch_chars(cfg: Config) -> int:
     """Text per worker task: a 128th of the budget, from 256 Ki to 512 Ki characters.
 
-    Larger batches gain little speed (100 MB of English: 0.85 s with 2 Mi,
-    0.98 s with 512 Ki, 0.95 s with 256 Ki characters) and cost 25-35 MB
-    more at peak, in flight on every thread.
+    Larger batches gain little speed and cost more memory at peak, in flight
+    on every thread.
     """
     if BATCH_TEXT_CHARS is not None:
         return BATCH_TEXT_CHARS
@@ -46,8 +45,8 @@ def batch_chars(cfg: Config) -> int:
 
 SUMS_AHEAD = 2  # group sums waiting for the summing thread, at most (each holds its group's tables)
 GROUP_BATCHES = 64  # batches a worker thread counts into one table before the summing thread adds it up
-# batches in flight per counting thread: 3 in all starved the threads while the main thread summed a group
-# (1.2 GB of C source: 0.4 s of ingest); with 6 a thread, memory in flight stays a few MB of text
+# batches in flight per counting thread: 3 in all starved the threads while the main thread summed a group;
+# with 6 a thread, memory in flight stays a few batches of text
 IN_FLIGHT_PER_THREAD = 6
 
 
@@ -66,8 +65,8 @@ class GroupTables:
         self._lock = threading.Lock()
         self._tables: dict[int, dict[int, RunningSum]] = {}  # group -> thread -> its table
         # the size a thread's last table of a group reached (rows, piece bytes): the
-        # next one starts there rather than doubling up to it again (the doubling took
-        # 0.26 s of CPU on 1.2 GB of C source under py-spy; wall time showed no change)
+        # next one starts there rather than doubling up to it again (the doubling cost
+        # CPU time, though no wall time)
         self._sizes: dict[int, tuple[int, int]] = {}
 
     def table(self, group: int) -> RunningSum:
@@ -84,7 +83,7 @@ class GroupTables:
             tables = self._tables.pop(group, {})
             for thread, table in tables.items():
                 # the size the counting filled (not ``rows``: adding the short pieces is the
-                # summing thread's work; this took 0.30 s of this thread's at 1.2 GB, now 0.09)
+                # summing thread's work, and sizing for it cost this thread time)
                 self._sizes[thread] = table.hashed
             return list(tables.values())
 
@@ -121,9 +120,9 @@ def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables:
 
 def load_kernels(cfg: Config) -> None:
     """Load (or compile) the numba code ingest runs, on a few bytes, so that the
-    stage can time its work apart: about 0.12 s from the cache, nearly all of
-    it numba setting up its compiler context at its first call in a process
-    (each kernel then loads in 1-11 ms)."""
+    stage can time its work apart: from the cache, this is nearly all numba
+    setting up its compiler context at its first call in a process (each
+    kernel then loads quickly)."""
     data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
     documents.load_kernels()
     piece_order.sorted_table(data, np.array([0, 2, 3]), np.array([1, 1]))  # the chunk files' sort
@@ -175,8 +174,8 @@ class Batcher:
         self.forced_cuts = 0  # cuts of pieces longer than max_piece_bytes
         self.specials_found: dict[str, int] = dict.fromkeys(cfg.special_tokens, 0)  # occurrences in the text
         # with workers, the chunker's sums run in a thread of their own, in order, so that
-        # this thread goes on reading and the workers never wait while it sums (1.2 GB
-        # of C source: they waited 0.8 s each); at most SUMS_AHEAD sums wait their turn
+        # this thread goes on reading and the workers never wait while it sums; at most
+        # SUMS_AHEAD sums wait their turn
         self.summer = ThreadPoolExecutor(1, thread_name_prefix="toktoktok-sum") if pool is not None else None
         self.sums: list[Future] = []
 

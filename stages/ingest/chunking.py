@@ -44,9 +44,8 @@ class Chunker:
     written (the manifest says so). A chunk's rows are sorted by piece, so a
     chunk depends only on what was counted before it was written, never on the
     order in which worker threads counted it (nor, then, on ``threads``).
-    (Before, a file's group sums were held until they passed a quarter of
-    ``chunk_bytes`` and summed at once: on 1.2 GB of C source, 500 MB at peak
-    for a 30 MB sum.)
+    Group sums are added as they come, never held and summed at once: holding
+    them costs many times the memory of the sum they make.
     """
 
     def __init__(self, folder: Path, chunk_bytes: int) -> None:

@@ -219,8 +219,8 @@ class Router:
         first = documents.first_break_cut(array, 0, cut) if cut > 0 else -1
         if first > 0:
             # the carried bytes join the window only up to its first safe place, the
-            # rest is sent where it lies: the window is not copied (1.2 GB of C
-            # source: 0.7 s of copying in the main thread)
+            # rest is sent where it lies: the window is not copied (copying it cost
+            # the main thread, which is ingest's bottleneck)
             head = self.carry + data[:first]
             if documents.valid_utf8(np.frombuffer(head, dtype=np.uint8)) and documents.valid_utf8(array[first:cut]):
                 self.batcher.add([head, data[first:cut]] if cut > first else [head], self.weight, self.index)
@@ -375,7 +375,7 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
         if route.fate is TRAIN:
             run = start if run < 0 else run
         elif route.fate is SKIP and documents.valid_utf8(np.frombuffer(data[start:stop], dtype=np.uint8)):
-            decoder.skip(data[start:stop])  # left out, nothing to replace: not decoded (MEMORY.md's floor: 17 MB less)
+            decoder.skip(data[start:stop])  # left out, nothing to replace: not decoded (less memory at the peak)
         else:
             route.to_text()
             route.text(decoder.decode(data[start:stop]))

@@ -27,9 +27,8 @@ from typing import Any
 import pyarrow as pa
 
 if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-    # pyarrow's default pool (mimalloc) keeps what it freed: ingest of the 47 MB
-    # parquet of the shared corpora peaked 27 MB higher (English .zst: 21 MB)
-    # than with the system allocator, whose freed memory malloc_trim hands back.
+    # pyarrow's default pool (mimalloc) keeps what it freed: ingest peaks higher
+    # with it than with the system allocator, whose freed memory malloc_trim hands back.
     # The CLI sets the variable before pyarrow is imported, which is better
     # still (toktoktok.memory.configure_allocators); this is for other callers.
     pa.set_memory_pool(pa.system_memory_pool())
@@ -79,8 +78,8 @@ def damaged_output(folder: Path, manifest: dict[str, Any]) -> str | None:
 
     This is what makes an artifact safe to use: a flipped byte in a chunk or
     merges file is caught here, before its values reach a numba kernel. Each
-    file is hashed once per process (``checked_digest``); sha256 runs at
-    about 340 MB/s here, and a stage's artifacts are a few MB to tens of MB.
+    file is hashed once per process (``checked_digest``); a stage's artifacts
+    are small next to its input, so hashing them costs little.
     """
     for out in manifest.get("outputs", []):
         path = Path(out["path"]) if "path" in out else folder / out["name"]
@@ -221,8 +220,8 @@ def stage_peak_rss_mb() -> float:
 def _rss_reader() -> Callable[[], int]:
     """A function returning the resident size in kB, cheap enough to call 50
     times a second: one read of ``/proc/self/statm`` (kept open) per call.
-    ``/proc/self/status``, parsed line by line in Python, cost 0.2 s of CPU in
-    a 12 s ingest of 1.2 GB of C source."""
+    ``/proc/self/status``, parsed line by line in Python, cost a noticeable
+    share of an ingest's CPU."""
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
     try:
         fd = os.open("/proc/self/statm", os.O_RDONLY)
@@ -248,9 +247,8 @@ def release_memory() -> None:
 
     What survives the collection is frozen (``gc.freeze``): the modules and
     objects of a long run are not scanned again by the next stage's
-    collection (10-30 ms each) nor by Python's own while a stage works
-    (numba's typing makes them many): a whole run on 100 MB of English took
-    1.84-1.88 s so, 1.96-2.11 s without. Stages run in the CLI's process
+    collection nor by Python's own while a stage works (numba's typing makes
+    them many), which makes a whole run faster. Stages run in the CLI's process
     (whose allocators ``toktoktok.memory.configure_allocators`` set up); the
     library (``toktoktok``) never freezes anything in its caller's.
     """
