@@ -19,14 +19,10 @@ Robustness:
   is a ``ConfigError`` (exit 2) naming the key and its YAML line.
 - Ctrl-C raises ``Interrupted`` whose message says which stages finished
   (their artifacts are kept and reused) and which one was cut short.
-- The outputs are one set, published all or nothing (``toktoktok.publish_journal``):
-  an export that fails or is interrupted leaves the previous set exactly as
-  it was, and says so. After a kill -9 in the middle of a publish, the next
-  run (any stage command, under the lock, before anything else) undoes it or
-  finishes it from the journal it left in ``WORK/export/publish.json``;
-  meanwhile the readers refuse the mixed pair by its digests. Temporary files
-  that a killed export left beside the outputs are swept before the next
-  export.
+- The outputs are published all or nothing (``toktoktok.publish_journal``;
+  docs/outputs.md, Writing safely): the next run finishes or undoes a publish
+  a kill -9 cut short, under the lock and before anything else; the next
+  export sweeps the temporary files a killed one left beside the outputs.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
-"""The training report (issue 6): ``NAME.report.md``, ``.report.json`` and ``.report.png``.
+"""The training report: ``NAME.report.md``, ``.report.json`` and ``.report.png``.
 
-Export calls ``write_report`` once the tokenizer it wrote has passed its own
-validation. The report reads only artifacts: the stage manifests, each
-phase's ``heldout.arrow`` and ``merges.arrow``, and the ``.meta.json``.
+What it holds: docs/outputs.md (The training report). The orchestrator
+(``pipeline``) calls ``write_report`` once export has built the tokenizer and
+it has passed its own validation, before the set is published. The report
+reads only artifacts: the stage manifests, each phase's ``heldout.arrow`` and
+``merges.arrow``, and the ``.meta.json``.
 
-What it holds:
-
-- per phase: documents and bytes read, the held-out documents and bytes and
-  their share, distinct pieces, merges requested and made (and a warning when
-  a phase stopped early); seconds and peak RSS of every stage;
-- compression, in UTF-8 bytes per token (higher is better), of every
-  phase's held-out text, measured with tiktoken (``encode_ordinary``, each
-  held-out document on its own, no special tokens) for the 256-byte
-  baseline, the vocabulary before the first phase (the hardcoded merges, or
-  a warm start's base) and the vocabulary after each phase;
-- the same as the vocabulary grows: at about every tenth of each phase's new
-  tokens, on a seeded sample of at most ``CURVE_SAMPLE_BYTES`` of each
-  phase's held-out text; drawn as ``NAME.report.png`` when matplotlib is
-  installed (``pip install 'toktoktok[plot]'``), always listed in the JSON
-  and the Markdown;
-- the longest tokens and the first merges of each phase (bytes decoded with
-  ``errors="replace"`` and escaped: ``␣`` is a space, ``\\n`` a line break),
-  and the token length distribution.
+Compression is measured with tiktoken (``encode_ordinary``, each held-out
+document on its own, no special tokens); the growth curve on a seeded sample
+of at most ``CURVE_SAMPLE_BYTES`` of each phase's held-out text, drawn as
+``NAME.report.png`` when matplotlib is installed (``pip install
+'toktoktok[plot]'``). Tokens are decoded with ``errors="replace"`` and
+escaped: ``␣`` is a space, ``\\n`` a line break.
 
 Everything but the timings (seconds, peak RSS: ``timings`` in the JSON, the
 "Time and memory" table in the Markdown) is a function of the artifacts, so

@@ -7,67 +7,21 @@
     >>> enc.n_vocab, enc.decode(enc.encode(" the cat"))
     (267, ' the cat')
 
-``train`` composes library functions in memory, in the order of the stages
-but with none of their files: it never imports ``stages`` and writes
-nothing, so it works from any script, notebook or stdin. It gives the
-``.tiktoken`` that ``toktok run`` gives for the same documents as one source
-of one row per document in a phase named ``train``, with the same options:
-the jsonl file ``toktoktok_stages.pipeline.train_texts`` writes (a parquet file too
-when nothing is held out or sampled: a parquet row's key is its number, a
-jsonl row's its line's offset); ``tests/test_api.py`` compares them.
+``train`` runs the stages' steps in memory, with none of their files: it
+never imports ``stages`` and writes nothing, so it works from any script,
+notebook or stdin. It gives the ``.tiktoken`` that ``toktok run`` gives on the
+jsonl file ``toktoktok_stages.pipeline.train_texts`` writes for the same
+documents and options, one phase named ``train`` (``tests/test_api.py``
+compares them). The steps: ``documents`` (each string one document),
+``_fates`` (the held-out choice and the sample, keyed as that file's rows),
+``count_documents`` (the pieces, as ingest counts them), ``_learn`` (the
+merges, then the special tokens' ids) and ``encoding`` (checked as
+``toktoktok.load`` checks a file).
 
-1. Documents. ``texts`` is an iterable of strings, each one document (one
-   held-out and sampling unit, or several if it is larger than the bound:
-   ``toktoktok.units``), read once into a list (the sample
-   needs the total before the first choice). A lone surrogate becomes
-   U+FFFD, as it does when a JSON escape spells one; a surrogate pair
-   becomes its character.
-2. Fates (``sampling.unit_fates``): the seeded held-out choice
-   (``heldout_share``, at most ``sampling.HELDOUT_CAP_BYTES`` of text) and
-   the sample (``working_set_mb`` buys ``sampling.capacity`` bytes of text;
-   more text keeps each unit with the share capacity / total), both
-   hashes of the unit's place: phase ``01-train``, file 0, the byte offset
-   of the document's line in the jsonl file ``toktoktok_stages.pipeline.train_texts``
-   writes plus the unit's offset in the text (the share is measured against
-   that file's size too: ``sampling.jsonl_offsets``). Held-out text is not
-   kept: nothing here validates with it.
-3. Pieces (``counts.count_texts``) of every trained document: special
-   tokens cut out, then the pattern over each segment; the numba scanner for
-   the named patterns, in threads (``threads``; it releases the GIL),
-   ``regex`` in this thread for a custom pattern (no worker processes, so no
-   ``if __name__ == "__main__"`` guard is needed). A document longer than
-   ``PartCutter.part_chars + max_piece_bytes`` characters goes through
-   ``pretokenize.PartCutter`` as ingest reads it (blocks of
-   ``READ_BLOCK_CHARS``), so ``max_piece_bytes`` cuts the same runs.
-4. Merges (``merge.train_phase``) on the summed inventory sorted by piece,
-   from the warm start's vocabulary or the bytes and hardcoded merges.
-5. Special-token ids as export gives them (``vocab.special_ids``), and the
-   ``tiktoken.Encoding`` named ``train``, checked as ``toktoktok.load``
-   checks a file.
-
-Decisions:
-
-- Options are the top-level config options (docs/configuration.md), checked by the
-  config's own checks (``config.check_settings``, no file written): every
-  configuration problem is a ``ValueError`` whose message starts with
-  ``train():``; an item of ``texts`` that is not a string is a ``TypeError``.
-  ``export_hf`` and ``on_bad_file`` are accepted and change nothing here
-  (no file is written or read); ``verbose=True`` prints a summary to stderr.
-- What ran the whole pipeline moved to ``toktoktok_stages.pipeline``:
-  ``train(config=PATH)`` (or a config path as the only argument) is
-  ``toktoktok_stages.pipeline.train_config(PATH)``, and ``train(texts, output=PATH,
-  ...)`` is ``toktoktok_stages.pipeline.train_texts(texts, output=PATH, ...)``; both
-  are a ``ValueError`` here that says so. ``work_dir`` and ``phases`` cannot
-  be given: there is one phase and no work folder.
-- Sampling measures the documents' UTF-8 bytes, as ingest measures a
-  parquet or ``.txt`` source. A ``.jsonl`` is measured by its lines (keys
-  and quoting too), so when the sample is in play a jsonl of the same
-  documents (what ``toktoktok_stages.pipeline.train_texts`` writes) keeps a little less.
-- Memory: the documents (the caller's strings, not copied unless a
-  surrogate is replaced), a batch of text per thread in flight, and the
-  summed piece counts; then what the merge loop needs (as the train stage).
-  This is faster and peaks lower than running the stages on a temporary
-  jsonl, for the same tokenizer.
+Options are the config's top-level keys (docs/configuration.md), checked by
+the config's own checks. Running a config or keeping the outputs is the
+pipeline's (``toktoktok_stages.pipeline.train_config``, ``train_texts``):
+``config=``, a config path and ``output=`` are refused, naming them.
 """
 
 from __future__ import annotations
@@ -120,10 +74,13 @@ def train(
     ``seed``, ``min_frequency``, ``max_token_bytes``, ``pad_to_multiple_of``,
     ``warm_start`` (a path, or ``{"file": ..., "special_tokens": {...}}``),
     ``threads``, ``working_set_mb``, ``max_piece_bytes``, ``verbose``).
+    ``export_hf`` and ``on_bad_file`` are accepted and change nothing here (no
+    file is written or read); ``verbose=True`` prints a summary to stderr.
 
-    Raises ``ValueError`` for a configuration problem (and for ``config=`` or
-    ``output=``, which moved to ``toktoktok_stages.pipeline``), ``TypeError`` for an
-    item of ``texts`` that is not a string.
+    Raises ``ValueError`` for a configuration problem, its message starting
+    ``train():`` (and for ``config=`` or ``output=``, which are
+    ``toktoktok_stages.pipeline``'s), ``TypeError`` for an item of ``texts``
+    that is not a string.
     """
     _refuse_moved(texts, config, options)
     if texts is None:
@@ -135,10 +92,13 @@ def train(
     settings = _settings(0 if merges is None else merges, special_tokens, options)
     if vocab_size is not None:
         merges = _merges_for(vocab_size, merges, settings)
-    docs, sizes = documents(texts)
+    docs, sizes = documents(texts)  # read once into a list: the sample needs the total before its first choice
     started = time.perf_counter()
+    # memory: the documents (the caller's strings, copied only where a surrogate is
+    # replaced), a batch of text per thread in flight and the summed piece counts;
+    # then what the merge loop needs, as in the train stage
     with _numba_threads(resolve_threads(settings["threads"])):
-        docs, fates, share = _fates(docs, sizes, settings)
+        docs, fates, share = _fates(docs, sizes, settings)  # held-out text is not kept: nothing here measures it
         table = count_documents(docs, fates, settings)
         del docs
         result, specials = _learn(table, merges, settings)
@@ -283,6 +243,8 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
     if pattern.cut_at_spaces or pattern.cut_at_safe_places:
         cutter = PartCutter(cut=True, breaks=pattern.cut_at_safe_places, special_tokens=specials,
                             max_piece_chars=settings["max_piece_bytes"])  # its part size: ingest's, the default
+    # the numba scanner in threads (it releases the GIL); a custom pattern's ``regex`` in
+    # this thread: no worker processes, so a caller needs no ``if __name__ == "__main__"``
     workers = resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
     size = batch_chars(settings["working_set_mb"])  # as ingest's batches
     from toktoktok.summing import RunningSum

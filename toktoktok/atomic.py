@@ -9,18 +9,8 @@ The recipe is the classic one: write a temporary file *in the same folder*
 it so the bytes are on disk before the name points at them, then
 ``os.replace`` it over the target, and finally ``fsync`` the folder (where the
 platform allows it) so the rename itself survives a crash.
-
-Two entry points:
-
-- ``atomic_write_bytes(path, data)`` for data already in memory;
-- ``atomic_path(path)``, a context manager yielding a temporary sibling path
-  for writers that want a file name (pyarrow, polars); the temp file is
-  renamed into place only if the block succeeds, and deleted otherwise.
-
-An ``OSError`` while writing (a full disk, a read-only folder) comes out as
-an ``OSError`` of the same errno whose message names the target file
-(``cannot write DIR/chunk-00000.arrow: No space left on device``), and the
-temporary file is gone.
+``atomic_write_bytes`` writes data already in memory; ``atomic_path`` yields
+the temporary path, for writers that want a file name (pyarrow, polars).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -95,7 +85,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The parent folder must exist. On an exception inside the block (or a
     Ctrl-C at any point before the rename) the temporary file is deleted,
-    ``path`` is left untouched, and the exception propagates.
+    ``path`` is left untouched, and the exception propagates. An ``OSError``
+    while writing (a full disk, a read-only folder) comes out as an
+    ``OSError`` of the same errno whose message names the target file
+    (``cannot write DIR/chunk-00000.arrow: No space left on device``).
     """
     target = Path(path)
     claimed: list[Path] = []

@@ -1,26 +1,23 @@
 """Where ``.txt`` documents end: a numba kernel on UTF-8 bytes and its regex reference.
 
-A ``.txt`` document ends after a blank line that is followed by a character
-that is not white space (``regex``'s ``\\s``); see docs/pretokenization.md#documents.
-The reference is that rule as a regular expression on decoded text:
+The rule is in docs/pretokenization.md#documents (white space there is
+``regex``'s ``\s``). The reference is that rule as a regular expression on
+decoded text:
 
     >>> reference_ends("a\\n\\nb\\n\\n c\\r\\n\\r\\nd")
     [3, 12]
 
 The kernel applies the same rule to the raw bytes, so that a file's
 documents are found without decoding it or touching a Python object per
-document (code has many short documents, and per-document Python cost more
-than finding them). It can work on bytes as read because the rule only looks at
-line breaks (ASCII, never inside a multi-byte character) and at the one
-character after them: that character is white space exactly when its bytes
-spell one of the 25 code points of ``\\s``; any other bytes, invalid ones
-included (they decode to U+FFFD), are not white space.
+document (code has many short documents). It can work on bytes as read
+because the rule only looks at line breaks (ASCII, never inside a multi-byte
+character) and at the one character after them: that character is white
+space exactly when its bytes spell one of the 25 code points of ``\\s``; any
+other bytes, invalid ones included (U+FFFD once decoded), are not white space.
 
 A document ends at byte ``e`` when the bytes just before ``e`` are
 ``\\n\\n``, ``\\r\\r``, ``\\n\\r``, ``\\r\\r\\n`` or ``\\n\\r\\n`` and the character
-at ``e`` is not white space. Regex's left-to-right, non-overlapping search
-finds exactly these ends: an earlier match would have to end on a line
-break, which is white space.
+at ``e`` is not white space.
 
     >>> import numpy as np
     >>> data = np.frombuffer("a\\n\\nb\\n\\n c\\r\\n\\r\\nd".encode(), dtype=np.uint8)
@@ -35,6 +32,8 @@ import regex
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+# regex's left-to-right, non-overlapping search finds exactly the ends ``doc_ends``
+# finds: an earlier match would have to end on a line break, which is white space
 _BOUNDARY = regex.compile(r"(?:\n\n|\r\r|\n\r|[\r\n]\r\n)(?=\S)")
 
 

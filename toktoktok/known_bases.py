@@ -10,15 +10,8 @@ files are recognised by what they hold, whatever they are called and
 whether plain, gzip or zstd, and ``recognise`` returns what tiktoken's own
 definitions (``tiktoken_ext/openai_public.py``) give them.
 
-How a file is recognised: decompress it, turn CRLF line ends into LF, add a
-final newline if it lacks one, and compare the size and the sha256 of these
-bytes with the published file's. The digests were computed from OpenAI's
-files (``zcat cl100k_base.tiktoken.gz | sha256sum``, ``wc -c`` for the size);
-they are the ``expected_hash`` tiktoken checks its downloads against, and the
-tests recompute them from the reference files when those are at hand.
-Reading stops past ``_MAX_BYTES``, so a large file of anything else costs
-no more than that; a file that cannot be read is simply not recognised (the
-readers say what is wrong with it).
+A file is recognised by the size and sha256 of its decompressed bytes with
+LF line ends (``canonical_bytes``), compared with the published file's.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "cl100k_base.tiktoken"
@@ -56,6 +49,9 @@ class KnownBase:
     sha256: str
 
 
+# the digests were computed from OpenAI's files (``zcat cl100k_base.tiktoken.gz | sha256sum``,
+# ``wc -c`` for the size); they are the ``expected_hash`` tiktoken checks its downloads
+# against, and the tests recompute them from the reference files when those are at hand
 KNOWN_BASES: dict[str, KnownBase] = {
     base.name: base
     for base in (
@@ -115,7 +111,9 @@ def recognise(path: str | os.PathLike[str]) -> KnownBase | None:
     """The published vocabulary ``path`` holds, or None (not one, or unreadable).
 
     The answer is kept while the file is unchanged (same size and mtime): each
-    reader of a warm start asks.
+    reader of a warm start asks. Reading stops past ``_MAX_BYTES``, so a large
+    file of anything else costs no more than that; a file that cannot be read
+    is simply not recognised (the readers say what is wrong with it).
     """
     try:
         st = Path(path).stat()

@@ -14,30 +14,12 @@ beside ``NAME.tiktoken`` (docs/outputs.md), so ``load`` reads both:
     >>> enc.encode("hi<|endoftext|>", allowed_special="all")
     [104, 105, 256]
 
-Decisions:
-
-- The ranks are read with our own parser (``read_tiktoken``), never with
-  tiktoken's loader, which caches by path and can serve a rewritten file
-  stale (docs/outputs.md).
-- Keyword arguments win over the companion file; each one replaces that part
-  of it whole (``special_tokens={}`` means "no special tokens").
-- ``pattern=`` takes what a config's ``pattern:`` takes: a name
-  (``"default"``, ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex, checked
-  as a config's is (``checked_pattern``): a regex that can match the empty
-  string or leaves a character unmatched raises ``UnsafePattern``, a
-  ``ValueError``, instead of a tiktoken panic at the first encode.
-- No companion: OpenAI's ``cl100k_base`` and ``o200k_base`` files, recognised
-  by content (``known_bases``), get their own pattern and special tokens;
-  any other file the default pattern (docs/pretokenization.md) and no
-  special tokens. ``pattern=`` and ``special_tokens=`` still win.
-- A companion records the digest of its ``.tiktoken`` (``toktoktok-meta/2``):
-  a pair that does not match is refused (``CompanionMismatch``), so a set
-  mixed by a publish cut short never gives special tokens the wrong ids. A
-  ``.tiktoken`` without a companion gets the structural checks only (valid
-  lines and base64, unique tokens and ranks, all 256 single bytes).
-- Everything tiktoken would panic on or silently accept wrongly (duplicate
-  ranks, missing bytes, a special id equal to a rank) is checked first and
-  raised as ``ValueError``: tiktoken's panics are not ``Exception``s.
+The ranks are read with our own parser (``read_tiktoken``), never with
+tiktoken's loader, which caches by path and can serve a rewritten file stale
+(docs/outputs.md). Everything tiktoken would panic on or silently accept
+wrongly (duplicate ranks, missing bytes, a special id equal to a rank) is
+checked first and raised as ``ValueError``: tiktoken's panics are not
+``Exception``s.
 """
 
 from __future__ import annotations
@@ -174,11 +156,26 @@ def load(
 ) -> tiktoken.Encoding:
     """Load ``DIR/NAME.tiktoken`` (+ ``DIR/NAME.meta.json``) as a ``tiktoken.Encoding``.
 
-    ``pattern`` (a name or a regex) and ``special_tokens`` override the
-    companion file (or, for OpenAI's files without one, what they are known
-    to use). Raises ``ValueError`` naming the file on anything
-    invalid or unreadable (``TokenizerFileError`` for the ``.tiktoken`` itself,
-    a missing one included).
+    ``pattern`` and ``special_tokens`` override the companion file (or, for
+    OpenAI's files without one, what they are known to use), each replacing
+    that part of it whole (``special_tokens={}``: no special tokens).
+    ``pattern`` takes what a config's ``pattern:`` takes, a name (``"default"``,
+    ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex, checked as a config's is
+    (``checked_pattern``): a regex that can match the empty string or leaves a
+    character unmatched raises ``UnsafePattern``, a ``ValueError``, instead of
+    a tiktoken panic at the first encode.
+
+    Without a companion, OpenAI's ``cl100k_base`` and ``o200k_base`` files,
+    recognised by content (``known_bases``), get their own pattern and special
+    tokens, any other file the default pattern and none; such a file gets the
+    structural checks only (valid lines and base64, unique tokens and ranks,
+    all 256 single bytes). A companion that does not describe its
+    ``.tiktoken`` is refused (``check_companion``), so a set mixed by a publish
+    cut short never gives special tokens the wrong ids.
+
+    Raises ``ValueError`` naming the file on anything invalid or unreadable
+    (``TokenizerFileError`` for the ``.tiktoken`` itself, a missing one
+    included).
     """
     ranks = read_tiktoken(path)
     companion = meta_path(path)

@@ -1,17 +1,9 @@
 """Learning merges: the plain-Python reference and the numba merge loop.
 
-Both take the distinct pieces of a phase with their counts, segment them as
-tiktoken would with the vocabulary the phase starts from, then repeat:
-
-1. take the adjacent pair with the highest count (counts weighted by how
-   often the piece occurs); ties go to the smallest (left rank, right rank);
-2. stop if that count is below ``min_frequency``;
-3. skip the pair if its token would be longer than ``max_token_bytes``;
-4. if the joined bytes already are a token, its occurrences merge into that
-   token and no rank is made; otherwise the token gets the next rank;
-5. replace every occurrence of the pair, left to right, in every piece.
-
-until ``merges`` new ranks exist or no pair is left.
+Both apply the merge rule of docs/training.md (The merge rule) to the
+distinct pieces of a phase with their counts, first segmented as tiktoken
+would with the vocabulary the phase starts from, until ``merges`` new ranks
+exist or no pair is left.
 
     >>> base = {bytes([b]): b for b in range(256)}
     >>> [(r, bytes(t)) for r, _, _, t, _ in train_reference({b"abab": 3, b"ab": 1}, base, merges=2)]
@@ -25,22 +17,6 @@ occurs in; a max-heap orders pairs with lazy deletion (an entry whose count
 is no longer the pair's count is stale; every count increase pushes a fresh
 entry). A merge visits only the pieces on its pair's list and updates only the
 pairs next to each merge site, so its cost follows the merge, not the corpus.
-A merge reads its pair's list whole before rewriting pieces; when the lists'
-arrays fill up they are compacted (the consumed lists of merged pairs are
-dropped, each live list is made contiguous) rather than doubled, which makes
-the loop faster and its peak lower.
-
-A merge's pieces are visited in list order, each at a random place in memory:
-their records (``PIECE``) and symbols are prefetched 16 and 8 pieces ahead
-(``toktoktok.prefetch``), so that the cache misses of the pieces to come overlap
-the work on this one.
-
-The loops over pieces (``_count_pairs``, ``_rewrite``) live in functions that
-never replace an array: they stop before a piece that might not fit, and the
-caller grows the arrays and calls again. numba counts references on every
-pass of a loop that reassigns an array variable, even in a branch never
-taken, so keeping the growth out of those loops makes the merge loop faster
-(the merges are the same).
 """
 
 from __future__ import annotations
@@ -79,7 +55,7 @@ def train_reference(
     min_frequency: int = 2,
     max_token_bytes: int | None = None,
 ) -> list[Merge]:
-    """The training rule in plain Python (see the module docstring)."""
+    """The training rule in plain Python (docs/training.md, The merge rule)."""
     ranks = dict(ranks)
     by_rank = {r: t for t, r in ranks.items()}
     words = [(segment_reference(p, ranks), c) for p, c in pieces.items()]
@@ -209,7 +185,9 @@ def _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
 
     Growing is the one place that returns new arrays; keeping it out of the
     per-site helpers keeps them free of reference-count traffic. Full
-    occurrence lists are compacted rather than doubled (``_compact``).
+    occurrence lists are compacted rather than doubled (``_compact``: the
+    consumed lists of merged pairs dropped, each live list made contiguous),
+    which makes the loop faster and its peak lower.
     Returns ``(P, slots, occ_word, occ_next, n_occ)``.
     """
     P, slots = _reserve_pairs(P, slots, n_pairs, more)
@@ -461,6 +439,9 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
     b = P[p, KEY] & LOW
     t = t0
     while t < n_ws:
+        # each piece lies at a random place in memory: its record and symbols are
+        # prefetched 16 and 8 pieces ahead, so that the cache misses of the pieces
+        # to come overlap the work on this one
         if t + 16 < n_ws:
             prefetch(W, ws[t + 16])
         if t + 8 < n_ws:
@@ -526,7 +507,7 @@ def _train_kernel(
     # each piece's offset, count, length and last merge stamp in one record
     # (``PIECE``): a merge reads them for every piece on its list, and the stamp
     # it checks first brings the rest into the cache (a little more memory at the
-    # peak than four arrays, for a faster loop: see the module note)
+    # peak than four arrays, for a faster loop: the prefetches in ``_rewrite``)
     W = np.empty(n_words, dtype=PIECE)
     for w in range(n_words):
         W[w].off = woff[w]
@@ -624,6 +605,9 @@ def _train_kernel(
                 n_ws += 1
         state[2] = 0
         t = 0
+        # the loops over pieces never replace an array (numba counts references on
+        # every pass of a loop that reassigns one, even in a branch never taken):
+        # they stop before a piece that might not fit, and the arrays grow here
         while True:
             t = _rewrite(sym, W, ws, t, n_ws, p, r, stamp, P, slots, occ_word, occ_next,
                          touched, state, progress)

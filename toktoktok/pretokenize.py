@@ -5,38 +5,10 @@ Three pure text tools, shared by ingest and by the tests:
 - ``split_special`` cuts the special tokens out of a text (they are never
   counted), leaving the segments the pattern runs over.
 - ``safe_cut`` and ``PartCutter`` split one document into bounded parts at
-  places no match of the default or cl100k pattern can cross, so that running
-  the pattern part by part finds exactly the pieces it finds over the whole
-  document.
+  the pattern's safe places (docs/pretokenization.md, Safe cut places), so
+  that running the pattern part by part finds exactly the pieces it finds
+  over the whole document.
 - ``pieces`` runs the pattern (the ``regex`` module is the reference engine).
-
-Why these cut places are safe (default and cl100k patterns). A place ``p``
-is safe when ``text[p-1]`` is ``\\r`` or ``\\n`` and ``text[p]`` is not white
-space, or ``text[p-1]`` is not white space and ``text[p]`` is a space:
-
-- No alternative can match across it: letters, digits and contractions hold
-  no white space; the punctuation alternative may end in line breaks but
-  never continues past them; the white space alternatives stop at ``\\S``;
-  and no alternative starts with a line break or ends with a non-space
-  followed by a space.
-- The only context a match reads beyond itself is ``(?!\\S)`` and cl100k's
-  ``\\s++$``. Before a place of the first kind, a white space run ending in a
-  line break is taken whole by ``\\s*[\\r\\n]+`` (or cl100k's ``\\s*[\\r\\n]``)
-  with or without the text after it, which is what ``\\s++$`` takes at the end
-  of a part; before a place of the second kind no match ends in white space.
-
-"White space" is the ``regex`` module's ``\\s``, the class the patterns use.
-A cut must also not fall strictly inside an occurrence of a special token (of
-any token, at any position, overlapping ones included): then the special
-tokens found part by part are the ones found in the whole text.
-
-Trade-offs: the safe places are searched backwards with two small regexes
-(one starting with a literal space, one with a line break), which the engine
-skips to quickly; a text with no safe place costs a few milliseconds per MB.
-``PartCutter`` remembers how far it has found no safe place, so a long run
-without one is scanned once, not once per block. A run with no safe place at
-all longer than ``part_chars + max_piece_chars`` is cut anyway (counted in
-``forced_cuts``): the one place where the memory bound wins over exactness.
 
     >>> split_special("a<|e|>b", ["<|e|>"])
     ['a', 'b']
@@ -58,6 +30,21 @@ import regex
 from toktoktok.errors import PatternMiss
 from toktoktok.patterns import Pattern
 
+# Why the safe places are safe for the default and cl100k patterns ("white space" is
+# regex's \s, the class the patterns use):
+# - no alternative can match across one: letters, digits and contractions hold no
+#   white space; the punctuation alternative may end in line breaks but never
+#   continues past them; the white space alternatives stop at \S; and no
+#   alternative starts with a line break or ends with a non-space followed by a space;
+# - the only context a match reads beyond itself is (?!\S) and cl100k's \s++$. Before
+#   a place after a line break, a white space run ending in a line break is taken
+#   whole by \s*[\r\n]+ (or cl100k's \s*[\r\n]) with or without the text after it,
+#   which is what \s++$ takes at the end of a part; before a place before a space,
+#   no match ends in white space.
+# A cut must also not fall strictly inside an occurrence of a special token (of any
+# token, at any position, overlapping ones included): then the special tokens found
+# part by part are the ones found in the whole text.
+#
 # A safe place p is the index of a space preceded by non white space ...
 _SPACE_AFTER_WORD = regex.compile(r"(?<=\S) ")
 _SPACE_AFTER_WORD_REV = regex.compile(r"(?r)(?<=\S) ")
@@ -266,6 +253,14 @@ class PartCutter:
     ``finish`` returns the rest and makes the cutter ready for the next
     document. The parts concatenate to the document. With ``cut=False``
     (patterns matched over whole documents) the document is one part.
+
+    Safe places are searched backwards with two small regexes (one starting
+    with a literal space, one with a line break), which the engine skips to
+    quickly. The cutter remembers how far it has found no safe place, so a
+    long run without one is scanned once, not once per block. A run with no
+    safe place at all longer than ``part_chars + max_piece_chars`` is cut
+    anyway (counted in ``forced_cuts``): the one place where the memory bound
+    wins over exactness.
 
         >>> c = PartCutter(cut=True, part_chars=4)
         >>> c.feed("one two ") + c.feed("three") + c.finish()

@@ -1,27 +1,21 @@
 """Replace a set of files as one: all of the new ones, or all of the old ones.
 
 A tokenizer is several files that must agree (``NAME.tiktoken``, its
-``NAME.meta.json``, the reports, ``NAME.hf/``). POSIX renames one file at a
-time, so ``publish`` keeps a journal beside the work:
+companion, the reports, ``NAME.hf/``); POSIX renames one file at a time, so
+``publish`` keeps a journal:
 
-1. **prepare**: every new file is linked (or, across file systems, copied
-   and flushed) beside its target under a temporary name
-   (``.NAME.publish-new``); the journal is written,
-   naming each target, its new file and where its old file goes
-   (``.NAME.publish-old``, a hard link, so the old file stays whole at its name
-   until it is replaced). Nothing the user sees has changed yet.
-2. **commit**: one rename per target (the ``.tiktoken`` last); a member the
-   new set does not have is moved aside the same way.
-3. **clean**: the journal says ``committed``; the old files are deleted; the
-   journal goes.
+1. **prepare**: each new file is linked (across file systems, copied and
+   flushed) beside its target as ``.NAME.publish-new``; the journal names
+   them and where each old file goes. Nothing the user sees has changed yet.
+2. **commit**: per target, the old file is linked aside (``.NAME.publish-old``)
+   and the new one renamed over it (the ``.tiktoken`` last); a member the new
+   set does not have is moved aside the same way.
+3. **clean**: the journal says ``committed``; the old files and the journal go.
 
-An error or Ctrl-C before the journal says ``committed`` is undone on the
-spot (``rollback``): each target gets its old file back, or disappears if it
-had none; Ctrl-C during the renames is held back until they are undone.
-After a kill -9, ``recover`` (run before anything else by the next run) finds
-the journal and undoes a publish that had not committed, or finishes the
-cleaning of one that had. Meanwhile the set may be mixed: readers tell by the
-digests the companion file records (``toktoktok.loading``).
+An error or Ctrl-C before ``committed`` is undone on the spot (``rollback``;
+a Ctrl-C during the renames waits until they are undone). After a kill -9 the
+next run's ``recover`` undoes the publish, or finishes it if it committed;
+until then readers tell a mixed set by the companion's digests (``loading``).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -112,7 +106,7 @@ def _commit(entries: list[dict]) -> None:
         target, old = Path(entry["target"]), Path(entry["old"])
         if entry["had_old"]:
             old.unlink(missing_ok=True)
-            os.link(target, old)
+            os.link(target, old)  # a hard link: the old file stays whole at its name until the rename
         if entry["new"] is not None:
             os.replace(entry["new"], target)
         else:

@@ -1,31 +1,21 @@
 """Which units a phase trains on: the held-out share and the sample.
 
 A unit is a document, or a part of a large one (``toktoktok.units``). Both
-choices are a seeded hash of a unit's place, compared with a share: (seed,
-phase, file index, and the unit's start) where the start is the byte offset
-in the file's decompressed bytes (after a UTF-8 byte order mark; of the UTF-8
-stream for a file recoded from UTF-16 or UTF-32) for ``.txt``; the line's byte
-offset plus the unit's offset in the row's UTF-8 text for jsonl; the row
-number and the unit's offset in its UTF-8 text for parquet. The choice
-therefore depends neither on timing, threads, the order or size of reads, nor
-on how an engine splits a file, and every unit has the same chance whatever
-its file or position.
+choices are a seeded hash of the unit's place (seed, phase, file index and
+where the unit starts: docs/training.md, Seeded choices) compared with a
+share, so they depend neither on timing, threads or reads nor on how an
+engine splits a file, and every unit has the same chance.
 
 **The sample.** ``working_set_mb`` buys text: a phase keeps at most
-``TEXT_PER_BUDGET_BYTE`` (0.4) bytes of training text per byte of budget, so
-that counting and training it fit the budget (0.5 went over it at 64 MiB;
-0.4 stays within it in ``benchmarks/MEMORY.md``, written by
-``benchmarks/run.py --section memory``).
-When a phase has more, each unit is kept with
-probability ``capacity / total`` (``share``), so the kept text is
-``capacity`` on average, and, units being small next to it, close to it.
+``TEXT_PER_BUDGET_BYTE`` bytes of training text per byte of budget
+(``capacity``). When a phase has more, each unit is kept with probability
+``capacity / total`` (``share``), so the kept text is ``capacity`` on
+average, and, units being small next to it, close to it.
 
-A classic reservoir keeps the sample's text until the end, because it does
-not know the total in advance. toktoktok holds no text: it counts pieces as
-it streams. So it measures the total first (``sources.text_bytes``: a file
-size, or a streaming decompression) and then decides
-each unit as it passes, with the same result as a reservoir whose
-priorities are the hashes: every unit equally likely, nothing held.
+A classic reservoir keeps the sample's text until the end, as it does not
+know the total in advance. toktoktok holds no text, so it measures the total
+first (``sources.text_bytes``) and decides each unit as it passes: the same
+result as a reservoir whose priorities are the hashes, nothing held.
 
     >>> share(total=400 << 20, capacity=100 << 20)
     0.25
@@ -41,7 +31,10 @@ import hashlib
 
 import numpy as np
 
-TEXT_PER_BUDGET_BYTE = 0.4  # bytes of training text a phase keeps per byte of working_set_mb (0.5 went over at 64 MiB)
+# bytes of training text a phase keeps per byte of working_set_mb: counting and training it
+# fit the budget (0.5 went over it at 64 MiB; 0.4 stays within it in benchmarks/MEMORY.md,
+# written by benchmarks/run.py --section memory)
+TEXT_PER_BUDGET_BYTE = 0.4
 
 
 def capacity(working_set_mb: int) -> int:

@@ -1,29 +1,16 @@
 """Reading and writing ``.tiktoken`` files, with our own strict parser.
 
-The format (docs/outputs.md): one line per token, the standard padded base64 of the
-token's bytes, one space, the rank in decimal, ``\\n``. Special tokens are not
-in it (they live in the ``.meta.json`` companion).
+The format, and what the parser accepts and refuses: docs/outputs.md (The
+``.tiktoken`` file). Special tokens are not in it (they live in the
+``.meta.json`` companion).
 
 Why not ``tiktoken.load.load_tiktoken_bpe``? It caches files by path, even
-local ones, so a rewritten file can load stale (docs/outputs.md); and it accepts data
-that makes tiktoken panic later (duplicate ranks) or mis-encode silently
+local ones, so a rewritten file can load stale; and it accepts data that
+makes tiktoken panic later (duplicate ranks) or mis-encode silently
 (duplicate bytes: the last line wins). This parser reports every problem with
 the file name and the 1-based line number, before tiktoken ever sees it.
-
-Decisions:
-
-- Lenient where every loader is lenient: a trailing ``\\r`` (CRLF files), a
-  missing final newline, empty lines (skipped; line numbers still count them).
-- Strict elsewhere: exactly one space between the two fields, base64 checked
-  with ``validate=True`` (no stray characters, correct padding), the rank
-  plain ASCII decimal digits, below 2**32 - 1 (tiktoken ranks are ``u32`` and
-  ``u32::MAX`` is its "no merge" sentinel), bytes unique, ranks unique, all
-  256 single bytes present.
-- Rank gaps are allowed: files made elsewhere have them (p50k_base at 50256,
-  where its special token sits), and a warm start must keep them.
-- A gzip- or zstd-compressed file (``.tiktoken.gz``, ``.tiktoken.zst``) is
-  recognised by its magic bytes and decompressed on reading; ``write_tiktoken`` to a ``.gz`` path writes
-  gzip with a zero timestamp, so the bytes stay reproducible.
+Rank gaps are allowed: files made elsewhere have them (p50k_base at 50256,
+where its special token sits), and a warm start must keep them.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.tiktoken"
@@ -173,6 +160,13 @@ def parse_tiktoken_bytes(data: bytes, path: str | os.PathLike[str] = "<bytes>") 
     CRLF and empty lines included, line by line (``_parse_lines``), which
     names the first bad line. Both give the same ranks, in the same order.
 
+    Lenient where every loader is lenient: a trailing ``\\r`` (CRLF files), a
+    missing final newline, empty lines (skipped; line numbers still count
+    them). Strict elsewhere: exactly one space between the two fields, base64
+    checked with ``validate=True`` (no stray characters, correct padding), the
+    rank plain ASCII decimal digits, at most ``MAX_RANK``, bytes unique, ranks
+    unique.
+
     >>> parse_tiktoken_bytes(b"IQ== 0\\r\\nIg== 1")
     {b'!': 0, b'"': 1}
     """
@@ -264,8 +258,10 @@ def _parse_lines(data: bytes, path: str | os.PathLike[str]) -> dict[bytes, int]:
 def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Read a ``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``) file into ``{token bytes: rank}``.
 
-    Raises ``TokenizerFileError`` (a ``ValueError``) naming the file, and the
-    line where there is one, for anything tiktoken would choke on.
+    A gzip- or zstd-compressed file is recognised by its magic bytes, whatever
+    its name. Raises ``TokenizerFileError`` (a ``ValueError``) naming the file,
+    and the line where there is one, for anything tiktoken would choke on, a
+    missing single byte included.
     """
     path = Path(path)
     ranks = parse_tiktoken_bytes(_read_raw(path), path)

@@ -1,37 +1,19 @@
 """Token files that language-model trainers read: what ``toktok encode`` writes
 and ``toktok decode`` reads.
 
-Three layouts, all of little-endian integer ids:
+Three layouts of little-endian integer ids, each described field by field in
+docs/outputs.md (Token shards):
 
-- ``npy``: shards ``shard-NNNNN.npy`` (a ``.npy`` 1-d array each) listed by
-  ``index.json`` (see ``stages/encode.py``).
+- ``npy``: shards ``shard-NNNNN.npy`` (a 1-d array each) listed by
+  ``index.json`` (written by ``stages/commands/encode.py``);
 - ``bin``, nanoGPT's: ``train.bin`` and ``val.bin``, the ids one after the
-  other with no header, ``uint16`` (or ``uint32``), which
-  ``np.memmap(path, dtype=np.uint16, mode="r")`` reads as they are.
-  A ``uint16`` file cannot hold an id above 65,535, so a vocabulary whose
-  highest id does not fit is refused rather than wrapped around
-  (``bin_dtype``).
+  other with no header; a vocabulary whose highest id does not fit the
+  dtype is refused rather than wrapped around (``bin_dtype``);
 - ``megatron``, Megatron-LM's indexed dataset ("MMIDIDX"): a data file
-  ``PREFIX.bin`` (ids, no header) and an index ``PREFIX.idx``:
-
-  ====================  =========================================================
-  bytes                 what
-  ====================  =========================================================
-  9                     the magic ``MMIDIDX\\x00\\x00``
-  8 (uint64)            version, 1
-  1 (uint8)             dtype code of the ids: 8 = uint16, 4 = int32 (the others:
-                        1 uint8, 2 int8, 3 int16, 5 int64, 6 float64, 7 float32)
-  8 (uint64)            S, the number of sequences
-  8 (uint64)            the number of entries of the document index (documents + 1)
-  4 * S (int32)         each sequence's length in ids
-  8 * S (int64)         each sequence's byte offset in the data file
-  8 * (D + 1) (int64)   document index: the first sequence of each document, then S
-  ====================  =========================================================
-
-  toktoktok writes one sequence per document, so the document index is
-  ``0, 1, ..., S``. Megatron-LM picks uint16 when the vocabulary has fewer
-  than 65,500 ids and int32 otherwise (``megatron_dtype``); there is no
-  uint32 code.
+  ``PREFIX.bin`` (ids, no header) and an index ``PREFIX.idx``
+  (``megatron_index``), one sequence per document, so the document index is
+  ``0, 1, ..., S``; the ids' dtype is Megatron-LM's own choice
+  (``megatron_dtype``).
 
     >>> idx = megatron_index(np.array([3, 1], dtype=np.int64), np.dtype(np.uint16))
     >>> len(idx) == 34 + 2 * 4 + 2 * 8 + 3 * 8
@@ -52,6 +34,7 @@ from toktoktok.errors import TokenFileError, UsageError
 
 MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_VERSION = 1
+# Megatron-LM's dtype codes of the ids (there is no uint32 code)
 MEGATRON_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float64": 6, "float32": 7, "uint16": 8}
 MEGATRON_UINT16_BELOW = 65_500  # Megatron-LM's own threshold on the vocabulary size
 _HEAD = struct.Struct("<9sQBQQ")  # magic, version, dtype code, sequences, document index entries
@@ -90,7 +73,10 @@ def megatron_dtype(vocab_size: int) -> np.dtype:
 
 
 def megatron_index(sizes: np.ndarray, dtype: np.dtype) -> bytes:
-    """The ``.idx`` of a data file holding sequences of ``sizes`` ids, one a document."""
+    """The ``.idx`` of a data file holding sequences of ``sizes`` ids, one a document:
+    the header (``_HEAD``), each sequence's length in ids (int32), its byte
+    offset in the data file (int64), then the document index (int64), the
+    layout docs/outputs.md tabulates."""
     sizes = np.asarray(sizes, dtype=np.int64)
     if len(sizes) and int(sizes.max()) > np.iinfo(np.int32).max:
         raise TokenFileError(f"a document of {int(sizes.max())} tokens does not fit Megatron-LM's int32 sequence length")

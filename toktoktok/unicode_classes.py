@@ -7,23 +7,10 @@ as arguments, so numba's compile cache never freezes an old table.
 
 What it holds: the class bits (``LETTER`` ... ``MODIFIER_OR_OTHER``) of row 0,
 the contraction letter codes (``C_S`` ... ``C_E``) of row 1, the recipe that
-derives both from ``regex``, and the cache. The ids are compiled into the
-kernels of ``scanner.py`` as constants; numba's cache of every kernel of the
-package is keyed by all its sources (``jit_cache``), so changing an id here
-compiles them again.
-
-How the classes are derived. Never by hand: at first use ``unicode_tables``
-runs the installed ``regex`` module over one string holding every code point
-(surrogates excepted: they cannot occur in UTF-8) and records, per code
-point, bit flags for ``\\p{L}``, ``\\p{N}``, ``\\s``, ``\\p{M}``, ``\\p{Lu}``,
-``\\p{Ll}``, ``\\p{Lt}`` and ``[\\p{Lm}\\p{Lo}]`` (the last five for o200k,
-which only ever uses Lm and Lo together). A second row records which
-contraction letter (s t m d r v l e) a code point is under ``(?i)``: each
-letter's set is what ``(?i:x)`` matches anywhere in that string, e.g. ``s``
-matches ``S``, ``s`` and U+017F LATIN SMALL LETTER LONG S. The table (2 x
-0x110000 bytes) is cached as a ``.npy`` file in ``$TOKTOKTOK_CACHE`` or
-``~/.cache/toktoktok``, keyed by ``regex.__version__`` and ``RECIPE``, and
-written atomically.
+derives both from ``regex`` (``derive_tables``; never by hand), and the cache
+(``unicode_tables``). The ids are compiled into the kernels of ``scanner.py``
+as constants; numba's cache of every kernel of the package is keyed by all
+its sources (``jit_cache``), so changing an id here compiles them again.
 
     >>> t = unicode_tables()
     >>> t.shape, bool(t[0, ord("7")] & NUMBER), int(t[1, ord("T")]) == C_T
@@ -81,6 +68,13 @@ def derive_tables() -> np.ndarray:
     """Run ``regex`` over every code point; return the (2, 0x110000) uint8 table.
 
     Row 0 holds the class bits, row 1 the contraction letter code (0: none).
+    ``regex`` runs over one string holding every code point (surrogates
+    excepted: they cannot occur in UTF-8) and, per code point, sets the bit of
+    each class of ``CLASS_RECIPE`` it matches (``\\p{M}`` and the four after
+    it for o200k, which only ever uses Lm and Lo together). The second row
+    records which contraction letter (s t m d r v l e) a code point is under
+    ``(?i)``: each letter's set is what ``(?i:x)`` matches anywhere in that
+    string, e.g. ``s`` matches ``S``, ``s`` and U+017F LATIN SMALL LETTER LONG S.
 
         >>> t = derive_tables()
         >>> bool(t[0, ord("a")] & LETTER), bool(t[0, 0x3000] & SPACE), int(t[1, 0x17F]) == C_S
@@ -146,7 +140,11 @@ _tables: np.ndarray | None = None
 
 
 def unicode_tables() -> np.ndarray:
-    """The (2, 0x110000) class table: cached in memory, on disk, else derived."""
+    """The (2, 0x110000) class table: cached in memory, on disk, else derived.
+
+    The disk cache is a ``.npy`` file in ``cache_dir()``, keyed by
+    ``regex.__version__`` and ``RECIPE``, and written atomically.
+    """
     global _tables
     with _lock:
         if _tables is None:

@@ -2,35 +2,20 @@
 
 The held-out choice and the sample (``toktoktok.sampling``) decide units,
 not documents, so that a file with no blank line, or a JSON line of 100 MB,
-is sampled like any other text. The rule depends only on a file's bytes and
-the budget, never on how the file is read or split:
+is sampled like any other text. The rule (docs/training.md, Units) depends
+only on a file's bytes and the budget, never on how the file is read or
+split: a document of at most ``bound(working_set_mb)`` bytes is one unit; a
+larger one is cut on a grid of ``grid(bound)`` bytes counted from the start
+of the stream (a ``.txt`` file's first byte, a row's first byte of text), at
+the last safe place ``p`` with ``max(start, g - grid) < p <= g`` for every
+grid point ``g`` inside it. Where a grid step holds no safe place the unit
+grows past the bound (``Splitter.over_bound`` counts such units).
 
-- A document of at most ``bound`` bytes (``bound(working_set_mb)``: the
-  smaller of 1 MiB and 1/256 of ``sampling.capacity``) is one unit.
-- A larger document is cut on a grid of ``grid(bound)`` bytes (1/16 of the
-  bound), counted from the start of the stream (a ``.txt`` file's first byte,
-  a row's first byte of text): for every grid point ``g`` inside the
-  document, the cut is the last safe place ``p`` with
-  ``max(start, g - grid) < p <= g``, if there is one. A part then spans less
-  than two grid steps. Where a grid step holds no safe place (a custom
-  pattern has none; nor has a long line without spaces) there is no cut and
-  the unit grows past the bound: ``Splitter.over_bound`` counts such units.
-- The grid is finer than the bound asks because the kept text's spread is
-  that of the units' sizes: with units of about ``capacity / 4096`` the
-  sample's size is within 1.6% of the capacity one time in three (standard
-  deviation), so within 5% almost always; with units of ``capacity / 256``
-  it would be 6%. A grid cut needs only the bytes around its grid point
-  (about two grid steps and the document's start), which is what lets an
-  engine that splits a file into byte ranges find the same units.
-
-Safe places are ``pretokenize``'s (the pattern finds the same pieces in the
-parts as in the whole), read on UTF-8 bytes: for the default and cl100k
-patterns, after a line break (``\\r``, ``\\n``) before a character that is
-not white space, and before a space (U+0020) that follows a character that
-is not white space; for o200k and gpt2 (``cut_at_spaces``) the second kind
-only; never strictly inside a special token. Invalid bytes decode to
-U+FFFD, which is not white space, and never swallow an ASCII byte, so the
-rule on bytes is the rule on the decoded text.
+Safe places are ``pretokenize``'s, read on UTF-8 bytes: for o200k and gpt2
+(``cut_at_spaces``) only those before a space; never strictly inside a
+special token. Invalid bytes decode to U+FFFD, which is not white space,
+and never swallow an ASCII byte, so the rule on bytes is the rule on the
+decoded text.
 
     >>> data = b"aa bb\\ncc dd ee"
     >>> reference_safe(data, breaks=True)
@@ -54,7 +39,14 @@ from toktoktok.documents import space_at
 
 MAX_BOUND = 1 << 20  # a unit's bound never exceeds 1 MiB
 BOUND_PER_CAPACITY = 256  # ... nor 1/256 of the capacity
-GRID_PER_BOUND = 16  # grid steps per bound: parts span less than two steps
+# grid steps per bound: parts span less than two steps. The grid is finer than the bound
+# asks because the kept text's spread is that of the units' sizes: with units of about
+# capacity / 4096 the sample's size is within 1.6% of the capacity one time in three
+# (standard deviation), so within 5% almost always; with units of capacity / 256 it
+# would be 6%. A grid cut needs only the bytes around its grid point (about two grid
+# steps and the document's start), which lets an engine that splits a file into byte
+# ranges find the same units.
+GRID_PER_BOUND = 16
 
 
 def bound(working_set_mb: int) -> int:

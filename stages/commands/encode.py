@@ -1,75 +1,26 @@
 """``toktok encode``: text -> token files a trainer reads.
 
-Reads files or folders with the same input kinds and document rules as a
-config's sources (``toktoktok.sources``: a ``.jsonl`` or ``.parquet`` row is
-one document, ``.zst``/``.gz`` compressed text), or standard input (``-``,
-read as text), encodes every document with tiktoken's batch encoder on
-``threads`` threads, and writes the tokens, in input order, in one of three
-layouts (``--format``, see ``toktoktok.token_files``):
-
-- ``npy`` (the default): ``DIR/shard-00000.npy``, ``shard-00001.npy``, ... of
-  exactly ``shard_tokens`` tokens each (the last one shorter), then
-  ``DIR/index.json``; validation documents go to ``val-shard-NNNNN.npy``.
-- ``bin``, nanoGPT's: ``DIR/train.bin`` and ``DIR/val.bin``, raw ids of
-  ``--dtype`` (``uint16`` by default; a vocabulary whose highest id is over
-  65,535 is refused unless ``--dtype uint32``), then ``DIR/index.json``.
-- ``megatron``, Megatron-LM's indexed dataset: ``DIR/train_text_document.bin``
-  and ``.idx`` (and ``val_text_document.*`` when there is a validation
-  split), one sequence per document, ids ``uint16`` below 65,500 ids, else
-  ``int32`` (Megatron-LM's rule), then ``DIR/index.json``.
+Reads files or folders with the same input kinds as a config's sources, or
+standard input (``-``, read as text), encodes every document with tiktoken's
+batch encoder on ``threads`` threads, and writes the tokens, in input order,
+as ``npy`` shards, nanoGPT's ``bin`` or Megatron-LM's indexed dataset
+(``--format``, ``toktoktok.token_files``). The layouts, ``--documents``, the
+separator and bos ids, the validation split, ``index.json`` and the order in
+which files are written: docs/outputs.md (Token shards).
 
 Decisions:
 
-- Documents of ``.txt`` inputs (and of standard input) follow ``--documents``:
-  ``blank-line`` (the default, a config's rule: a document ends after a blank
-  line followed by a non-space character), ``line`` (every non-empty line,
-  its line break left out: the separator marks its end) or ``file`` (the
-  whole file).
-- Special tokens written in the text (``<|endoftext|>`` inside a document)
-  are ordinary text by default (``encode_ordinary_batch``): a corpus cannot
-  forge document boundaries or chat markup, and the only special ids in the
-  output are the separators and ``--bos`` tokens. ``allow_special=True``
-  (``--allow-special``) encodes the tokenizer's special tokens in the text
-  as their ids instead (as ``encode_batch(..., allowed_special="all")``
-  would, split at them by ``SpecialIndex``: linear in the text, not in the
-  number of special tokens), as training cut them out.
-- The separator and the bos token must be special tokens of the tokenizer
-  (else a usage error). The bos id starts every document and the separator
-  id ends it (the last one included), inside the token stream: a Megatron
-  sequence, or the stretch of a flat file, of a document holds both.
-- The validation split is decided per document by a seeded hash of its place
-  (file index, document number in the file), as ``toktoktok.sampling``
-  decides the held-out share: the same inputs and ``--seed`` give the same
-  split whatever the threads or batches, and adding a file after the others
-  does not move their documents. ``--val-share`` defaults to 0.0005 for
-  ``bin`` (nanoGPT reads a ``val.bin``; its own OpenWebText preparation holds
-  out that share) and 0 otherwise. Train and validation keep input order.
-- npy shard dtype: ``uint16`` when every id (special ids included) is below
-  65536, else ``uint32`` (or ``--dtype``). A document may continue from one
-  shard into the next: shards are cut at exact token counts, as training
-  loaders expect. Each shard entry of the index counts the documents that
-  end in it.
-- Bounded memory: documents are read in batches of a few MB of text (more
-  threads, bigger batches, capped), and every file is written as its tokens
-  arrive (a ``.npy`` header is written with a fixed size first and rewritten
-  with the final length when the shard is closed); only a Megatron index's
-  one length per document is held. Reading the next batch overlaps encoding
-  the current one. A document longer than 1 MiB is cut, for the default and
-  cl100k patterns, at the places where no pre-tokenization piece can cross
-  (``toktoktok.pretokenize.PartCutter``), so it encodes to exactly the same
-  tokens in bounded parts; with other patterns it is encoded whole.
-- Atomic output: ``index.json`` and any ``.idx`` are deleted first; every
-  file is written to a temporary name and renamed into place when complete,
-  so a trainer never maps a half-written file; the trainer's indexes come
-  after the data they describe (the validation ``.idx``, then the training
-  one), and ``index.json`` last: a folder without ``index.json`` is an
-  unfinished run. The output folder must be new, empty, or an earlier
-  encode output (only the names above and temporary files): anything else is
-  refused rather than overwritten. Files of an earlier run that this run did
-  not write (more shards, another format) are removed.
-- ``bytes`` are the UTF-8 bytes of the documents' text (after decoding, as
-  training counts them); ``bytes_per_token`` divides them by the tokens of
-  the text, separators and bos tokens not included.
+- Special tokens written in the text are ordinary text by default
+  (``encode_ordinary_batch``): a corpus cannot forge document boundaries or
+  chat markup, and the only special ids in the output are the separators and
+  ``--bos`` tokens; ``--allow-special`` encodes them as their ids, as
+  training cut them out (``batch_encoder``).
+- ``--val-share`` defaults to 0.0005 for ``bin``: nanoGPT reads a
+  ``val.bin``, and its own OpenWebText preparation holds out that share.
+- Bounded memory: documents are read in batches of a few MB of text, and
+  every file is written as its tokens arrive; only a Megatron index's one
+  length per document is held. A document longer than 1 MiB is cut where no
+  piece can cross (``PartCutter``), so it encodes to the same tokens.
 """
 
 from __future__ import annotations
@@ -203,7 +154,10 @@ class ValSplit:
     """Which documents go to validation: a seeded hash of (file index, document number).
 
     Fed the parts of ``iter_parts`` batch by batch, in order; a document's
-    parts all get its document's answer.
+    parts all get its document's answer. As ``toktoktok.sampling`` decides the
+    held-out share, the same inputs and seed give the same split whatever the
+    threads or batches, and a file added after the others moves none of their
+    documents.
 
         >>> parts = [("a", True, 0), ("b", False, 0), ("c", True, 0), ("d", True, 1)]
         >>> whole = ValSplit(seed=0, share=0.5).flags(parts)
@@ -242,14 +196,21 @@ class ValSplit:
 
 
 def npy_header(dtype: np.dtype, length: int) -> bytes:
-    """A ``.npy`` (format 1.0) header of a 1-d array, always ``_HEADER_BYTES`` long."""
+    """A ``.npy`` (format 1.0) header of a 1-d array, always ``_HEADER_BYTES`` long:
+    a shard's header is written first with length 0 and rewritten with its
+    final length when the shard is closed, so tokens go to disk as they come."""
     text = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (dtype.str, length)
     text = text.ljust(_HEADER_BYTES - 10 - 1) + "\n"
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
 
 
 class ShardWriter:
-    """Writes a stream of tokens into shards of exactly ``shard_tokens`` tokens."""
+    """Writes a stream of tokens into shards of exactly ``shard_tokens`` tokens.
+
+    Shards are cut at exact token counts, as training loaders expect, so a
+    document may continue from one shard into the next; each shard's entry
+    counts the documents that end in it.
+    """
 
     def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int, name: str = SHARD_NAME) -> None:
         self.folder, self.dtype, self.cap, self.name = folder, dtype, shard_tokens, name
@@ -487,6 +448,8 @@ def encode_corpus(
                 split.add([bos_id])
             split.add(toks)
             totals["text_tokens"] += len(toks)
+            # bytes: the UTF-8 bytes of the text after decoding, as training counts them;
+            # bytes_per_token divides them by the text's tokens (no separators or bos)
             nbytes = len(text.encode("utf-8", "surrogatepass"))
             totals["bytes"] += nbytes
             reading.files[index]["bytes"] += nbytes
@@ -500,7 +463,7 @@ def encode_corpus(
         progress.set(reading.raw_bytes)
 
     try:
-        with ThreadPoolExecutor(1) as background:
+        with ThreadPoolExecutor(1) as background:  # reading the next batch overlaps encoding this one
             pending = None
             for batch in iter_batches(parts, batch_chars(workers)):
                 job = background.submit(encode, [p[0] for p in batch])

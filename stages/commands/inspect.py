@@ -1,43 +1,28 @@
 """``toktok inspect PATH``: a readable summary of any artifact or output.
 
-What PATH may be (recognised by name, then by the Arrow schema):
+What PATH may be (recognised by name, then by the Arrow schema), and what is
+shown of it:
 
-- an ingest chunk file ``chunk-NNNNN.arrow`` (``piece``, ``count``), or an
-  ingest phase folder ``WORK/ingest/NN-slug/`` (all its chunks summed): the
-  most frequent pieces with their counts and share, and the totals;
-- a held-out file ``heldout.arrow`` (``text``): documents, bytes, the first
-  documents;
-- a merges file ``merges.arrow`` (``rank``, ``left``, ``right``, ``bytes``,
-  ``count``), or a train phase folder: its phase (from the folder name
-  ``NN-slug`` and the manifest beside it), its rank range, the first and the
-  last merges with their counts and the two tokens each one joins;
-- a ``.tiktoken`` (or ``.tiktoken.gz``) file, with its ``NAME.meta.json``
-  when present: the vocabulary size broken down into single bytes,
-  hardcoded merges, a warm start's base, each phase's merges (from the
-  meta's ``phases``) and special tokens; the longest tokens;
-- a training report ``NAME.report.json``: each of its tables (the held-out
-  compression table and the growth curve first).
+- an ingest chunk file ``chunk-NNNNN.arrow`` or phase folder (its chunks
+  summed): the most frequent pieces with their counts and share, the totals;
+- a held-out file ``heldout.arrow``: documents, bytes, the first documents;
+- a merges file ``merges.arrow`` or a train phase folder: its phase, its rank
+  range, the first and last merges with their counts and the tokens they join;
+- a ``.tiktoken`` file, with its ``NAME.meta.json`` when present: the
+  vocabulary's layout (single bytes, hardcoded merges or a warm start's base,
+  each phase, special tokens) and the longest tokens;
+- a training report ``NAME.report.json``: each of its tables.
 
-Options: ``--top N`` rows in each table (default 20); ``--search TEXT``
-lists the tokens (pieces, merges) whose bytes contain TEXT, where TEXT may
-spell bytes as ``\\xNN`` escapes (and ``\\n``, ``\\r``, ``\\t``, ``\\\\``,
-``\\uXXXX``); ``--id N`` shows one token (a ``.tiktoken``, special ids
-included, or a merges file): its bytes, its text, its kind or phase, and the
-two tokens it is built from.
+The options (``--top``, ``--search``, ``--id``) are in docs/cli.md.
 
 Decisions:
 
-- Tokens are shown as double-quoted, escaped text, so spaces and line
-  breaks are visible: bytes that are not valid UTF-8 appear as ``\\xNN``,
-  control and other unprintable characters as ``\\n``, ``\\t``, ``\\uXXXX``,
-  a backslash as ``\\\\``. ``--search`` reads the same escapes back.
+- Tokens are shown as double-quoted, escaped text (``show``), so spaces and
+  line breaks are visible; ``--search`` reads the same escapes back.
 - Every table is a polars DataFrame printed without shape and dtypes; counts
   are plain integers (no thousands separators), so they can be grepped.
 - A path of a kind not listed above, or an option that does not apply to
   it (``--id`` on a chunk file), is a usage error (exit 2, ``UsageError``).
-- The two tokens a ``.tiktoken`` token is built from are found the way
-  tiktoken would encode its bytes with only the ranks below it: for a
-  vocabulary trained by BPE that is the merge that made it.
 """
 
 from __future__ import annotations
@@ -70,7 +55,9 @@ _UNESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[nrt
 
 
 def show(token: bytes | str) -> str:
-    """A token as double-quoted, escaped text.
+    """A token as double-quoted, escaped text: bytes that are not valid UTF-8 as
+    ``\\xNN``, control and other unprintable characters as ``\\n``, ``\\t``,
+    ``\\uXXXX``, a backslash as ``\\\\``.
 
     >>> show(b" the"), show(b"\\n\\n"), show(b"\\xe2\\x80"), show("\\u00a0x")
     ('" the"', '"\\\\n\\\\n"', '"\\\\xe2\\\\x80"', '"\\\\u00a0x"')
@@ -390,7 +377,9 @@ def _segments(ranks: dict[bytes, int], meta: dict[str, Any], by_rank: dict[int, 
 
 
 def _built_from(token: bytes, rank: int, ranks: dict[bytes, int]) -> list[int]:
-    """How tiktoken would encode ``token`` with only the ranks below ``rank``."""
+    """How tiktoken would encode ``token`` with only the ranks below ``rank``: the
+    two tokens it is built from (for a vocabulary trained by BPE, the merge
+    that made it)."""
     from toktoktok.segment import segment_reference
 
     if len(token) == 1:

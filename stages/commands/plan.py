@@ -1,19 +1,10 @@
 """``toktok plan -c CFG``: what a run would do, shown before any work starts.
 
-The plan has four parts, printed in this order:
-
-1. the effective configuration, as YAML: ``effective_settings`` (every
-   default filled in, every path absolute, ``vocab_size`` fitted) plus
-   ``threads`` resolved to a number of cores;
-2. the id layout, in the order ids are given (``id_layout``): the bytes and
-   hardcoded merges (or the warm start's base), each phase, the special
-   tokens, the padding, each with its first and last id;
-3. per phase: each file with its format, its size on disk and its text
-   bytes, the phase's totals, its capacity (``working_set_mb`` of text),
-   whether it will be sampled and at what share, and its expected peak
-   memory;
-4. the run's expected peak memory: the largest phase's (phases run one
-   after another), a fixed overhead plus what ``working_set_mb`` bounds.
+What it prints (docs/cli.md, toktok plan): the effective configuration as
+YAML (``effective_settings``, every default filled in and every path
+absolute, plus ``threads`` resolved), the id layout (``id_layout``), then per
+phase its files, text bytes, capacity, sample share and expected peak
+memory, and last the run's expected peak (the largest phase's).
 
 Design: the plan computes nothing of its own. The files come from
 ``workdir.phase_files``, the text bytes from ``workdir.measure_text`` (which

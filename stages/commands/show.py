@@ -1,28 +1,19 @@
 """``toktok show``: a text with its token boundaries marked, and its ids.
 
-What people paste into a bug report ("why is this split like that?"):
+What people paste into a bug report ("why is this split like that?"): the
+example at the end shows it.
 
-    [Hello][,][ world][!]
-    ids: [9906, 11, 1917, 0]
-    4 tokens, 13 bytes, 13 characters
+Decisions (the options are in docs/cli.md):
 
-Decisions:
-
-- Plain output (not a terminal, or ``--color never``): each token in square
-  brackets. On a terminal (or ``--color always``): no brackets, the tokens on
-  alternating background colours, which reads like the text itself.
-  ``NO_COLOR`` in the environment turns ``auto`` off.
+- On a terminal the tokens sit on alternating background colours instead of
+  brackets, which reads like the text itself.
 - White space is made visible where it would vanish: a line break inside a
   token is written ``\\n`` (``\\r``, ``\\t`` likewise, other control
-  characters ``\\xNN``), and the output line is broken after a token that
-  holds a ``\\n``, so the text's lines stay lines. A backslash is written
-  ``\\\\``, so the escapes are unambiguous. Spaces are left as they are
-  (brackets or colours show where they sit); ``--dots`` writes each space
-  as ``·``.
-- A token whose bytes are not UTF-8 on their own (part of a character cut
-  between tokens) shows those bytes as ``\\xNN``.
-- Special tokens in the text are text by default (``encode_ordinary``);
-  ``--allow-special`` encodes them as their ids.
+  characters and bytes that are not UTF-8 on their own ``\\xNN``), and the
+  output line is broken after a token that holds a ``\\n``, so the text's
+  lines stay lines. A backslash is written ``\\\\``, so the escapes are
+  unambiguous. Spaces are left as they are (brackets or colours show where
+  they sit) unless ``--dots``.
 
     >>> import tiktoken
     >>> enc = tiktoken.Encoding("t", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([b]): b for b in range(256)},

@@ -1,48 +1,26 @@
 """Stage 1, ingest: a phase's sources -> distinct-piece chunk files and held-out text.
 
-Reads: every file of the phase's sources (streamed, never whole).
-Writes, in ``WORK/ingest/NN-slug/``:
-
-- ``chunk-00000.arrow`` ...: ``piece: binary, count: uint64``, distinct
-  pieces with their counts, a chunk written whenever the summed table passes
-  1/16 of ``working_set_mb`` (rows sorted by piece);
-- ``heldout.arrow``: ``text: large_string``, the held-out documents;
-- ``manifest.json``: files and their fingerprints, counts, timings (last).
+Reads every file of the phase's sources (streamed, never whole); writes
+``chunk-NNNNN.arrow``, ``heldout.arrow`` and, last, ``manifest.json`` in
+``WORK/ingest/NN-slug/`` (docs/outputs.md, The work folder).
 
 The phase's text is measured first (``sources.text_bytes``); if it is more
-than the budget buys (``sampling.capacity``), each document is kept with the
+than the budget buys (``sampling.capacity``), each unit is kept with the
 share capacity / total. The main process reads files, cuts them into
-sampling units (documents, and parts of large ones: ``toktoktok.units``),
-decides for each unit whether it is held out or left out of the sample
-(seeded hashes of its byte offset, so the choice depends neither on timing,
-threads nor the way the file is read), cuts units into parts at the
-pattern's safe places and sends batches of parts
-to workers, which cut out special tokens, find the pieces and count them.
-For the named patterns (default, cl100k, o200k, gpt2) the workers are threads
-running the numba scanner (``toktoktok.scanner``, proven piece for piece
-against ``regex``), which releases the GIL. For a custom pattern they are processes
-running ``regex.findall`` (``stages.ingest_worker``, which imports nothing
-heavier): ``regex`` holds the GIL while it builds match objects, so threads
-would not scale. Scanner threads count each batch straight into their own
-table of its group of batches (``batching.GroupTables``), and the main thread
-sums a group's tables into the running sums (``toktoktok.summing``) once every
-batch of it is counted; a custom pattern's counts come back per batch, in
-order. Chunk files hold their rows sorted by piece and are cut at fixed
-places in the data, so they are the same for any ``threads``.
+sampling units (``toktoktok.units``), decides each unit's fate (held out,
+left out of the sample or trained: ``routing``), cuts the trained text at the
+pattern's safe places and sends batches of it to workers (``batching``),
+which cut out special tokens, find the pieces and count them; the counts
+are summed into chunk files (``chunking``), their rows sorted by piece and
+cut at fixed places in the data, so they are the same for any ``threads``.
 
-A ``.txt`` file is read as windows of raw bytes whose document ends a numba
-kernel finds (``toktoktok.documents``). For the default and cl100k patterns
-the training bytes skip the text path altogether: the main thread cuts them
-at their last line break before non-white-space and checks they are UTF-8,
-and the workers scan them as they are (``routing.Router.train_bytes``). The text
-path (decode, ``PartCutter``, encode in the worker) is kept for other
-patterns, rows, held-out text, and bytes that are not UTF-8: on the text
-path the main thread is the bottleneck, decoding, splitting and cutting
-while holding the GIL.
-
-Inside: ``routing`` (documents' fates, the held-out text), ``batching`` (the
-workers and the order of their results), ``chunking`` (summing and writing
-chunk files); this module runs them for a phase and writes the manifest.
+For the named patterns the workers are threads running the numba scanner,
+which releases the GIL; for a custom pattern, processes running
+``regex.findall`` (``regex_worker``), since ``regex`` holds the GIL while it
+builds match objects. For the default and cl100k patterns a ``.txt`` file's
+training bytes skip the text path (``routing.Router.train_bytes``), on which
+the main thread, decoding, splitting and cutting while holding the GIL, is
+the bottleneck. ``engine`` chooses the local engine or Ray's.
 """
 
 from __future__ import annotations

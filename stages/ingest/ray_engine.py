@@ -1,45 +1,26 @@
 """Ingest on Ray (``engine: ray``): the phase's files counted by Ray tasks, their
 count tables summed in a tree of tasks, the stage then writing its chunk files
-and manifest as the local engine does.
+and manifest as the local engine does (the README's "Ingest on Ray").
 
-Work units: one task per file, or per byte range of a large plain ``.txt``
-file (``RANGE_BYTES``, cut where a document starts: ``ingest.units.plan_spans``)
-when reading it in ranges gives the same counts (``ingest.units.splittable``:
-default or cl100k pattern, an integer weight). A custom pattern, a compressed
-file, jsonl and parquet are one task per file. Each task runs
-``ingest.units.count_unit``: the local engine's own reading, cutting and numba
-counting of one file or range, returning its count table, tally and held-out
-units with their keys. Tasks write nothing, so a task Ray retries after its
-worker died is counted once (``ray.get`` yields one value per task).
-
-Summing: the tables go up a tree of reduce tasks (``FAN_IN`` tables each,
-``counts.sum_tables``), so no task holds every table; the driver gets the root.
+Work units (``plan_units``): one task per file, or per byte range of a large
+plain ``.txt`` file (``RANGE_BYTES``, cut where a document starts:
+``ray_units.plan_spans``) when reading it in ranges gives the same counts
+(``ray_units.splittable``). Each task runs ``ray_units.count_unit``: the local
+engine's own reading, cutting and counting of one file or range, returning
+its count table, tally and held-out units with their keys. Tasks write
+nothing, so a task Ray retries after its worker died is counted once. The
+tables go up a tree of reduce tasks (``FAN_IN`` each, ``counts.sum_tables``),
+so no task holds every table; the driver gets the root.
 
 Sample and held-out share: every unit's choice is a hash of its key (file,
-byte offset: ``sampling.RULE``), and a range's splitter counts offsets from
-the range's place in the file, so a task decides its units as the local
-engine does. Only the per-phase held-out cap (``routing.HELDOUT_CAP_BYTES``)
-spans tasks: each task applies it to its own units alone, and the driver
-applies it across them in key order (``Capper``): a unit's candidates past
-the cap go back to the sample's choice, their texts counted by a small task
-(``texts_task``), or the unit counted again when that would not give the
-same pieces. Units are submitted a window at a time (``count_all``), and
-those submitted once the cap is known to be reached hold nothing out, so
-this extra work is only for the units in flight at that moment. Then, as the local engine does, a phase that would train on
-nothing trains on its last held-out unit (``local.train_last_held``).
+byte offset: ``sampling.RULE``), so a task decides its units as the local
+engine does. Only the per-phase held-out cap spans tasks: ``Capper`` applies
+it across them in key order, and ``count_all`` keeps the extra work to the
+units in flight when the cap is reached.
 
-Where Ray runs (``ray:`` in the config): without ``address``, a local instance
-with ``num_cpus`` CPUs (all when left out), bound to 127.0.0.1, its temporary
-files in a short folder of its own, guarded so that no process it starts
-outlives this one (``ray_guard``); ``address: auto`` or
-``ray://host:port`` joins a running cluster, whose workers must have
-toktoktok installed and the sources at the same paths. An instance already
-initialised in this process (a test session, a notebook) is used as it is and
-left running.
-
-``threads`` is the number of scanner threads in each task, and each task asks
-Ray for that many CPUs: ``num_cpus / threads`` tasks run at once
-(``threads: -1``, the default, means 1 under Ray).
+Where Ray runs: ``Session``. ``threads`` is the number of scanner threads in
+each task, and each task asks Ray for that many CPUs: ``num_cpus / threads``
+tasks run at once (``threads: -1``, the default, means 1 under Ray).
 """
 
 from __future__ import annotations
@@ -90,6 +71,14 @@ def import_ray() -> Any:
 class Session:
     """Ray for one ingest: started, joined or found already running; ``close``
     stops only what it started.
+
+    Without ``ray.address``, a local instance with ``num_cpus`` CPUs (all when
+    left out), bound to 127.0.0.1, its temporary files in a short folder of
+    its own, guarded so that no process it starts outlives this one
+    (``ray_guard``); ``address: auto`` or ``ray://host:port`` joins a running
+    cluster, whose workers must have toktoktok installed and the sources at
+    the same paths. An instance already initialised in this process (a test
+    session, a notebook) is used as it is and left running.
 
     The local instance's settings (no dashboard, no logs sent to the driver)
     are those the prototype measured to start quickest with the fewest of

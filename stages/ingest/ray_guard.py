@@ -12,15 +12,8 @@ by everything Ray starts from now on) and starts a watchdog in a session of its
 own (a Ctrl-C to the terminal's process group does not reach it) whose standard
 input is a pipe from this process. The kernel closes the pipe however this
 process ends (exit, exception, SIGINT, SIGKILL, out of memory): end of file is
-a race-free "the driver is gone". While the driver lives the watchdog records
-its descendants every 0.2 s (pid and start time); at the end it sends SIGTERM,
-then SIGKILL, to every recorded descendant still alive with the same start time
-(never a reused pid) and to every process whose environment holds the token,
-until none is left (30 s at most). Both are needed: Ray's ``setproctitle``
-overwrites part of some processes' ``/proc/PID/environ``, and a process started
-less than 0.2 s before the death is not recorded yet. A child forked without
-exec keeps the pipe open, so the watchdog also stops waiting when it is
-reparented. Linux only (``/proc``); elsewhere ``start`` does nothing.
+a race-free "the driver is gone". The watchdog (``watch``) then ends what the
+driver started. Linux only (``/proc``); elsewhere ``start`` does nothing.
 
 The watchdog is this file run as a script (``python -P ray_guard.py``, not
 ``-m``, which would import the ingest package first); it imports nothing of
@@ -121,7 +114,18 @@ def marked(needle: bytes, me: int, seen: dict[int, bytes]) -> list[int]:
 
 
 def watch(token: str, timeout_s: float, temp_dir: str = "") -> None:
-    """Wait for the driver to go, then end what it started (see the module's docstring)."""
+    """Wait for the driver to go, then end what it started (see the module's docstring).
+
+    While the driver lives, its descendants are recorded every ``TICK_S`` (pid
+    and start time); at the end SIGTERM, then SIGKILL, go to every recorded
+    descendant still alive with the same start time (never a reused pid) and
+    to every process whose environment holds the token, until none is left
+    (``timeout_s`` at most). Both are needed: Ray's ``setproctitle`` overwrites
+    part of some processes' ``/proc/PID/environ``, and a process started less
+    than ``TICK_S`` before the death is not recorded yet. A child forked
+    without exec keeps the pipe open, so the watchdog also stops waiting when
+    it is reparented.
+    """
     me, driver = os.getpid(), os.getppid()
     needle = f"{ENV_KEY}={token}\0".encode()
     seen: dict[int, bytes] = {}
