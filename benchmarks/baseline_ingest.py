@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The ingest baseline of issue 4: ``regex.findall`` + ``collections.Counter`` in one Python process.
+"""The ingest baseline: ``regex.findall`` + ``collections.Counter`` in one Python process.
 
     python benchmarks/baseline_ingest.py --corpus train.txt --pattern REGEX --out counts.json
 

@@ -15,7 +15,7 @@ Both stream the same plain ``.txt`` that toktoktok trains on, fed as one of:
   across a cut is split there, so the pieces differ slightly from the
   documents'. rustbpe pulls 8,192 strings from the iterator before it counts
   them, so with 1 MiB strings it holds up to the whole text at once: this is
-  the feed its memory is compared with in the scale issue's targets.
+  the feed its memory is compared with in the scale section's targets.
 Each writes its vocabulary as a ``.tiktoken`` file (standard base64 of the
 token's bytes, a space, the rank) so the benchmark measures compression of
 all trainers with the same code.

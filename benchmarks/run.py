@@ -18,7 +18,7 @@ Sections (what each writes; the make target that runs it):
   largest size, toktoktok ingesting on a local Ray instance), rustbpe (fed
   1 MiB chunks, and documents) and Hugging Face on 0.1, 0.3 and 1.2 GB of the
   Linux kernel's source and on 100 MB of English prose (the shared corpora's);
-  the targets of the scale issue; a cost model of ingesting 1 TB on 64 machines;
+  the scale targets; a cost model of ingesting 1 TB on 64 machines;
 - ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on

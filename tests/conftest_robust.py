@@ -1,4 +1,4 @@
-"""Helpers and fixtures for tests/test_robustness.py (issue 5: bad input and interruption).
+"""Helpers and fixtures for tests/test_robustness.py (bad input and interruption).
 
 Everything runs the installed ``toktok`` executable (beside ``sys.executable``)
 in a subprocess, on real files in ``tmp_path``: the exit code, stderr and what

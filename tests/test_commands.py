@@ -1,4 +1,4 @@
-"""The user commands of issue 6: ``toktok inspect``, ``encode``, ``compare``, ``clean``.
+"""The user commands ``toktok inspect``, ``encode``, ``compare`` and ``clean``.
 
 Each runs on real artifacts made by a small real pipeline run (two phases on
 real English text: tinyshakespeare when /work/shared/data has it, else stdlib
@@ -374,7 +374,7 @@ def test_inspect_a_published_file_shows_its_special_tokens(tmp_path):
 
 @pytest.mark.skipif(not O200K.is_file(), reason="needs ../shared")
 def test_compare_uses_a_published_files_own_pattern(trained, tmp_path):
-    """o200k_base without a companion and no --pattern: counted with o200k's pattern (issue 13 §6),
+    """o200k_base without a companion and no --pattern: counted with o200k's pattern,
     as tiktoken's own o200k_base counts, not with the default pattern."""
     bare = tmp_path / "downloaded.gz"  # any name: recognised by content
     shutil.copy(O200K, bare)
@@ -393,8 +393,8 @@ def test_compare_uses_a_published_files_own_pattern(trained, tmp_path):
 
 @pytest.mark.skipif(not CL100K.is_file(), reason="needs ../shared")
 def test_encode_with_a_published_file_uses_its_special_tokens(trained, tmp_path):
-    """cl100k_base without a companion: ``<|endoftext|>`` is its special token 100257, and the
-    pattern is cl100k's (before issue 13 §6: exit 2, "not a special token")."""
+    """cl100k_base without a companion: ``<|endoftext|>`` is its special token 100257 (a
+    separator ``encode`` accepts), and the pattern is cl100k's."""
     bare = tmp_path / "cl100k_base.tiktoken.gz"
     shutil.copy(CL100K, bare)
     text = trained["data"] / "prose.txt"

@@ -1,4 +1,4 @@
-"""``toktok decode`` and ``toktok show`` (issue 15 §4): what the tokenizer does,
+"""``toktok decode`` and ``toktok show``: what the tokenizer does,
 checked against tiktoken built here from the same files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The training report (issue 6): ``NAME.report.md``, ``.report.json``, ``.report.png``.
+"""The training report: ``NAME.report.md``, ``.report.json``, ``.report.png``.
 
 Two real runs of the pipeline on real text (tinyshakespeare and the
 multilingual samples from ``/work/shared/data`` when present, else the

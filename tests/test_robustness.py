@@ -1,4 +1,4 @@
-"""Issue 5: robust under bad input and interruption.
+"""Robust under bad input and interruption.
 
 Every case runs the installed ``toktok`` on a real bad input in ``tmp_path``
 and checks three things: the exit code (docs/cli.md: 0 done, 1 data or runtime
@@ -39,9 +39,6 @@ How the hard cases are staged:
   durations of an uninterrupted run bound it).
 - Two runs at once: the first is stopped (SIGSTOP) in the middle of its
   ingest, holding the lock, while the others try; then it goes on.
-
-Known problems whose fixes belong to stages/ingest.py, stages/train.py or
-stages/export.py are strict ``xfail`` tests at the end of each section.
 """
 
 from __future__ import annotations

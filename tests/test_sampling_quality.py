@@ -1,16 +1,12 @@
-"""A quarter sample trains as well as the whole (issue 14 §3), benchmark-style.
+"""A quarter sample trains as well as the whole, benchmark-style.
 
 About 24 MB of the shared corpora (8 MB each of english, code and german, as
 three ``.txt`` files of one phase) train 2,000 merges once whole and, at a
 ``working_set_mb`` whose capacity is a quarter of the text, with seeds 0-4.
 The held-out bytes/token overall (the first 1 MB of each corpus's held-out
 file, never trained on) of the median quarter run is within 1% of the whole
-run's. Skipped when /work/shared/corpora is absent. This is the small check;
-``benchmarks/bench_memory.py`` measures the same on 257 MiB.
-
-Measured (2026-12-01, 23 s on a loaded machine): whole 2.5315 bytes/token;
-quarters of seeds 0-4 2.5329, 2.5274, 2.5232, 2.5287, 2.5190: median 0.16%
-below the whole.
+run's. Skipped when the shared corpora are absent. This is the small check;
+``benchmarks/run.py --section memory`` measures the same on 257 MiB.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Sampling that holds for any shape of corpus (issue 14 §3).
+"""Sampling that holds for any shape of corpus.
 
 - At any budget, on one-record-per-line text (one document: no blank line),
   on a single huge line, and on a parquet file of huge rows, the kept text is
-  within 5% of the capacity, for seeds 0-5 (it was all or nothing: one
-  document, kept whole or dropped).
+  within 5% of the capacity, for seeds 0-5 (not all or nothing, as a whole
+  document kept or dropped would be).
 - The choice is the same however the file is read (tiny read blocks or the
   default) and for threads 1 and 2: the chunk files and held-out text are equal.
 - The held-out share never takes a phase's last training unit.

@@ -1,4 +1,4 @@
-"""``toktok encode --format npy|bin|megatron`` (issue 15 §3), read back by readers
+"""``toktok encode --format npy|bin|megatron``, read back by readers
 written here from each format's description, not from the code under test:
 
 - nanoGPT's ``train.bin`` / ``val.bin``: raw little-endian ids, no header, what
@@ -38,7 +38,7 @@ from toktoktok.tiktoken_file import write_tiktoken
 
 def chosen(seed: int, slug: str, file_index: int, doc: int, share: float, *, salt: str) -> bool:
     """encode's validation split: document numbers hashed by ``sampling.chosen_many``
-    (ingest keys units by byte offset since issue 14; encode keeps its rule)."""
+    (ingest keys its units by byte offset instead)."""
     return bool(chosen_many(file_key(seed, slug, file_index, salt), doc, 1, share)[0])
 
 

@@ -119,7 +119,7 @@ def test_hugging_face_base(tmp_path):
     assert ext.n_vocab == tok.get_vocab_size() + 40 + 1
 
 
-# ---------------------------------------------------------------- issue 13 §6: no id reused silently
+# ---------------------------------------------------------------- no id reused silently
 
 O200K = SHARED / "data/reference/o200k_base.tiktoken.gz"
 O200K_SPECIALS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}

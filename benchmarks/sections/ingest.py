@@ -1,4 +1,4 @@
-"""Ingest alone (issue 4): toktoktok's ingest stage against a ``regex.findall`` + ``Counter`` loop.
+"""Ingest alone: toktoktok's ingest stage against a ``regex.findall`` + ``Counter`` loop.
 
 For each corpus and each repetition, interleaved, three whole processes on the
 same ``.txt``:

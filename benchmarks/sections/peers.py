@@ -39,23 +39,24 @@ better). "first merges equal" counts how many of a peer's merges, in order,
 match toktoktok's before the first difference; "tokens shared" is the share
 of its tokens that toktoktok's vocabulary also has.
 
-Issue 4's figures, from the same invocation (``--parts``, default all):
+The parts of RESULTS.md, from the same invocation (``--parts``, default all):
 
 - ``peers``: the comparison above (end-to-end wall, CPU, RSS, bytes/token);
-- ``ingest`` (bench_ingest.py): toktoktok's ingest stage alone, ``threads``
+- ``ingest`` (``sections/ingest.py``): toktoktok's ingest stage alone, ``threads``
   1 and 2, against a ``regex.findall`` + ``Counter`` loop (baseline_ingest.py),
   as stage seconds and as process wall time, per corpus;
 - ``merges``: the merge-loop rate of the 32,512-merge runs (train manifests)
   and a ``--big-tokens`` (100,352: 100,096 merges) run on english (else the
   first corpus), which must finish (run with the scaling points when
   ``scaling`` is on);
-- ``scaling`` (bench_scaling.py): time per stage against corpus size (10%,
+- ``scaling`` (``sections/scaling.py``): time per stage against corpus size (10%,
   30%, 100% of ``--mb``) and against merges (8,192 / ``--tokens`` /
   ``--big-tokens`` vocabularies).
 
-RESULTS.md opens with a summary block (bench_targets.py): each target, the
-measured figure, met or not. ``--quick`` (5 MB, 8,192 tokens, 2 repetitions,
-no 100k run) is for development; its verdicts are not the issue's.
+RESULTS.md opens with a summary block (``sections/targets.py``): each target,
+the measured figure, met or not. ``--quick`` (5 MB, 8,192 tokens, 2
+repetitions, no 100k run) is for development; its verdicts hold for its small
+sizes only, not for the targets' 100 MB and 32,768 tokens.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ and every process carrying the run's token):
 - ``rustbpe``, ``hf``: rustbpe and Hugging Face ``tokenizers`` through
   ``peer_trainers.py --feed chunks`` (1 MiB chunks cut at a line end, as a
   user hands a big file to ``train_from_iterator``): the reference of the
-  scale issue's targets;
+  targets (``TARGET_WALL`` and the others);
 - ``rustbpe-docs``: rustbpe fed the documents (``--feed documents``):
   rustbpe pulls 8,192 strings at a time, so 1 MiB strings make it hold up
   to the whole text, documents far less; both rows show what each feed costs;
@@ -54,8 +54,8 @@ limit ingest works against.
 How each cost grows: the exponent ``k`` of a least-squares fit
 ``cost ∝ bytes^k`` over the kernel sizes run (``benchkit.measure.exponent``);
 prose, another kind of text, is left out of it and of the cost model.
-The targets of the scale issue are checked at the largest kernel size run
-(``targets``), from this run's figures only.
+The targets (``TARGET_WALL`` ... ``TARGET_BPT``) are checked at the largest
+kernel size run (``targets``), from this run's figures only.
 """
 
 from __future__ import annotations
@@ -321,7 +321,7 @@ def distinct_fit(cells: dict[tuple[str, str], Cell], sizes: list[str],
     return k, pts[-1][0], pts[-1][1]  # type: ignore[return-value]
 
 
-# --- the targets of the scale issue (§2), at the largest size ---------------------------
+# --- the targets, at the largest size -------------------------------------------------
 
 TARGET_WALL, TARGET_INGEST, TARGET_MERGES, TARGET_PEAK, TARGET_BPT = 0.12, 300.0, 25_000.0, 0.3, 0.001
 
@@ -388,7 +388,7 @@ def target_rows(cells: dict[tuple[str, str], Cell], size: str, fixed: Measured |
     return rows
 
 
-# --- the Ray engine (issue 17) --------------------------------------------------------
+# --- the Ray engine -------------------------------------------------------------------
 
 
 def sha_note(ray: Cell, local: Cell | None) -> str:

@@ -1,4 +1,4 @@
-"""toktoktok's time per stage against corpus size and against merges (issue 4's scaling table).
+"""toktoktok's time per stage against corpus size and against merges (the scaling table of RESULTS.md).
 
 Points (whole ``toktok run`` processes, ``--reps`` each, medians; stage
 seconds from the manifests):
@@ -142,7 +142,7 @@ class Scaling:
 
 
 def verdicts(s: Scaling) -> dict[str, tuple[str, bool | None]]:
-    """Issue 4's scaling statements: (the sentence, whether it holds)."""
+    """The scaling statements RESULTS.md checks: (the sentence, whether it holds)."""
     e = s.size_exponents()
     out: dict[str, tuple[str, bool | None]] = {}
     k = e["ingest"]

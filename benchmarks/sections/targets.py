@@ -1,4 +1,4 @@
-"""The summary block at the top of RESULTS.md: each issue-4 target, what this run measured, met or not.
+"""The summary block at the top of RESULTS.md: each target below, what this run measured, met or not.
 
 Every figure is a ratio or a rate from the runs of the same invocation
 (the peers section), medians over its repetitions. Peak RSS compares, for every
