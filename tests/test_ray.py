@@ -1,4 +1,4 @@
-"""The Ray engine (``engine: ray``, stages/ray_engine.py) against a real local Ray
+"""The Ray engine (``engine: ray``, stages/ingest/ray_engine.py) against a real local Ray
 instance: one ``ray.init`` for all of these tests (the ``ray_local`` fixture).
 
 - The summed inventory, ``merges.arrow`` and the ``.tiktoken`` are those of the

@@ -1,6 +1,6 @@
 """Running one trainer as a whole process and measuring it.
 
-    python benchmarks/bench_runs.py REPORT.json -- CMD ARGS...    # the launcher
+    python -S benchmarks/benchkit/measure.py REPORT.json -- CMD ARGS...    # the launcher (run_measured starts it)
 
 A trainer is started through this small launcher process, which starts the
 trainer, waits for it with ``os.wait4`` and writes what it cost into

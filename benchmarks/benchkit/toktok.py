@@ -1,7 +1,7 @@
 """Running toktoktok from the benchmark: its config, its commands, its manifests.
 
 Every toktoktok run is a whole ``toktok`` process in a fresh folder (config,
-work folder and ``.tiktoken`` inside it), timed by ``bench_runs.run_measured``.
+work folder and ``.tiktoken`` inside it), timed by ``benchkit.measure.run_measured``.
 What each stage did and how long it took comes from the stage manifests
 (``WORK/{ingest,train}/NN-slug/manifest.json``, ``WORK/export/manifest.json``):
 the ``seconds`` there are measured inside the process, so they leave out
@@ -144,7 +144,7 @@ def ingest_manifest(folder: Path) -> dict[str, float]:
 # the train manifest's ``train_split_seconds``: segmenting the pieces, counting pairs,
 # the first 1,000 merges, the rest of the merges, checking the result
 TRAIN_SPLIT = ("segment", "pairs", "early_merges", "later_merges", "check")
-# the ingest manifest's ``engine.seconds`` under Ray (stages/ray_engine.py)
+# the ingest manifest's ``engine.seconds`` under Ray (stages/ingest/ray_engine.py)
 RAY_SECONDS = ("ray_start", "count", "tasks_sum", "tasks_max", "sum", "ray_stop")
 
 

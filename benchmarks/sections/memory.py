@@ -13,10 +13,9 @@ fresh folder, one after another (never two at once), measured from
 outside by ``benchkit.measure.run_measured``: ``ru_maxrss`` from
 ``os.wait4`` (the largest single process) and the sampled sum over the
 process and its workers ("tree", the launcher left out). A run's peak is the
-larger of the two (``Measured.peak_mb``): ``ru_maxrss`` alone sees only the
-last stage, because each stage resets the kernel's high-water mark
-(``/proc/self/clear_refs``) when it starts, so the sampled tree is what sees
-the others. Each stage's own account (``peak_rss_mb`` of the ingest, train
+larger of the two (``Measured.peak_mb``): ``ru_maxrss`` is the largest single
+process's high-water mark, which toktoktok never resets (the README's "Honest
+memory figures"), and the tree adds the worker processes. Each stage's own account (``peak_rss_mb`` of the ingest, train
 and export manifests, ``all_processes_peak_rss_mb`` when a stage had worker
 processes) is shown beside it and also judged against the budget, but never
 taken as the run's peak.
@@ -276,7 +275,7 @@ class Run:
     @property
     def peak(self) -> float:
         """The whole run's peak as seen from outside: the larger of ``ru_maxrss`` and the sampled tree
-        (``ru_maxrss`` alone sees only the last stage: see the module's notes)."""
+        (which adds the worker processes)."""
         return self.measured.peak_mb
 
     def stage_peak(self, stage: str) -> float | None:
