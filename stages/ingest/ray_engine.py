@@ -1,6 +1,7 @@
 """Ingest on Ray (``engine: ray``): the phase's files counted by Ray tasks, their
 count tables summed in a tree of tasks, the stage then writing its chunk files
-and manifest as the local engine does (the README's "Ingest on Ray").
+and manifest as the local engine does (the README's "Ingest on Ray"; why it is
+built so: docs/decisions.md).
 
 Work units (``plan_units``): one task per file, or per byte range of a large
 plain ``.txt`` file (``RANGE_BYTES``, cut where a document starts:
@@ -80,9 +81,9 @@ class Session:
     the same paths. An instance already initialised in this process (a test
     session, a notebook) is used as it is and left running.
 
-    The local instance's settings (no dashboard, no logs sent to the driver)
-    are those the prototype measured to start quickest with the fewest of
-    Ray's own processes besides the workers.
+    The local instance's settings are the prototype's (docs/decisions.md): even
+    so Ray takes seconds to start and runs processes of its own besides the
+    workers, which no setting removes.
     """
 
     def __init__(self, cfg: Config) -> None:

@@ -3,9 +3,8 @@
 Why: killed with SIGKILL, a driver that ran ``ray.init()`` (Ray 2.60) leaves
 ``ray::DashboardAgent`` and ``ray::RuntimeEnvAgent`` running for good (the raylet,
 the GCS and the workers die through Ray's own ``PR_SET_PDEATHSIG``), and once
-orphaned they are no longer in the driver's process tree. Measured by the
-prototype (docs/dev/ray-prototype-findings.md, §3b): 2 left in every bare run,
-0 in 14 guarded runs.
+orphaned they are no longer in the driver's process tree. What the prototype
+measured, unguarded and guarded: docs/decisions.md (The Ray engine).
 
 How: ``start()`` puts a random token in this process's environment (inherited
 by everything Ray starts from now on) and starts a watchdog in a session of its

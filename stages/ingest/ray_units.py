@@ -132,7 +132,7 @@ def splittable(cfg: Config, src: Source, path: Path) -> bool:
     batches). A sample or a held-out share is no obstacle: each unit's choice is
     keyed by its byte offset in the file (``sampling.RULE``), which a range knows
     (``routing.span_origin``), and the held-out cap is applied across ranges by
-    the Ray engine (``stages.ray_engine.settle``). With ``on_bad_file: skip`` a
+    the Ray engine (``ray_engine.Capper``). With ``on_bad_file: skip`` a
     file is read whole: a file that fails part way is dropped whole, as the local
     engine drops it (its ranges read before the failure would otherwise count,
     and it would be listed once per failed range).
