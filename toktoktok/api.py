@@ -77,8 +77,8 @@ def train(
     ``export_hf`` and ``on_bad_file`` are accepted and change nothing here (no
     file is written or read); ``verbose=True`` prints a summary to stderr.
 
-    Raises ``ValueError`` for a configuration problem, its message starting
-    ``train():`` (and for ``config=`` or ``output=``, which are
+    Raises ``UsageError`` (a ``ValueError``) for a configuration problem, its
+    message starting ``train():`` (and for ``config=`` or ``output=``, which are
     ``toktoktok_stages.pipeline``'s), ``TypeError`` for an item of ``texts``
     that is not a string.
     """
