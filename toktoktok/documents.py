@@ -1,7 +1,7 @@
 """Where ``.txt`` documents end: a numba kernel on UTF-8 bytes and its regex reference.
 
 The rule is in docs/pretokenization.md#documents (white space there is
-``regex``'s ``\s``). The reference is that rule as a regular expression on
+``regex``'s ``\\s``). The reference is that rule as a regular expression on
 decoded text:
 
     >>> reference_ends("a\\n\\nb\\n\\n c\\r\\n\\r\\nd")
