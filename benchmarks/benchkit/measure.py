@@ -77,9 +77,9 @@ class Measured:
         """True peak RSS as seen from outside: the larger of ``ru_maxrss`` and the sampled tree peak.
 
         Neither is reset by the measured program's own bookkeeping as long as it
-        leaves the kernel's high-water mark alone; when it does not (toktoktok's
-        stages reset it through ``/proc/self/clear_refs``), ``ru_maxrss`` sees only
-        the part after the last reset and the sampled tree peak is the figure.
+        leaves the kernel's high-water mark alone (toktoktok does); a program that
+        resets it through ``/proc/self/clear_refs`` makes ``ru_maxrss`` see only
+        the part after the last reset, and the sampled tree peak is the figure.
         """
         return max(self.rss_mb, self.tree_mb)
 
@@ -261,5 +261,5 @@ def launch(report: Path, cmd: list[str]) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit("usage: bench_runs.py REPORT.json -- CMD ARGS...")
+        sys.exit(f"usage: {Path(sys.argv[0]).name} REPORT.json -- CMD ARGS...")
     sys.exit(launch(Path(sys.argv[1]), sys.argv[3:]))

@@ -229,7 +229,7 @@ def demo_setup(work: Path, budgets: list[int]) -> Setup:
     notes = ["**No shared corpora were found: this run used the project's demo corpus and budgets scaled down "
              f"by its size ({text / MIB:.1f} MiB of text over the shared corpora's {SHARED_TEXT_MIB} MiB: "
              f"budgets {', '.join(map(str, budgets))} MiB became {', '.join(map(str, scaled))} MiB). "
-             "Its figures are not the issue's.**",
+             "Its figures are not those of the shared corpora.**",
              *[f"{c.name}: {c.description}" for c in corpora],
              f"tiny corpus: the first {4 * TINY_FILE_BYTES // 1000} KB of the english training file"]
     return Setup(sources, tiny, {c.name: c.heldout_text for c in corpora}, text, scaled, notes, sources[0],
@@ -962,11 +962,9 @@ def notes(f: Findings, setup: Setup) -> list[str]:
     if compiled:
         out.append("- These measured runs still compiled numba code (their peak includes LLVM): "
                    + ", ".join(f"{r.label} at {r.budget} MiB" for r in compiled) + ".")
-    out.append("- `ru_maxrss` from `os.wait4` sees only the last stage (export): each stage starts by resetting the "
-               "process's peak (`/proc/self/clear_refs` 5, stages/artifacts.py), and that resets the very high-water "
-               "mark the kernel reports as `ru_maxrss` at exit. The run peak here therefore also takes the sampled "
-               "tree (the stages' own peaks are shown beside it); benchmarks that read `ru_maxrss` alone understate "
-               "a toktoktok run.")
+    out.append("- The run peak is the larger of `ru_maxrss` from `os.wait4` (the kernel's high-water mark of the "
+               "process, which toktoktok never resets) and the sampled tree of its processes; the stages' own "
+               "peaks are shown beside it.")
     out += stream_notes(f)
     w = f.warmup
     measured = [f.floor, *budgets, *f.extra()]

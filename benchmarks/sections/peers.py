@@ -358,7 +358,7 @@ def caveat(args: argparse.Namespace, facts: dict[str, str]) -> str:
     if args.quick or args.mb != 100 or args.tokens != 32768:
         notes.insert(0, f"**This run used {args.mb:g} MB per corpus and {args.tokens:,} tokens"
                      + (" (`--quick`)" if args.quick else "")
-                     + ", not issue 4's 100 MB and 32,768 tokens: its verdicts are about these sizes only.**")
+                     + ", not the benchmark's 100 MB and 32,768 tokens: its verdicts are about these sizes only.**")
     return " ".join(notes)
 
 

@@ -667,13 +667,13 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   f"`merge_counts` {scanner['count_2']:,.0f} MB/s.", ""]
     largest = kernel[-1] if kernel else None
     if largest and ("toktoktok", largest) in cells:
-        lines += [f"## The targets at {labels[largest]} (issue 14 §2)", "",
+        lines += [f"## The targets at {labels[largest]}", "",
                   f"Computed from the figures above ({args.reps} run(s), medians); the fixed part is the tiny-corpus "
                   "run below.", "",
                   md_table(["target", "measured", ""], target_rows(cells, largest, fixed, scanner)), ""]
     rrows = ray_rows(cells, kernel, labels)
     if rrows:
-        lines += ["## Ingest on Ray against the local engine (issue 17)", "",
+        lines += ["## Ingest on Ray against the local engine", "",
                   "toktoktok (Ray) is the same config with `engine: ray` and `ray: {num_cpus: 2}`: toktok starts "
                   "a local Ray instance of 2 CPUs itself and stops it at the end of ingest. Its true peak is the "
                   "sum over every process of the run (see above): at its peak "
@@ -682,7 +682,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   "wall while tasks ran), the tasks' own seconds (sum over tasks / the longest), the sums left "
                   "after the last count, and the stop.", "",
                   md_table(RAY_HEADERS, rrows), ""]
-        lines += ["## 1 TB on 64 machines: a cost model (issue 17)", "",
+        lines += ["## 1 TB on 64 machines: a cost model", "",
                   *cost_model(cells, kernel, size_bytes), ""]
     grows = growth_rows(cells, kernel, size_bytes)
     if grows:

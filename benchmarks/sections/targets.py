@@ -143,7 +143,7 @@ def numba(first: Any, later: float | None) -> list[Target]:
 def block(targets: list[Target], caveat: str | None) -> list[str]:
     met = sum(1 for t in targets if t.met)
     measured = sum(1 for t in targets if t.met is not None)
-    lines = ["## Summary: issue 4's targets in this run", ""]
+    lines = ["## Summary: the targets in this run", ""]
     if caveat:
         lines += [caveat, ""]
     lines += [md_table(["target", "measured (this run)", "verdict"], [t.cells() for t in targets]), "",
