@@ -3,9 +3,9 @@
 #   make demo                 build the demo corpus and train the demo tokenizer
 #   make test                 run the tests
 #   make bench                benchmark against Hugging Face tokenizers and rustbpe
-#   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/MEMORY.md)
+#   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/results/MEMORY.md)
 #   make bench-scale          toktoktok (local and Ray), rustbpe, HF on 0.1 / 0.3 / 1.2 GB of kernel source and 100 MB
-#                             of English prose (SCALE.md; builds its corpora under SCALE_DATA with apt-get download, the
+#                             of English prose (benchmarks/results/SCALE.md; builds its corpora under SCALE_DATA with apt-get download, the
 #                             prose from ../shared/corpora beside the checkout, skipped if absent; SCALE_REPS runs a point)
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]
 #                             run one stage of a config (ingest, train, export, run)

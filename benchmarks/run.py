@@ -6,15 +6,15 @@
 
 Sections (what each writes; the make target that runs it):
 
-- ``peers`` -> ``RESULTS.md`` (``make bench``): toktoktok, rustbpe and Hugging
+- ``peers`` -> ``results/RESULTS.md`` (``make bench``): toktoktok, rustbpe and Hugging
   Face on the same 100 MB corpora; its ``--parts`` add ingest alone, the
   merge-loop rate and time against size;
 - ``ingest`` -> ``--out`` (default a temp file): ``peers --parts ingest``,
   toktoktok's ingest at 1 and 2 threads against a ``regex.findall`` +
   ``Counter`` loop;
-- ``memory`` -> ``MEMORY.md`` (``make bench-memory``): peak RSS of ``toktok
+- ``memory`` -> ``results/MEMORY.md`` (``make bench-memory``): peak RSS of ``toktok
   run`` against ``working_set_mb``, sampling, huge lines and row groups;
-- ``scale`` -> ``SCALE.md`` (``make bench-scale``): toktoktok (and, at the
+- ``scale`` -> ``results/SCALE.md`` (``make bench-scale``): toktoktok (and, at the
   largest size, toktoktok ingesting on a local Ray instance), rustbpe (fed
   1 MiB chunks, and documents) and Hugging Face on 0.1, 0.3 and 1.2 GB of the
   Linux kernel's source and on 100 MB of English prose (the shared corpora's);
@@ -23,13 +23,17 @@ Sections (what each writes; the make target that runs it):
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
   real corpora;
-- ``corpus`` -> ``/work/scale-data``: the scale corpora, from Debian's
+- ``corpus`` -> ``--out``: the scale corpora, from Debian's
   ``linux-source-6.1``, and the prose decompressed from the shared corpora.
 
 Where things live:
 
 - ``sections/``: one module per section (``peers`` uses ``ingest``,
-  ``scaling`` and ``targets`` for its parts of RESULTS.md);
+  ``scaling`` and ``targets`` for its parts of RESULTS.md), and the
+  processes the sections start: ``peer_trainers.py`` (rustbpe, Hugging Face),
+  ``baseline_ingest.py`` (the ``findall`` baseline); ``scale_corpus.py``
+  builds the scale corpora;
+- ``results/``: the reports, as the last run of each section wrote them;
 - ``benchkit/``: the shared helpers: ``measure`` (a command run as a whole
   process, measured from outside: wall, CPU, ``ru_maxrss`` and the sampled
   peak of its process tree; medians; the growth exponent), ``toktok``
@@ -37,9 +41,6 @@ Where things live:
   corpora and the demo fallback), ``report`` (machine, commit, versions,
   Markdown tables), ``reduce_cost`` (the Ray engine's sum of count tables,
   timed per row, as a process of its own);
-- ``peer_trainers.py``, ``baseline_ingest.py``: the processes the sections
-  start for rustbpe / Hugging Face and for the ``findall`` baseline;
-  ``scale_corpus.py``: the scale corpora.
 
 The benchmarks drive toktoktok through its command line (``toktok ...``),
 its public library (``toktoktok.load``) and the JSON manifests it writes;
@@ -64,7 +65,7 @@ SECTIONS = {
     "scale": "sections.scale",
     "scanner": "sections.scanner",
     "pieces": "sections.pieces",
-    "corpus": "scale_corpus",
+    "corpus": "sections.scale_corpus",
 }
 
 

@@ -2,7 +2,7 @@
 
 A run's peak resident memory is a fixed overhead plus what ``working_set_mb``
 bounds. The constants here were measured on Linux x86-64, Python 3.11, with
-``benchmarks/run.py --section memory`` (``benchmarks/MEMORY.md``; the
+``benchmarks/run.py --section memory`` (``benchmarks/results/MEMORY.md``; the
 README's memory section).
 
 - ``FIXED_OVERHEAD_MB``: the interpreter, numpy, pyarrow, numba with its JIT
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from toktoktok.sampling import TEXT_PER_BUDGET_BYTE
 
-FIXED_OVERHEAD_MB = 222  # measured: the shared corpora at working_set_mb 1 (benchmarks/MEMORY.md)
+FIXED_OVERHEAD_MB = 222  # measured: the shared corpora at working_set_mb 1 (benchmarks/results/MEMORY.md)
 WORK_PER_TEXT_BYTE = 1 / TEXT_PER_BUDGET_BYTE  # the budget a byte of kept text may use
 
 

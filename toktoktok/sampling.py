@@ -32,7 +32,7 @@ import hashlib
 import numpy as np
 
 # bytes of training text a phase keeps per byte of working_set_mb: counting and training it
-# fit the budget (0.5 went over it at 64 MiB; 0.4 stays within it in benchmarks/MEMORY.md,
+# fit the budget (0.5 went over it at 64 MiB; 0.4 stays within it in benchmarks/results/MEMORY.md,
 # written by benchmarks/run.py --section memory)
 TEXT_PER_BUDGET_BYTE = 0.4
 

@@ -89,7 +89,7 @@ def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[li
         return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
     peer, _, feed = trainer.partition(":")
     out = folder / f"{peer}.tiktoken"
-    return [sys.executable, str(HERE / "peer_trainers.py"), peer, "--corpus", str(corpus.train), "--tokens",
+    return [sys.executable, str(HERE / "sections" / "peer_trainers.py"), peer, "--corpus", str(corpus.train), "--tokens",
             str(tokens), "--pattern", default_pattern(), "--out", str(out), "--feed", feed or "documents"], out
 
 

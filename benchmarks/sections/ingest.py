@@ -89,7 +89,7 @@ class IngestResult:
 
 def run_baseline(corpus: Corpus, folder: Path) -> tuple[Measured, dict[str, float] | None]:
     out = fresh(folder) / "baseline.json"
-    cmd = [sys.executable, str(HERE / "baseline_ingest.py"), "--corpus", str(corpus.train), "--pattern",
+    cmd = [sys.executable, str(HERE / "sections" / "baseline_ingest.py"), "--corpus", str(corpus.train), "--pattern",
            default_pattern(), "--out", str(out)]
     measured = run_measured(cmd, folder / "log.txt")
     got = json.loads(out.read_text()) if measured.returncode == 0 and out.exists() else None
@@ -159,7 +159,7 @@ def section(results: list[IngestResult], reps: int) -> list[str]:
         "manifest `seconds.ingest` (read, cut, pre-tokenize, count, write the chunk files; loading numba's "
         "compiled code from its cache, `seconds.kernels`, is timed apart, as the train stage does); the "
         "baseline's own "
-        "clock from opening the file to the last count (`benchmarks/baseline_ingest.py`: "
+        "clock from opening the file to the last count (`benchmarks/sections/baseline_ingest.py`: "
         "`Counter.update(regex.findall(DEFAULT_PATTERN, doc))` per document). \"process wall\" adds "
         "Python's start-up and imports (and, for toktoktok, loading numba's compiled code from its cache). "
         "MB = 10^6 bytes of the training file. Peak RSS = max(`ru_maxrss`, sampled tree).", "",

@@ -998,7 +998,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              f"{DEMO_HUGE_MB} with the demo corpus)")
     parser.add_argument("--out", type=Path, default=HERE / ".work" / "memory",
                         help="work folder, emptied first (default benchmarks/.work/memory, ignored by git)")
-    parser.add_argument("--report", type=Path, default=HERE / "MEMORY.md", help="the Markdown report")
+    parser.add_argument("--report", type=Path, default=HERE / "results" / "MEMORY.md", help="the Markdown report")
     parser.add_argument("--demo", action="store_true", help="use the demo corpus even if the shared corpora exist")
     args = parser.parse_args(argv)
     args.budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})

@@ -445,7 +445,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--parts", default=",".join(SECTIONS), help=f"comma-separated: {','.join(SECTIONS)}")
     parser.add_argument("--corpora", default="english,code", help="comma-separated corpus names")
     parser.add_argument("--only", default=",".join(TRAINERS), help="comma-separated: toktoktok,hf,rustbpe")
-    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="the Markdown report")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "RESULTS.md", help="the Markdown report")
     parser.add_argument("--work", type=Path, default=None, help="bench folder (default: a temp folder, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the bench folder")
     args = parser.parse_args(argv)

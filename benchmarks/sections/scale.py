@@ -75,7 +75,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import scale_corpus
+from sections import scale_corpus
 from benchkit import report as bench_report
 from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA, Corpus
 from benchkit.measure import Measured, exponent, median_of
@@ -574,7 +574,7 @@ def kernel_line(manifest: dict | None) -> str:
     if manifest is None:
         return "- corpus: the kernel's source was not run (no kernel size in `--sizes`)"
     return (f"- corpus: Debian's `{manifest['package']}` {manifest['version']} (`apt-get download`), built by "
-            f"`benchmarks/scale_corpus.py`: {manifest['files']['kept']:,} UTF-8 files "
+            f"`benchmarks/sections/scale_corpus.py`: {manifest['files']['kept']:,} UTF-8 files "
             f"({', '.join(manifest['suffixes'])}, {', '.join(manifest['names'])}) in the order of a hash of their "
             f"path, one file a document (stripped, then a blank line); every {manifest['hold_out_every']}th file "
             f"held out ({manifest['files']['heldout_files']:,} files, {manifest['heldout_bytes'] / MB:,.1f} MB); "
@@ -593,7 +593,7 @@ def prose_line(manifest: dict | None, source: Path) -> str:
         return f"- prose: **skipped**, no `{train}` and `{heldout}` in {source} (`--prose`)"
     what = f", in their README's words \"{manifest['what']}\"" if manifest.get("what") else ""
     return (f"- prose: `{train}` of the shared corpora ({source}){what}; decompressed by "
-            f"`benchmarks/scale_corpus.py` (`zstandard`): {manifest['train']['bytes'] / MB:,.1f} MB, "
+            f"`benchmarks/sections/scale_corpus.py` (`zstandard`): {manifest['train']['bytes'] / MB:,.1f} MB, "
             f"{manifest['train']['documents']:,} documents (one blank line between documents); held out: the "
             f"corpora's own split `{heldout}`, {manifest['heldout']['bytes'] / MB:,.1f} MB, "
             f"{manifest['heldout']['documents']:,} documents never in the training text")
@@ -755,7 +755,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", type=int, default=65536, help="vocabulary size incl. 256 bytes")
     parser.add_argument("--scanner-mb", type=int, default=100, help="MB of text for the scanner's rate, 0 to skip")
     parser.add_argument("--note", default="", help="a line printed in bold at the top of the report")
-    parser.add_argument("--out", type=Path, default=HERE / "SCALE.md", help="the Markdown report")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "SCALE.md", help="the Markdown report")
     parser.add_argument("--work", type=Path, default=None, help="bench folder (default: a temp folder, removed)")
 
 

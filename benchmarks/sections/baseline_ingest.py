@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The ingest baseline: ``regex.findall`` + ``collections.Counter`` in one Python process.
 
-    python benchmarks/baseline_ingest.py --corpus train.txt --pattern REGEX --out counts.json
+    python benchmarks/sections/baseline_ingest.py --corpus train.txt --pattern REGEX --out counts.json
 
 Reads the same plain ``.txt`` toktoktok ingests, split into the same
 documents (``peer_trainers.iter_documents``: docs/pretokenization.md's blank-line boundary, streamed

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The peer trainers, each run by the ``peers`` and ``scale`` sections as a whole process of its own.
 
-    python benchmarks/peer_trainers.py hf      --corpus train.txt --tokens 32768 --pattern REGEX --out hf.tiktoken
-    python benchmarks/peer_trainers.py rustbpe --corpus train.txt --tokens 32768 --pattern REGEX --out rustbpe.tiktoken
+    python benchmarks/sections/peer_trainers.py hf      --corpus train.txt --tokens 32768 --pattern REGEX --out hf.tiktoken
+    python benchmarks/sections/peer_trainers.py rustbpe --corpus train.txt --tokens 32768 --pattern REGEX --out rustbpe.tiktoken
 
 Both stream the same plain ``.txt`` that toktoktok trains on, fed as one of:
 
