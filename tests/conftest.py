@@ -34,11 +34,12 @@ import pytest
 import regex
 import yaml
 
+from tests.helpers import SHARED
+
 # Nothing is ever fetched from a model hub: transformers loads only the folders the tests write.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 SHARED_DATA = SHARED / "data"
 BIN = Path(sys.executable).parent
 TOKTOK = BIN / "toktok"

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import regex
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+ROOT = Path(__file__).resolve().parents[1]  # the project
+SHARED = ROOT.parent / "shared"  # beside the checkout; tests that use it skip when absent
 
 
 def stdlib_text(limit: int = 200_000) -> str:

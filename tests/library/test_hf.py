@@ -34,7 +34,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import as_inventory, stdlib_text
+from tests.helpers import SHARED, as_inventory, stdlib_text
 from toktoktok.hf import bpe_merges, onig_pattern, read_hf_tokenizer, token_text, tokenizer_json, write_hf
 from toktoktok.merge import train_phase
 from toktoktok.patterns import NAMED_PATTERNS, regex_unicode_version
@@ -44,7 +44,7 @@ from toktoktok.vocab import Vocab
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Regex, Tokenizer, pre_tokenizers  # noqa: E402
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = SHARED / "data"
 MULTILINGUAL = SHARED_DATA / "multilingual"
 CL100K = SHARED_DATA / "reference" / "cl100k_base.tiktoken.gz"
 CL100K_SPECIALS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,

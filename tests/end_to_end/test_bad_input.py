@@ -64,7 +64,7 @@ import zstandard
 
 import toktoktok
 from tests.conftest import english_text, piece_counts, read_documents
-from tests.conftest_robust import (  # noqa: F401 - mount_tmpfs is a fixture
+from tests.processes import (
     SPECIALS,
     assert_nothing_claims_completeness,
     children,
@@ -75,7 +75,6 @@ from tests.conftest_robust import (  # noqa: F401 - mount_tmpfs is a fixture
     interrupted_line,
     manifest,
     manifests,
-    mount_tmpfs,
     output,
     phase,
     sha256,

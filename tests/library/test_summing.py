@@ -1,5 +1,5 @@
 """``summing.RunningSum`` against ``counts.sum_tables`` (itself checked against a
-Counter in test_exact_ingest): the same rows, in the same order, however the
+Counter in tests/stages/test_ingest_exact.py): the same rows, in the same order, however the
 tables are cut and added."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from tests.conftest_robust import cli, manifest, phase, work, write_config
+from tests.processes import cli, manifest, phase, work, write_config
 from toktoktok.config import Source
 from toktoktok.sources import glob_match, list_source_files
 

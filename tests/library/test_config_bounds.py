@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from toktoktok import config as config_module
 from toktoktok.config import BOUNDS, ConfigError, load_config
 from toktoktok.tiktoken_file import find_nested, validate_special_tokens
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = ROOT / "README.md"
 
 MINIMAL = """\
 output: out/tok.tiktoken

@@ -920,7 +920,7 @@ def test_engine_and_ray_options(project: Path) -> None:
 
 def test_file_uris_are_absolute_and_checked(project: Path) -> None:
     """A file:// URI names a file wherever the config is; it must exist like a path.
-    Other schemes are read through pyarrow.fs, for sources only (tests/test_uris.py)."""
+    Other schemes are read through pyarrow.fs, for sources only (tests/library/test_uris.py)."""
     target = project / "data" / "with space é.txt"
     target.write_text("hello\n", encoding="utf-8")
     uri = target.as_uri()

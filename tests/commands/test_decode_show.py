@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from tests.commands.test_encode import BOS, EOT, encoding, make_tokenizer
 from tests.conftest import english_text, toktok, write_config
-from tests.test_token_files import BOS, EOT, encoding, make_tokenizer
 
 
 @pytest.fixture(scope="module")

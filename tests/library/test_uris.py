@@ -7,7 +7,7 @@ config itself turns into a plain path) runs every line of the remote code here;
 ``TOKTOKTOK_TEST_S3`` names a writable prefix, e.g.
 ``s3://bucket/prefix?endpoint_override=http://127.0.0.1:9000&scheme=http``
 (credentials from pyarrow's usual ``AWS_*`` variables), and skipped otherwise.
-The Ray engine's reading of URIs is in tests/test_ray.py.
+The Ray engine's reading of URIs is in tests/stages/test_ingest_ray.py.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pytest
 import zstandard
 from pyarrow import fs
 
-from tests.conftest_robust import phase, write_config
 from tests.helpers import stdlib_text
+from tests.processes import phase, write_config
 from toktoktok import uris
 from toktoktok.config import ConfigError, Source, load_config
 from toktoktok.sources import SourceError, iter_blocks, iter_txt_windows, list_source_files, text_bytes

@@ -6,13 +6,12 @@ from __future__ import annotations
 import ast
 import inspect
 import pickle
-from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT  # noqa: E402
 from toktoktok import errors
 
-ROOT = Path(__file__).resolve().parent.parent
 FAMILY = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
           if issubclass(cls, errors.ToktokError) and cls is not errors.ToktokError]
 BUILT_IN_BASES = {"Exception", "ValueError", "RuntimeError", "OSError", "OverflowError", "KeyboardInterrupt",

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest_robust import (
+from tests.processes import (
     children,
     cli,
     finish,

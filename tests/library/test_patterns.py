@@ -18,7 +18,8 @@ import pytest
 import regex
 
 import toktoktok
-from tests.conftest_robust import cli, error_line, phase, write_config
+from tests.processes import cli, error_line, phase, write_config
+from toktoktok.errors import PatternMiss, UnsafePattern
 from toktoktok.patterns import (
     NAMED_PATTERNS,
     PROBE_CHARACTERS,
@@ -26,7 +27,6 @@ from toktoktok.patterns import (
     probe_pattern,
     resolve_pattern,
 )
-from toktoktok.errors import PatternMiss, UnsafePattern
 from toktoktok.pretokenize import count_texts
 from toktoktok.tiktoken_file import write_tiktoken
 

@@ -18,10 +18,11 @@ import pytest
 import yaml
 
 from tests.conftest import toktok
+from tests.helpers import SHARED
 from toktoktok import sampling
 from toktoktok.loading import load
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+CORPORA = SHARED / "corpora"
 DOMAINS = ("english", "code", "german")
 PER_DOMAIN = 8_000_000
 HELDOUT = 1_000_000

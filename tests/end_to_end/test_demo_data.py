@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "data" / "build_demo.py"
+from tests.helpers import ROOT
+
+SCRIPT = ROOT / "data" / "build_demo.py"
 MAX_MB = "1"
 
 

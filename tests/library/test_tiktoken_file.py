@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import SHARED
 from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.tiktoken_file import (
     MAX_RANK,
@@ -26,7 +27,7 @@ from toktoktok.tiktoken_file import (
     write_tiktoken,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = SHARED
 CL100K_GZ = SHARED / "data" / "reference" / "cl100k_base.tiktoken.gz"
 
 

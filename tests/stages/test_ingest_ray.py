@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest_robust import TOKTOK, finish, phase, read_arrow, signal_group, start, wait_for, write_config
-from tests.helpers import stdlib_sources, stdlib_text
+from tests.helpers import SHARED, stdlib_sources, stdlib_text
+from tests.processes import TOKTOK, finish, phase, read_arrow, signal_group, start, wait_for, write_config
 
 pytest.importorskip("ray")
 
@@ -44,7 +44,7 @@ from toktoktok_stages.workdir.progress import Progress  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+SHARED = SHARED / "corpora"
 SLOW_PATTERN = r"(?:a|aa)+b|\s+|[^\sa]+|a"  # backtracks without end on a long run of "a" (test_interrupts.py)
 
 

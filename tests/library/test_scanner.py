@@ -10,7 +10,6 @@ the first 5 MB of the shared corpora (skipped when ``../shared`` is absent).
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import SHARED
 from toktoktok import scanner
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.scanner import (
@@ -34,7 +34,7 @@ from toktoktok.scanner import (
     split_text,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = SHARED
 WHICH = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
 ORACLE = {WHICH[name]: regex.compile(NAMED_PATTERNS[name].python) for name in WHICH}
 EACH = pytest.mark.parametrize("which", list(WHICH.values()), ids=list(WHICH))

@@ -49,6 +49,8 @@ import pytest
 import regex
 import yaml
 
+from tests.helpers import SHARED
+
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -67,7 +69,7 @@ from toktoktok.sources import iter_blocks  # noqa: E402
 from toktoktok_stages import workdir  # noqa: E402
 from toktoktok_stages.workdir.progress import Progress  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = SHARED
 MULTILINGUAL = SHARED / "data" / "multilingual"
 
 PATTERN_NAMES = ("default", "cl100k", "o200k", "gpt2")

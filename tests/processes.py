@@ -1,4 +1,4 @@
-"""Helpers and fixtures for tests/test_robustness.py (bad input and interruption).
+"""Running ``toktok`` as a user would, for the end-to-end tests: a process, its signals, what it left.
 
 Everything runs the installed ``toktok`` executable (beside ``sys.executable``)
 in a subprocess, on real files in ``tmp_path``: the exit code, stderr and what
@@ -8,8 +8,8 @@ Root: the tests usually run as root, for whom ``chmod 000`` blocks nothing.
 Where a test needs an unreadable file it runs ``toktok`` under
 ``setpriv --bounding-set -dac_override,-dac_read_search`` (root without the
 capabilities that bypass file permissions), and skips if that is not
-possible. Mounting a small tmpfs (disk full, read-only folder) needs root
-and is skipped otherwise.
+possible. (Mounting a small tmpfs, for a full disk or a read-only folder, is
+the ``mount_tmpfs`` fixture of ``tests/end_to_end/conftest.py``.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,24 +223,3 @@ def sha256(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- mounts
-
-
-@pytest.fixture
-def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
-    """``mount_tmpfs(name, size="2m", read_only=False)``: a small tmpfs under tmp_path
-    (unmounted afterwards); skips the test where mounting is not allowed."""
-    mounted: list[Path] = []
-
-    def mount(name: str, size: str = "2m", read_only: bool = False) -> Path:
-        point = tmp_path / name
-        point.mkdir()
-        options = f"size={size}" + (",ro" if read_only else "")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-        mounted.append(point)
-        return point
-
-    yield mount
-    for point in reversed(mounted):
-        subprocess.run(["umount", "-l", str(point)], capture_output=True)
