@@ -11,7 +11,7 @@
 never imports ``stages`` and writes nothing, so it works from any script,
 notebook or stdin. It gives the ``.tiktoken`` that ``toktok run`` gives on the
 jsonl file ``toktoktok_stages.pipeline.train_texts`` writes for the same
-documents and options, one phase named ``train`` (``tests/test_api.py``
+documents and options, one phase named ``train`` (``tests/library/test_api.py``
 compares them). The steps: ``documents`` (each string one document),
 ``_fates`` (the held-out choice and the sample, keyed as that file's rows),
 ``count_documents`` (the pieces, as ingest counts them), ``_learn`` (the

@@ -8,7 +8,7 @@ make Oniguruma split text as tiktoken's engine and ``regex`` do, and the
 case-folding tables that prove a case-insensitive literal safe. It knows
 nothing of vocabularies, byte-level alphabets or ``tokenizer.json``; the
 export (``toktoktok.hf``) knows nothing of regex syntax. Each rule is proven
-against ``tokenizers``, tiktoken and ``regex`` by ``tests/test_hf_export.py``.
+against ``tokenizers``, tiktoken and ``regex`` by ``tests/library/test_hf.py``.
 
     >>> print(onig_pattern(r"(?i:'s|'re)|\s+$"))
     (?i:'[s]|'re)|\s+\z
@@ -418,7 +418,7 @@ def onig_pattern(pattern: str) -> str:
 
     Each rule below was found by running the construct through
     ``tokenizers.pre_tokenizers.Split`` against tiktoken and `regex`, and is
-    proven by ``tests/test_hf_export.py``:
+    proven by ``tests/library/test_hf.py``:
 
     - ``$`` -> ``\z``: Oniguruma's ``$`` is end of *line* (before any
       ``\n``), tiktoken's is end of text. ``^`` -> ``\A`` likewise.
