@@ -52,7 +52,7 @@ from toktoktok.loading import split_name
 from toktoktok.vocab import BYTE_ORDER
 
 from . import workdir
-from .workdir import artifacts
+from .workdir import artifacts, peak
 
 REPORT_FORMAT = "toktoktok-report/1"
 CURVE_SAMPLE_BYTES = 1_000_000  # held-out text per domain encoded at each checkpoint
@@ -316,7 +316,7 @@ def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | N
             "all": _lengths(all_tokens),
         },
         "timings": {"phases": timings, "export": {"seconds_before_report": export_seconds,
-                                                   "peak_rss_mb": artifacts.stage_peak_rss_mb()}},
+                                                   "peak_rss_mb": peak.stage_peak_rss_mb()}},
     }
 
 
