@@ -473,9 +473,9 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
         if not confirmed:
             click.echo(f"kept {work}")
             return
-    from ..workdir import publish_journal
+    from ..workdir import Work
 
-    _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
+    _guarded(lambda: remove_work_dir(Work(cfg)), verbose)
     click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
 
 

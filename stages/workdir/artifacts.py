@@ -3,9 +3,11 @@
 Stages talk only through these files. A stage folder is complete when its
 ``manifest.json`` exists: the manifest is written last, and a stage about to
 redo its work deletes the old manifest first, so a folder interrupted half
-way is never mistaken for a finished one. The manifest's ``key`` is a digest
-of everything the stage's result depends on (settings and its inputs'
-fingerprints): a stage whose key did not change is not redone.
+way is never mistaken for a finished one (``folders.StageFolder`` does both).
+The manifest's ``key`` is a digest of everything the stage's result depends
+on (settings and its inputs' fingerprints, ``keys``): a stage whose key did
+not change is not redone. This module reads and writes the files; it knows
+no stage.
 
     >>> key_of({"b": 1, "a": [1, 2]}) == key_of({"a": [1, 2], "b": 1})
     True
@@ -16,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,6 @@ from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.errors import DamagedArtifact
 from toktoktok.loading import file_sha256
 
-from .peak import STAGE_PEAK, peak_rss_mb, release_memory
-
 MANIFEST = "manifest.json"
 FORMAT = "toktoktok-artifacts/1"
 
@@ -49,9 +48,6 @@ def key_of(obj: Any) -> str:
 def file_digest(path: Path) -> str:
     """sha256 of a file's bytes (``toktoktok.loading.file_sha256``)."""
     return file_sha256(path)
-
-
-
 
 
 _CHECKED: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256 seen in this process
@@ -77,8 +73,8 @@ def damaged_output(folder: Path, manifest: dict[str, Any]) -> str | None:
 
     This is what makes an artifact safe to use: a flipped byte in a chunk or
     merges file is caught here, before its values reach a numba kernel. Each
-    file is hashed once per process (``checked_digest``); sha256 runs at
-    about 340 MB/s here, and a stage's artifacts are a few MB to tens of MB.
+    file is hashed once per process (``checked_digest``), since hashing is
+    the costly part of a check.
     """
     for out in manifest.get("outputs", []):
         path = Path(out["path"]) if "path" in out else folder / out["name"]
@@ -131,51 +127,12 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def is_current(folder: Path, key: str) -> bool:
-    """True if the folder holds a finished stage with this key and all its outputs intact."""
-    return stale_reason(folder, key) is None
-
-
-NOT_DONE, CHANGED = "not done yet", "its inputs or settings changed"
-
-
-def stale_reason(folder: Path, key: str) -> str | None:
-    """Why the folder's stage must be redone (None: it is current): ``NOT_DONE``,
-    ``CHANGED``, or, for a finished stage with the same key, which output is
-    damaged (``is_damage``)."""
-    manifest = read_manifest(folder)
-    if manifest is None:
-        return NOT_DONE
-    if manifest.get("key") != key:
-        return CHANGED
-    return damaged_output(folder, manifest)
-
-
-def is_damage(reason: str | None) -> bool:
-    """Whether ``stale_reason`` found a damaged output (to be said when redoing)."""
-    return reason not in (None, NOT_DONE, CHANGED)
-
-
-def begin(folder: Path) -> None:
-    """Make ``folder`` empty and ready: the old manifest goes first. The stage's
-    peak memory is measured from here (``StagePeak``)."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    release_memory()
-    STAGE_PEAK.start()
-
-
-def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Write the manifest last (atomically), adding the format and peak RSS."""
-    peak_kb, exact = STAGE_PEAK.peak_kb()
-    manifest = {"format": FORMAT, **manifest, "peak_rss_mb": round(peak_kb / 1024, 1), "peak_rss_exact": exact,
-                "process_peak_rss_mb": peak_rss_mb()}
-    if manifest.get("workers_peak_rss_mb"):
-        manifest["all_processes_peak_rss_mb"] = round(manifest["peak_rss_mb"] + manifest["workers_peak_rss_mb"], 1)
-    atomic_write_bytes(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
-    return manifest
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> str:
+    """Write ``folder``'s manifest atomically; returns its text (what a later
+    ``read_manifest`` parses)."""
+    text = json.dumps(manifest, indent=2, default=str) + "\n"
+    atomic_write_bytes(folder / MANIFEST, text.encode())
+    return text
 
 
 def outputs_key(manifest: dict[str, Any]) -> str:
