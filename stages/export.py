@@ -247,9 +247,10 @@ class Built:
 def up_to_date(work: Work, key: str, progress: Progress) -> dict[str, Any] | None:
     """The export's manifest when its outputs are current with ``key`` (else None;
     an output changed since, a damaged one say, is said)."""
-    stale = work.export.stale_reason(key)
+    folder = work.export
+    stale = folder.stale_reason(key)
     if stale is None:
-        return {**work.export.recorded, "skipped": True}
+        return {**folder.recorded, "skipped": True}
     if is_damage(stale):
         progress.note(f"warning: {stale}: exporting again")
     return None
@@ -261,10 +262,10 @@ def build(work: Work, *, key: str, progress: Progress) -> Built:
     Nothing beside ``output:`` changes: ``publish`` moves the staged files into
     place once the orchestrator has added the report.
     """
-    cfg = work.cfg
+    cfg, folder = work.cfg, work.export
     started = time.perf_counter()
     uninterrupted(load_segmenter)  # numba may start here (export alone): Ctrl-C waits for it
-    work.export.begin()
+    folder.begin()
     train_manifests = [work.train(p).manifest() for p in cfg.phases]
     vocab = work.vocab_after(len(cfg.phases))
     specials = special_ids(work, len(vocab))
@@ -272,7 +273,7 @@ def build(work: Work, *, key: str, progress: Progress) -> Built:
         raise ExportFailed(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
                           f"{cfg.vocab_size:,} (trained with other settings? rerun `toktok train`)")
     meta = meta_document(cfg, vocab, specials, train_manifests)
-    staged = work.export.staged
+    staged = folder.staged
     staged.mkdir()
     tiktoken_file = staged / cfg.output.name
     write_tiktoken(tiktoken_file, vocab.ranks())
@@ -309,7 +310,7 @@ def build(work: Work, *, key: str, progress: Progress) -> Built:
     manifest = {
         "stage": "export",
         "key": key,
-        "settings": work.export.settings(),
+        "settings": folder.settings(),
         "inputs": {"trained": [m["outputs"] for m in train_manifests]},
         "counts": {
             "mergeable_ranks": vocab.count(),

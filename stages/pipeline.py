@@ -4,31 +4,24 @@ every stage whose inputs and settings did not change.
 Each phase has its own ingest and train folder, so changing one phase's
 sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
-file in the work directory keeps two runs from writing there at once.
+file in the work directory keeps two runs from writing there at once. Each
+command makes one ``workdir.Work`` and hands it to every stage it runs, so
+a key is computed, and a manifest read and checked, once a command.
 
-Each command makes one ``workdir.Work`` and hands it to every stage it runs,
-so a key is computed and a manifest read and checked once a command.
 The orchestrator, not the export stage, writes the report: ``export.build``
 writes and validates the tokenizer in the work folder, ``report.write_report``
 adds the report beside it, and ``export.publish`` moves the set into place.
 
-Robustness:
-
-- ``Work.check_ready`` finds before any work starts what can be found then: a
-  warm start that is not a valid vocabulary, a source with no readable file
-  (with ``on_bad_file: fail``, also a broken symbolic link or a file that
-  cannot be opened), an output or work folder that cannot be written. Each
-  is a ``ConfigError`` (exit 2) naming the key and its YAML line.
-- Ctrl-C raises ``Interrupted`` whose message says which stages finished
-  (their artifacts are kept and reused) and which one was cut short.
-- The outputs are one set, published all or nothing (``toktoktok.publish_journal``):
-  an export that fails or is interrupted leaves the previous set exactly as
-  it was, and says so. After a kill -9 in the middle of a publish, the next
-  run (any stage command, under the lock, before anything else) undoes it or
-  finishes it from the journal it left in ``WORK/export/publish.json``;
-  meanwhile the readers refuse the mixed pair by its digests. Temporary files
-  that a killed export left beside the outputs are swept before the next
-  export.
+Robustness: ``Work.check_ready`` finds before any work starts what can be
+found then (each a ``ConfigError``, exit 2, naming the key and its YAML line).
+Ctrl-C raises ``Interrupted`` whose message says which stages finished (kept
+and reused) and which one was cut short. The outputs are one set, published
+all or nothing (``toktoktok.publish_journal``): an export that fails or is
+interrupted leaves the previous set as it was, and says so; after a kill -9
+in a publish, the next run (any stage command, under the lock, first) undoes
+or finishes it from ``WORK/export/publish.json``, and the readers meanwhile
+refuse the mixed pair by its digests. Temporary files that a killed export
+left beside the outputs are swept before the next export.
 """
 
 from __future__ import annotations

@@ -2,30 +2,24 @@
 
 The plan has four parts, printed in this order:
 
-1. the effective configuration, as YAML: ``effective_settings`` (every
-   default filled in, every path absolute, ``vocab_size`` fitted) plus
-   ``threads`` resolved to a number of cores;
+1. the effective configuration, as YAML: ``effective_settings`` (defaults
+   filled in, paths absolute, ``vocab_size`` fitted) plus ``threads`` resolved;
 2. the id layout, in the order ids are given (``id_layout``): the bytes and
    hardcoded merges (or the warm start's base), each phase, the special
    tokens, the padding, each with its first and last id;
-3. per phase: each file with its format, its size on disk and its text
-   bytes, the phase's totals, its capacity (``working_set_mb`` of text),
-   whether it will be sampled and at what share, and its expected peak
-   memory;
-4. the run's expected peak memory: the largest phase's (phases run one
-   after another), a fixed overhead plus what ``working_set_mb`` bounds.
+3. per phase: each file with its format, size on disk and text bytes, the
+   totals, the capacity (``working_set_mb`` of text), whether it will be
+   sampled and at what share, and its expected peak memory;
+4. the run's expected peak memory: the largest phase's.
 
 Design: the plan computes nothing of its own. The files, their text bytes
-(compressed files streamed, the sizes an earlier ingest recorded reused) and
-the share come from the phase's ingest folder (``Work.ingest(phase).inputs``),
-the memory from ``toktoktok.memory``: what ``toktok ingest`` reads, so the
-share planned is the share ingest keeps. Sources are checked as ``run``
-checks them (``Work.check_ready``: a problem is a ``ConfigError``, exit
-2). Nothing is written: no output or work folder is created and the run
-lock is not taken, so a plan may be made while a run is going on.
-
-Sizes are shown in binary units (``MiB`` = 2**20 bytes), the unit of
-``working_set_mb``; ``--json`` gives every size in bytes.
+(the sizes an earlier ingest recorded reused) and the share come from the
+phase's ingest folder (``Work.ingest(phase).inputs``), what ``toktok ingest``
+reads, so the share planned is the share ingest keeps; the memory from
+``toktoktok.memory``. Sources are checked as ``run`` checks them
+(``Work.check_ready``: a ``ConfigError``, exit 2). Nothing is written and the
+lock is not taken, so a plan may be made while a run is going on. Sizes are
+in binary units (``MiB`` = 2**20 bytes); ``--json`` gives bytes.
 
     >>> human(3 << 20), human(1536), human(12)
     ('3.0 MiB', '1.5 KiB', '12 B')

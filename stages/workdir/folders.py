@@ -6,7 +6,8 @@ are made by a ``Work`` (``work``), one per folder, and remember what they
 read: the manifest is read once, checked once against the files it lists
 (``artifacts.damaged_output``), and the key computed once. A stage asks its
 own folder and its upstream folders; a folder asks its upstream folders
-through the ``Work``, so within one process nothing is read or hashed twice.
+through the ``Work``, so within one process no manifest is read or checked
+twice.
 
 ``begin`` empties a folder (the manifest first) and starts measuring the
 stage's memory (``peak``); ``finish`` writes the manifest last and keeps it
@@ -249,7 +250,7 @@ class TrainFolder(StageFolder):
 
 
 class ExportFolder(StageFolder):
-    """``WORK/export``: the export's manifest, the staged set, the publish journal."""
+    """``WORK/export``: the export's manifest and its staged set (``staged``)."""
 
     def __init__(self, work: Work) -> None:
         super().__init__(layout.export_dir(work.cfg))
