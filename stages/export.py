@@ -1,6 +1,7 @@
 """Stage 3, export: every phase's merges -> ``NAME.tiktoken`` and ``NAME.meta.json``.
 
-Reads: ``WORK/train/*/merges.arrow`` (the vocabulary), ``WORK/ingest/*/``
+Reads, through its ``Work``: ``WORK/train/*/merges.arrow`` (the vocabulary
+after the last phase, and the warm start it began from), ``WORK/ingest/*/``
 (held-out text and pieces, for validation).
 Writes: the ``.tiktoken`` file and its companion (docs/outputs.md), atomically, then
 ``WORK/export/manifest.json`` (last).
@@ -45,7 +46,7 @@ from toktoktok import publish_journal
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.config import Config, HfSettings, config_fingerprint
 from toktoktok.counts import inventory
-from toktoktok.errors import ExportFailed, MissingInput
+from toktoktok.errors import ExportFailed
 from toktoktok.hf import hf_roles, write_hf
 from toktoktok.interrupts import uninterrupted
 from toktoktok.loading import META_FORMAT, meta_path
@@ -56,8 +57,7 @@ from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
 from toktoktok.vocab import special_ids as vocab_special_ids
 
-from . import workdir
-from .workdir import artifacts
+from .workdir import IngestFolder, Work, artifacts, hf_dir, is_damage
 from .workdir.progress import Progress
 
 CHECKED_PIECES = 100_000  # most frequent pieces of each phase compared with tiktoken
@@ -84,40 +84,16 @@ def hf_disagreements(folder: Path, enc: tiktoken.Encoding, texts: list[str], spe
     return sum(hf.encode(t).ids != enc.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts + joined)
 
 
-def special_ids(cfg: Config, vocab_size: int) -> dict[str, int]:
+def special_ids(work: Work, vocab_size: int) -> dict[str, int]:
     """A warm start's special tokens keep their ids; the others come after all
     merges, in config order, then the padding tokens (``toktoktok.vocab.special_ids``)."""
-    return vocab_special_ids(cfg.special_tokens, vocab_size, kept=workdir.base_special_tokens(cfg),
-                             pad_to=cfg.pad_to_multiple_of)
+    return vocab_special_ids(work.cfg.special_tokens, vocab_size, kept=work.base_special_tokens(),
+                             pad_to=work.cfg.pad_to_multiple_of)
 
 
 def vocab_size(vocab: Vocab, specials: dict[str, int]) -> int:
     """The number of ids: one more than the highest rank or special id."""
     return max(len(vocab), max(specials.values(), default=-1) + 1)
-
-
-def export_settings(cfg: Config) -> dict[str, Any]:
-    """The settings export depends on (recorded in its manifest)."""
-    return {
-        "stage": "export",
-        "report": "toktoktok-report/1",
-        "export_hf": cfg.export_hf,
-        "base": workdir.base_description(cfg),
-        "special_tokens": list(cfg.special_tokens),
-        "pad_to_multiple_of": cfg.pad_to_multiple_of,
-        "pattern": cfg.pattern.tiktoken,
-        "output": str(cfg.output),
-        "fingerprint": config_fingerprint(cfg),
-    }
-
-
-def export_key(cfg: Config) -> str:
-    """Export depends on every phase's merges, each current with its own inputs."""
-    for phase in cfg.phases:
-        if artifacts.read_manifest(workdir.train_dir(cfg, phase)) is None:
-            raise MissingInput(f"phase '{phase.name}' has not been trained: run `toktok train -c {cfg.path}` first")
-    trained = [artifacts.outputs_key(workdir.current_train_manifest(cfg, phase)) for phase in cfg.phases]
-    return artifacts.key_of({**export_settings(cfg), "trained": trained})
 
 
 def meta_document(cfg: Config, vocab: Vocab, specials: dict[str, int], train_manifests: list[dict]) -> dict:
@@ -178,10 +154,10 @@ def round_trip_failures(enc: tiktoken.Encoding, texts: list[str], specials: dict
     return failures
 
 
-def _phase_pieces(cfg: Config, phase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _phase_pieces(folder: IngestFolder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The most frequent pieces of a phase (up to CHECKED_PIECES; ties at the
     threshold go to the smallest pieces), as flat arrays."""
-    table = workdir.phase_inventory(cfg, phase)
+    table = folder.inventory()
     return inventory(_most_frequent(table, CHECKED_PIECES))
 
 
@@ -204,12 +180,12 @@ def _most_frequent(table: pa.Table, k: int) -> pa.Table:
     return table.take(np.sort(np.concatenate([above, ties[order]])))
 
 
-def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, cfg: Config,
+def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, work: Work,
                            progress: Progress | None = None) -> tuple[int, int]:
     """(pieces checked, pieces where tiktoken and our segmenter differ)."""
     checked = differing = 0
-    for phase in cfg.phases:
-        buf, off, _ = _phase_pieces(cfg, phase)
+    for phase in work.cfg.phases:
+        buf, off, _ = _phase_pieces(work.ingest(phase))
         sym, lens = segment_pieces(vocab, buf, off)
         theirs, their_lens = _tiktoken_pieces(enc, buf.tobytes(), off, progress, checked)
         differing += _count_unequal(sym, off, lens, theirs, their_lens)
@@ -252,8 +228,8 @@ def _count_unequal(sym: np.ndarray, off: np.ndarray, lens: np.ndarray, theirs: n
     return int(len(lens) - len(same_len) + np.count_nonzero(wrong))
 
 
-def _heldout_samples(cfg: Config) -> list[str]:
-    texts = ["".join(workdir.heldout_texts(cfg, phase))[:HELDOUT_SAMPLE_CHARS] for phase in cfg.phases]
+def _heldout_samples(work: Work) -> list[str]:
+    texts = ["".join(work.ingest(phase).heldout_texts())[:HELDOUT_SAMPLE_CHARS] for phase in work.cfg.phases]
     return [t for t in texts if t]
 
 
@@ -268,36 +244,36 @@ class Built:
     started: float
 
 
-def up_to_date(cfg: Config, key: str, progress: Progress) -> dict[str, Any] | None:
+def up_to_date(work: Work, key: str, progress: Progress) -> dict[str, Any] | None:
     """The export's manifest when its outputs are current with ``key`` (else None;
     an output changed since, a damaged one say, is said)."""
-    folder = workdir.export_dir(cfg)
-    stale = artifacts.stale_reason(folder, key)
+    folder = work.export
+    stale = folder.stale_reason(key)
     if stale is None:
-        return {**artifacts.read_manifest(folder), "skipped": True}
-    if artifacts.is_damage(stale):
+        return {**folder.recorded, "skipped": True}
+    if is_damage(stale):
         progress.note(f"warning: {stale}: exporting again")
     return None
 
 
-def build(cfg: Config, *, key: str, progress: Progress) -> Built:
+def build(work: Work, *, key: str, progress: Progress) -> Built:
     """Write the tokenizer into ``WORK/export/staged`` and prove it there.
 
     Nothing beside ``output:`` changes: ``publish`` moves the staged files into
     place once the orchestrator has added the report.
     """
+    cfg, folder = work.cfg, work.export
     started = time.perf_counter()
     uninterrupted(load_segmenter)  # numba may start here (export alone): Ctrl-C waits for it
-    folder = workdir.export_dir(cfg)
-    artifacts.begin(folder)
-    train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]
-    vocab = workdir.vocab_after(cfg, len(cfg.phases))
-    specials = special_ids(cfg, len(vocab))
+    folder.begin()
+    train_manifests = [work.train(p).manifest() for p in cfg.phases]
+    vocab = work.vocab_after(len(cfg.phases))
+    specials = special_ids(work, len(vocab))
     if cfg.vocab_size is not None and vocab_size(vocab, specials) != cfg.vocab_size:
         raise ExportFailed(f"the vocabulary has {vocab_size(vocab, specials):,} ids, not vocab_size: "
                           f"{cfg.vocab_size:,} (trained with other settings? rerun `toktok train`)")
     meta = meta_document(cfg, vocab, specials, train_manifests)
-    staged = folder / "staged"
+    staged = folder.staged
     staged.mkdir()
     tiktoken_file = staged / cfg.output.name
     write_tiktoken(tiktoken_file, vocab.ranks())
@@ -307,21 +283,21 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     written = time.perf_counter()
     progress.start("export: pieces checked with tiktoken", unit="pieces")
     enc = toktoktok.load(tiktoken_file)
-    texts = SAMPLES + _heldout_samples(cfg)
+    texts = SAMPLES + _heldout_samples(work)
     failures = round_trip_failures(enc, texts, specials)
-    checked, differing = tiktoken_disagreements(enc, vocab, cfg, progress)
+    checked, differing = tiktoken_disagreements(enc, vocab, work, progress)
     progress.set(checked)
     progress.done()
     if failures:
         raise ExportFailed(f"the exported tokenizer does not round-trip: {failures[:3]}")
     hf_differing = hf_manifest = None
     if cfg.export_hf:
-        hf_folder = staged / workdir.hf_dir(cfg).name
+        hf_folder = staged / hf_dir(cfg).name
         hf = cfg.hf or HfSettings()
         roles = hf_roles(specials, hf.roles)
         write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken, roles=roles,
                  model_max_length=hf.model_max_length, chat_template=hf.chat_template)
-        hf_manifest = {"folder": str(workdir.hf_dir(cfg)),
+        hf_manifest = {"folder": str(hf_dir(cfg)),
                        "roles": {role: {"token": token, "id": specials[token]} for role, token in roles.items()},
                        "chat_template": hf.chat_template is not None, "model_max_length": hf.model_max_length}
         hf_differing = hf_disagreements(hf_folder, enc, texts, specials)
@@ -334,7 +310,7 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     manifest = {
         "stage": "export",
         "key": key,
-        "settings": export_settings(cfg),
+        "settings": folder.settings(),
         "inputs": {"trained": [m["outputs"] for m in train_manifests]},
         "counts": {
             "mergeable_ranks": vocab.count(),
@@ -364,7 +340,7 @@ def seal(cfg: Config, built: Built) -> None:
     atomic_write_bytes(companion, (json.dumps(built.meta, indent=2, ensure_ascii=False) + "\n").encode())
 
 
-def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
+def publish(work: Work, built: Built, *, progress: Progress) -> dict[str, Any]:
     """Put the staged set in place beside ``output:`` as one change
     (``toktoktok.publish_journal.publish``: the ``.tiktoken`` last; a member of the old
     set this export did not make, such as a Hugging Face folder not exported
@@ -372,17 +348,18 @@ def publish(cfg: Config, built: Built, *, progress: Progress) -> dict[str, Any]:
 
     A failure or Ctrl-C restores the previous set exactly and says so.
     """
+    cfg = work.cfg
     seal(cfg, built)
     staged = {cfg.output.parent / path.relative_to(built.folder): path
               for path in sorted(built.folder.rglob("*")) if path.is_file()}
     order = sorted(staged, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, .tiktoken last
-    stale = [p for p in workdir.output_set(cfg) if p not in staged and p.is_file()]
-    publish_journal.publish([(staged[t], t) for t in order], remove=stale, journal=workdir.publish_journal(cfg))
+    stale = [p for p in work.output_set() if p not in staged and p.is_file()]
+    publish_journal.publish([(staged[t], t) for t in order], remove=stale, journal=work.publish_journal)
     for path in stale:
         progress.note(f"removed {path}: left by an earlier export, it does not match this one")
     shutil.rmtree(built.folder)
     outputs = [_output_entry(p) for p in order]
-    return artifacts.finish(workdir.export_dir(cfg), {**built.manifest, "outputs": outputs})
+    return work.export.finish({**built.manifest, "outputs": outputs})
 
 
 def _output_entry(path: Path) -> dict[str, Any]:

@@ -4,25 +4,24 @@ every stage whose inputs and settings did not change.
 Each phase has its own ingest and train folder, so changing one phase's
 sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
-file in the work directory keeps two runs from writing there at once.
+file in the work directory keeps two runs from writing there at once. Each
+command makes one ``workdir.Work`` and hands it to every stage it runs, so
+a key is computed, and a manifest read and checked, once a command.
 
 The orchestrator, not the export stage, writes the report: ``export.build``
 writes and validates the tokenizer in the work folder, ``report.write_report``
 adds the report beside it, and ``export.publish`` moves the set into place.
 
-Robustness:
-
-- ``workdir.check_ready`` finds before any work starts what can be found then: a
-  warm start that is not a valid vocabulary, a source with no readable file
-  (with ``on_bad_file: fail``, also a broken symbolic link or a file that
-  cannot be opened), an output or work folder that cannot be written. Each
-  is a ``ConfigError`` (exit 2) naming the key and its YAML line.
-- Ctrl-C raises ``Interrupted`` whose message says which stages finished
-  (their artifacts are kept and reused) and which one was cut short.
-- The outputs are published all or nothing (``toktoktok.publish_journal``;
-  docs/outputs.md, Writing safely): the next run finishes or undoes a publish
-  a kill -9 cut short, under the lock and before anything else; the next
-  export sweeps the temporary files a killed one left beside the outputs.
+Robustness: ``Work.check_ready`` finds before any work starts what can be
+found then (each a ``ConfigError``, exit 2, naming the key and its YAML line).
+Ctrl-C raises ``Interrupted`` whose message says which stages finished (kept
+and reused) and which one was cut short. The outputs are one set, published
+all or nothing (``toktoktok.publish_journal``): an export that fails or is
+interrupted leaves the previous set as it was, and says so; after a kill -9
+in a publish, the next run (any stage command, under the lock, first) undoes
+or finishes it from ``WORK/export/publish.json``, and the readers meanwhile
+refuse the mixed pair by its digests. Temporary files that a killed export
+left beside the outputs are swept before the next export.
 """
 
 from __future__ import annotations
@@ -35,13 +34,16 @@ import re
 from collections.abc import Callable, Iterator
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toktoktok.config import Config
 from toktoktok.errors import Busy, ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
 from toktoktok.interrupts import interrupt_as
 
 from .workdir.progress import Progress
+
+if TYPE_CHECKING:
+    from .workdir import Work
 
 # The stages (numba, polars, pyarrow) are imported inside the functions that run
 # them, not with this module (which the CLI imports): a bad config or `--help`
@@ -50,15 +52,15 @@ from .workdir.progress import Progress
 
 
 @contextlib.contextmanager
-def locked(cfg: Config) -> Iterator[None]:
+def locked(work: Work) -> Iterator[None]:
     """Hold the work directory's lock, or fail at once if another run holds it."""
-    cfg.work_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(cfg.work_dir / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+    work.lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(work.lock, os.O_CREAT | os.O_RDWR, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise Busy(f"another toktoktok run is using {cfg.work_dir}; wait for it to finish") from None
+            raise Busy(f"another toktoktok run is using {work.cfg.work_dir}; wait for it to finish") from None
         yield
     finally:
         os.close(fd)
@@ -73,19 +75,19 @@ def _import_stages() -> tuple[Any, Any]:
     return numba, workdir
 
 
-def _prepare(cfg: Config, progress: Progress) -> Config:
-    """Check what can be checked before work starts; returns the config every
-    stage then uses, with each phase's merges known (``vocab_size`` fitted)."""
+def _prepare(cfg: Config, progress: Progress) -> Work:
+    """Check what can be checked before work starts; returns the ``Work`` every
+    stage of the command then uses, each phase's merges known (``vocab_size`` fitted)."""
     from toktoktok.interrupts import uninterrupted
 
     # a Ctrl-C inside an import can leave a module half made (numba's own import code
     # swallows it): it is held until the imports are done
     numba, workdir = uninterrupted(_import_stages)
-    cfg, warnings = workdir.check_ready(cfg)
+    work, warnings = workdir.Work(cfg).check_ready()
     for warning in warnings:
         progress.note(f"warning: {warning}")
     numba.set_num_threads(min(workdir.resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
-    return cfg
+    return work
 
 
 def _report(progress: Progress, what: str, manifest: dict[str, Any]) -> None:
@@ -97,7 +99,7 @@ def interrupted_message(cfg: Config, doing: str | None) -> str:
     """What Ctrl-C leaves: e.g. ``kept ingest 'A' (finished, in WORK); train 'A' was cut short ...``."""
     from . import workdir
 
-    kept = workdir.finished_stages(cfg)
+    kept = workdir.Work(cfg).finished_stages()  # what is on disk now
     text = (f"kept {', '.join(kept)} (finished, in {cfg.work_dir})" if kept
             else "no stage had finished, nothing is kept")
     if doing:
@@ -138,37 +140,36 @@ def _sweep_temporary_files(paths: list[Path]) -> None:
                         stray.unlink()
 
 
-def _export_and_report(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
+def _export_and_report(work: Work, *, force: bool, progress: Progress) -> dict[str, Any]:
     """Export unless current: build and validate (``export.build``), write the
     report beside the staged files (``report.write_report``), publish."""
     import time
 
     from . import export, report
 
-    key = export.export_key(cfg)
-    if not force and (manifest := export.up_to_date(cfg, key, progress)) is not None:
+    key = work.export.key()
+    if not force and (manifest := export.up_to_date(work, key, progress)) is not None:
         return manifest
-    built = export.build(cfg, key=key, progress=progress)
-    report.write_report(cfg, built.folder, meta=built.meta,
+    built = export.build(work, key=key, progress=progress)
+    report.write_report(work, built.folder, meta=built.meta,
                         export_seconds=round(time.perf_counter() - built.started, 3))
-    return export.publish(cfg, built, progress=progress)
+    return export.publish(work, built, progress=progress)
 
 
-def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
+def _export(work: Work, *, force: bool, progress: Progress) -> dict[str, Any]:
     """``_export_and_report``, with a word on the outputs if it fails.
 
     Nothing beside ``output:`` changes until the publish, which is all or
     nothing (``toktoktok.publish_journal``): a failure or Ctrl-C at any point leaves
     the previous outputs exactly as they were, and the message says so.
     """
-    from . import workdir
-
-    _sweep_temporary_files(workdir.output_set(cfg))
+    cfg = work.cfg
+    _sweep_temporary_files(work.output_set())
     kept = (f"the previous outputs ({cfg.output} and its companions) are kept as they were"
             if cfg.output.is_file() else f"no output was written ({cfg.output})")
     try:
         with interrupt_as(lambda: f"{interrupted_message(cfg, 'export')}; {kept}"):
-            return _export_and_report(cfg, force=force, progress=progress)
+            return _export_and_report(work, force=force, progress=progress)
     except (ConfigError, MissingInput, Interrupted):
         raise
     except OSError as exc:
@@ -178,30 +179,26 @@ def _export(cfg: Config, *, force: bool, progress: Progress) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _work_folder(cfg: Config, progress: Progress) -> Iterator[None]:
+def _work_folder(work: Work, progress: Progress) -> Iterator[None]:
     """Hold the work folder's lock; first finish or undo a publish a killed run left."""
     from toktoktok import publish_journal
 
-    from . import workdir
-
-    with locked(cfg):
-        done = publish_journal.recover(workdir.publish_journal(cfg))
+    with locked(work):
+        done = publish_journal.recover(work.publish_journal)
         if done:
-            progress.note(f"{done} ({cfg.output})")
+            progress.note(f"{done} ({work.cfg.output})")
         yield
 
 
 def _per_phase(stage: str, run_one: Callable, cfg: Config, phase: str | None, force: bool,
                progress: Progress) -> list[dict]:
     """Run one stage for every selected phase, under the lock, interruptibly."""
-    from . import workdir
-
     with _interruptible(cfg) as step:
-        cfg = _prepare(cfg, progress)
-        with _work_folder(cfg, progress):
+        work = _prepare(cfg, progress)
+        with _work_folder(work, progress):
             done = []
-            for p in workdir.select_phases(cfg, phase):
-                done.append(step(f"{stage} {p.name!r}", run_one, cfg, p, force=force, progress=progress))
+            for p in work.phases(phase):
+                done.append(step(f"{stage} {p.name!r}", run_one, work, p, force=force, progress=progress))
                 _report(progress, f"{stage} {p.name}", done[-1])
             return done
 
@@ -222,9 +219,9 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
     if hf:
         cfg = dataclasses.replace(cfg, export_hf=True)
     with _interruptible(cfg) as step:
-        cfg = _prepare(cfg, progress)
-        with _work_folder(cfg, progress):
-            manifest = step("export", _export, cfg, force=force, progress=progress)
+        work = _prepare(cfg, progress)
+        with _work_folder(work, progress):
+            manifest = step("export", _export, work, force=force, progress=progress)
             _report(progress, "export", manifest)
             return manifest
 
@@ -235,17 +232,18 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
     from .train import run_train
 
     with _interruptible(cfg) as step:
-        cfg = _prepare(cfg, progress)
-        with _work_folder(cfg, progress):
-            ingested = [step(f"ingest {p.name!r}", run_ingest, cfg, p, force=force, progress=progress)
-                        for p in cfg.phases]
-            for p, m in zip(cfg.phases, ingested):
+        work = _prepare(cfg, progress)
+        with _work_folder(work, progress):
+            phases = work.phases()
+            ingested = [step(f"ingest {p.name!r}", run_ingest, work, p, force=force, progress=progress)
+                        for p in phases]
+            for p, m in zip(phases, ingested):
                 _report(progress, f"ingest {p.name}", m)
             trained = []
-            for p in cfg.phases:
-                trained.append(step(f"train {p.name!r}", run_train, cfg, p, force=force, progress=progress))
+            for p in phases:
+                trained.append(step(f"train {p.name!r}", run_train, work, p, force=force, progress=progress))
                 _report(progress, f"train {p.name}", trained[-1])
-            exported = step("export", _export, cfg, force=force, progress=progress)
+            exported = step("export", _export, work, force=force, progress=progress)
             _report(progress, "export", exported)
             return {"ingest": ingested, "train": trained, "export": exported}
 

@@ -42,7 +42,7 @@ from toktoktok.loading import split_name
 from toktoktok.vocab import BYTE_ORDER
 
 from . import workdir
-from .workdir import artifacts
+from .workdir import Work, peak
 
 REPORT_FORMAT = "toktoktok-report/1"
 CURVE_SAMPLE_BYTES = 1_000_000  # held-out text per domain encoded at each checkpoint
@@ -155,8 +155,9 @@ class _Meter:
 class _Domain:
     """One phase's held-out text: all of it (the table) and a capped sample (the curve)."""
 
-    def __init__(self, cfg: Config, phase) -> None:
-        docs = [_clean(d) for d in workdir.heldout_texts(cfg, phase) if d]
+    def __init__(self, work: Work, phase) -> None:
+        cfg = work.cfg
+        docs = [_clean(d) for d in work.ingest(phase).heldout_texts() if d]
         self.name = phase.name
         self.documents = len(docs)
         self.bytes = sum(len(d.encode("utf-8")) for d in docs)
@@ -201,8 +202,9 @@ def _ratio(nbytes: int, tokens: int | None) -> str:
 class _Growth:
     """The vocabulary as it grows: base tokens, then every phase's new tokens in order."""
 
-    def __init__(self, cfg: Config) -> None:
-        base = workdir.base_vocab(cfg)
+    def __init__(self, work: Work) -> None:
+        cfg = work.cfg
+        base = work.base_vocab()
         self.cfg = cfg
         self.base_ranks = base.ranks()
         self.next_rank = len(base)
@@ -211,7 +213,7 @@ class _Growth:
         self.merges: list[dict[str, list]] = []  # each phase's first TOP rows of merges.arrow, as columns
         self._final: tiktoken.Encoding | None = None
         for phase in cfg.phases:
-            table = workdir.phase_merges(cfg, phase)
+            table = work.train(phase).merges()
             self.merges.append(table.slice(0, TOP).to_pydict())
             start = len(self.new)
             ranks = table["rank"].to_numpy().astype(np.int64)
@@ -255,11 +257,12 @@ def _base_label(cfg: Config) -> str | None:
 # ---------------------------------------------------------------- the document
 
 
-def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | None = None) -> dict[str, Any]:
+def build_report(work: Work, *, meta: dict[str, Any], export_seconds: float | None = None) -> dict[str, Any]:
     """The report as a JSON-ready dict (``write_report`` renders and writes it);
     ``meta``: the companion document of the tokenizer it describes."""
-    growth = _Growth(cfg)
-    domains = [_Domain(cfg, phase) for phase in cfg.phases]
+    cfg = work.cfg
+    growth = _Growth(work)
+    domains = [_Domain(work, phase) for phase in cfg.phases]
     meter = _Meter(workdir.resolve_threads(cfg.threads))
     try:
         compression = _compression(cfg, growth, domains, meter)
@@ -267,10 +270,10 @@ def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | N
     finally:
         meter.close()
     phases, timings = [], []
-    usage = _usage(cfg, growth, domains)
+    usage = _usage(work, growth, domains)
     for phase, domain, (start, end), merges, used in zip(cfg.phases, domains, growth.phase_new, growth.merges, usage):
-        ingest = artifacts.read_manifest(workdir.ingest_dir(cfg, phase)) or {}
-        train = artifacts.read_manifest(workdir.train_dir(cfg, phase)) or {}
+        ingest = work.ingest(phase).recorded or {}
+        train = work.train(phase).recorded or {}
         phases.append(_phase_entry(cfg, phase, domain, growth, start, end, merges, ingest, train, used))
         train_seconds = train.get("seconds", {})
         ingest_seconds = ingest.get("seconds")
@@ -306,7 +309,7 @@ def build_report(cfg: Config, *, meta: dict[str, Any], export_seconds: float | N
             "all": _lengths(all_tokens),
         },
         "timings": {"phases": timings, "export": {"seconds_before_report": export_seconds,
-                                                   "peak_rss_mb": artifacts.stage_peak_rss_mb()}},
+                                                   "peak_rss_mb": peak.stage_peak_rss_mb()}},
     }
 
 
@@ -375,25 +378,26 @@ def _undertrained(new: list[tuple[bytes, int]], ranks: np.ndarray, used: Any) ->
                              for u, r, t in rare[:TOP]]}
 
 
-def _usage(cfg: Config, growth: _Growth, domains: list[_Domain]) -> list[Any]:
+def _usage(work: Work, growth: _Growth, domains: list[_Domain]) -> list[Any]:
     """For each phase: how often each id of the final vocabulary is produced by the
     phase's inventory (segmented as tiktoken would, each piece times its count)
     and by its held-out text (encoded with tiktoken)."""
     from toktoktok.counts import inventory
     from toktoktok.segment import segment_pieces
 
-    vocab = workdir.vocab_after(cfg, len(cfg.phases))
+    cfg = work.cfg
+    vocab = work.vocab_after(len(cfg.phases))
     enc = growth.encoding(len(growth.new)) if any(domain.groups for domain in domains) else None
     size = max(growth.by_rank, default=-1) + 1
     out = []
     for phase, domain in zip(cfg.phases, domains):
         # the last phase's trainer segmented its pieces with this very vocabulary
-        trained = workdir.phase_usage(cfg, phase, len(vocab)) if phase is cfg.phases[-1] else None
+        trained = work.train(phase).usage(len(vocab)) if phase is cfg.phases[-1] else None
         if trained is not None and len(trained) <= size:
             used = np.zeros(size, dtype=np.float64)
             used[: len(trained)] = trained
         else:
-            buf, off, counts = inventory(workdir.phase_inventory(cfg, phase))
+            buf, off, counts = inventory(work.ingest(phase).inventory())
             sym, lens = segment_pieces(vocab, buf, off)
             n = lens.astype(np.int64)
             within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
@@ -678,16 +682,16 @@ def render_png(doc: dict[str, Any], path: Path) -> bool:
 # ---------------------------------------------------------------- writing
 
 
-def write_report(cfg: Config, folder: Path, *, meta: dict[str, Any], export_seconds: float | None = None) -> list[Path]:
+def write_report(work: Work, folder: Path, *, meta: dict[str, Any], export_seconds: float | None = None) -> list[Path]:
     """Write ``NAME.report.md``, ``.json`` and (when matplotlib is there) ``.png``
     into ``folder`` (the export's staging folder); returns the files written.
 
     ``meta``: the companion document of the tokenizer the report describes.
     """
-    name = split_name(cfg.output)[1]
+    name = split_name(work.cfg.output)[1]
     paths = {ext: folder / f"{name}.report.{ext}" for ext in ("md", "json", "png")}
     folder.mkdir(parents=True, exist_ok=True)
-    doc = build_report(cfg, meta=meta, export_seconds=export_seconds)
+    doc = build_report(work, meta=meta, export_seconds=export_seconds)
     drawn = render_png(doc, paths["png"])
     atomic_write_bytes(paths["json"], (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
     atomic_write_bytes(paths["md"], render_markdown(doc, png=paths["png"].name if drawn else None).encode())

@@ -1,8 +1,8 @@
 """Stage 2, train: a phase's piece counts -> its merges, on top of every earlier phase.
 
-Reads (through ``stages.workdir``): ``WORK/ingest/NN-slug/chunk-*.arrow``
-(this phase's pieces) and ``WORK/train/MM-slug/merges.arrow`` of every
-earlier phase (the vocabulary this phase starts from).
+Reads (through its ``Work``: the phase's ingest folder and the vocabulary
+after the phase before): ``WORK/ingest/NN-slug/chunk-*.arrow`` (this phase's
+pieces) and ``WORK/train/MM-slug/merges.arrow`` of every earlier phase.
 Writes, in ``WORK/train/NN-slug/``:
 
 - ``merges.arrow``: ``rank, left, right: uint32`` (ranks of the merged token
@@ -33,8 +33,7 @@ from toktoktok.interrupts import uninterrupted
 from toktoktok.merge import PhaseResult, load_kernels, train_phase
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
 
-from . import workdir
-from .workdir import artifacts
+from .workdir import Work, artifacts, is_damage
 from .workdir.progress import Progress
 
 MERGES_SCHEMA = pa.schema(
@@ -72,26 +71,26 @@ def too_few_merges(cfg: Config, phase: Phase, made: int) -> str:
             f"needs of it: no pair left is seen at least {cfg.min_frequency} times; " + ", or ".join(fixes))
 
 
-def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
+def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """Train one phase unless its merges are current; returns its manifest."""
-    folder = workdir.train_dir(cfg, phase)
-    key = workdir.train_key(cfg, phase)
-    stale = artifacts.stale_reason(folder, key)
+    cfg, folder, pieces = work.cfg, work.train(phase), work.ingest(phase)
+    key = folder.key()
+    stale = folder.stale_reason(key)
     if not force and stale is None:
-        return {**artifacts.read_manifest(folder), "skipped": True}
-    if artifacts.is_damage(stale):
+        return {**folder.recorded, "skipped": True}
+    if is_damage(stale):
         progress.note(f"warning: {stale}: training phase '{phase.name}' again")
     started = time.perf_counter()
-    artifacts.begin(folder)
-    ingest_manifest = workdir.ingest_manifest(cfg, phase)
-    table = workdir.phase_inventory(cfg, phase, ingest_manifest)
+    folder.begin()
+    ingest_manifest = pieces.manifest()
+    table = pieces.inventory()
     # pieces in byte order: pieces that share a pair sit close together, so the
     # merge loop's visits hit the cache (a sort that costs less than it saves)
     buf, off, counts = inventory(table)
     if not pieces_sorted(buf, off):  # one chunk file is (ingest writes its rows sorted)
         buf, off, counts = sorted_arrays(buf, off, counts)
     del table  # the arrays hold what training needs (the counts as a copy)
-    vocab = workdir.vocab_after(cfg, phase.index - 1)
+    vocab = work.vocab_after(phase.index - 1)
     warnings = []
     need = memory.train_estimate_mb(distinct_pieces=len(counts), piece_bytes=len(buf))
     if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB):
@@ -114,15 +113,15 @@ def run_train(cfg: Config, phase: Phase, *, force: bool = False, progress: Progr
                         f"{result.made} of {phase.merges} merges made")
     for warning in warnings[1 if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB) else 0:]:
         progress.note(f"warning: {warning}")
-    output = artifacts.write_ipc(folder / "merges.arrow", merges_table(result))
+    output = artifacts.write_ipc(folder.path / "merges.arrow", merges_table(result))
     used = np.flatnonzero(result.usage)
-    usage = artifacts.write_ipc(folder / "usage.arrow", pa.table({
+    usage = artifacts.write_ipc(folder.path / "usage.arrow", pa.table({
         "id": pa.array(used.astype(np.uint32)), "count": pa.array(result.usage[used].astype(np.uint64))}))
-    return artifacts.finish(folder, {
+    return folder.finish({
         "stage": "train",
         "phase": phase.name,
         "key": key,
-        "settings": workdir.train_settings(cfg, phase),
+        "settings": folder.settings(),
         "inputs": {"pieces": ingest_manifest["outputs"], "vocab_size_before": len(vocab)},
         "outputs": [output, usage],
         "counts": {

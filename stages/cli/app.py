@@ -473,9 +473,9 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
         if not confirmed:
             click.echo(f"kept {work}")
             return
-    from ..workdir import publish_journal
+    from ..workdir import Work
 
-    _guarded(lambda: remove_work_dir(work, journal=publish_journal(cfg)), verbose)
+    _guarded(lambda: remove_work_dir(Work(cfg)), verbose)
     click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
 
 
@@ -494,7 +494,7 @@ def _start(command: click.Command, prog_name: str) -> None:
     way: one line and exit 130 (click alone would say "Aborted!" and exit 1
     for an interrupt it catches first)."""
     _plain_warnings()
-    gc.freeze()  # the imported modules: no collection needs to scan them (see artifacts.release_memory)
+    gc.freeze()  # the imported modules: no collection needs to scan them (see workdir.peak.release_memory)
     memory.configure_allocators()
     signal.signal(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted)
     try:

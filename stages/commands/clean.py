@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toktoktok import publish_journal
 from toktoktok.errors import Busy, UsageError
 
-WORK_ENTRIES = {"ingest": "dir", "train": "dir", "export": "dir", ".lock": "file"}
+from ..workdir.layout import LOCK, STAGE_FOLDERS
+
+if TYPE_CHECKING:
+    from ..workdir import Work
+
+WORK_ENTRIES = {**dict.fromkeys(STAGE_FOLDERS, "dir"), LOCK: "file"}
 
 
 def work_dir_contents(work: Path) -> tuple[int, int]:
@@ -43,28 +49,27 @@ def work_dir_contents(work: Path) -> tuple[int, int]:
     return files, size
 
 
-def remove_work_dir(work: Path, *, journal: Path | None = None) -> tuple[int, int]:
-    """Delete ``work`` (checked with ``work_dir_contents``) while holding its lock.
+def remove_work_dir(work: Work) -> tuple[int, int]:
+    """Delete ``work``'s folder (checked with ``work_dir_contents``) while holding its lock.
 
-    ``journal``: the record of a publish a killed run left in ``work``; it is
-    finished or undone first (``toktoktok.publish_journal.recover``), else the outputs
+    A publish a killed run left (its journal in the work folder) is finished
+    or undone first (``toktoktok.publish_journal.recover``), else the outputs
     could stay a mixed set with nothing left to repair them.
     """
     import fcntl
     import shutil
 
-    files, size = work_dir_contents(work)
-    lock = work / ".lock"
-    fd = os.open(lock, os.O_RDWR) if lock.is_file() else None
+    folder = work.cfg.work_dir
+    files, size = work_dir_contents(folder)
+    fd = os.open(work.lock, os.O_RDWR) if work.lock.is_file() else None
     try:
         if fd is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise Busy(f"another toktoktok run is using {work}; nothing removed") from None
-        if journal is not None:
-            publish_journal.recover(journal)
-        shutil.rmtree(work)
+                raise Busy(f"another toktoktok run is using {folder}; nothing removed") from None
+        publish_journal.recover(work.publish_journal)
+        shutil.rmtree(folder)
     finally:
         if fd is not None:
             os.close(fd)

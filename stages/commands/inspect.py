@@ -42,7 +42,7 @@ from toktoktok.loading import check_companion, meta_path, read_meta, split_name
 from toktoktok.tiktoken_file import read_tiktoken
 from toktoktok.vocab import Vocab, hardcoded_merges
 
-from ..workdir import artifacts
+from ..workdir import StageFolder, artifacts
 from .texts import table
 
 DEFAULT_TOP = 20
@@ -206,7 +206,7 @@ def _chunk_files(path: Path) -> list[Path]:
 
 def _phase_of(folder: Path) -> str:
     """``01-english`` -> ``01-english (English)`` when the manifest names the phase."""
-    manifest = artifacts.read_manifest(folder) or {}
+    manifest = StageFolder(folder).recorded or {}
     name = manifest.get("phase")
     return f"{folder.name} ({name})" if name else folder.name
 
@@ -266,7 +266,7 @@ def _known_tokens(folder: Path) -> dict[int, bytes]:
     """Token bytes by rank for what came before a phase: the base (bytes and, if the
     manifest says so, the hardcoded merges) and the earlier phases' merges files."""
     known: dict[int, bytes] = {}
-    manifest = artifacts.read_manifest(folder) or {}
+    manifest = StageFolder(folder).recorded or {}
     base = (manifest.get("settings") or {}).get("base") or {}
     if "warm_start" not in base:
         vocab = Vocab.initial(hardcoded=bool(base.get("hardcoded_merges", True)))

@@ -6,18 +6,14 @@ absolute, plus ``threads`` resolved), the id layout (``id_layout``), then per
 phase its files, text bytes, capacity, sample share and expected peak
 memory, and last the run's expected peak (the largest phase's).
 
-Design: the plan computes nothing of its own. The files come from
-``workdir.phase_files``, the text bytes from ``workdir.measure_text`` (which
-streams compressed files and reuses the sizes an earlier ingest recorded),
-the share from ``workdir.phase_share``, the memory from
-``toktoktok.memory``: the very functions ``toktok ingest`` calls, so the
-share planned is the share ingest keeps. Sources are checked as ``run``
-checks them (``workdir.check_ready``: a problem is a ``ConfigError``, exit
-2). Nothing is written: no output or work folder is created and the run
-lock is not taken, so a plan may be made while a run is going on.
-
-Sizes are shown in binary units (``MiB`` = 2**20 bytes), the unit of
-``working_set_mb``; ``--json`` gives every size in bytes.
+Design: the plan computes nothing of its own. The files, their text bytes
+(the sizes an earlier ingest recorded reused) and the share come from the
+phase's ingest folder (``Work.ingest(phase).inputs``), what ``toktok ingest``
+reads, so the share planned is the share ingest keeps; the memory from
+``toktoktok.memory``. Sources are checked as ``run`` checks them
+(``Work.check_ready``: a ``ConfigError``, exit 2). Nothing is written and the
+lock is not taken, so a plan may be made while a run is going on. Sizes are
+in binary units (``MiB`` = 2**20 bytes); ``--json`` gives bytes.
 
     >>> human(3 << 20), human(1536), human(12)
     ('3.0 MiB', '1.5 KiB', '12 B')
@@ -25,12 +21,16 @@ Sizes are shown in binary units (``MiB`` = 2**20 bytes), the unit of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from toktoktok.config import Config, Phase, effective_settings, new_special_tokens
 from toktoktok.id_layout import BYTES, HARDCODED_MERGES, Block, blocks
+
+if TYPE_CHECKING:
+    from ..workdir import Work
+    from ..workdir.folders import IngestInputs
 
 
 def human(size: float) -> str:
@@ -52,30 +52,24 @@ def effective_configuration(cfg: Config) -> dict[str, Any]:
     return out
 
 
-def _files(cfg: Config, phase: Phase) -> list[dict[str, Any]]:
+def _files(inputs: IngestInputs) -> list[dict[str, Any]]:
     """Each file of a phase: its source, format, size on disk and text bytes (None: unreadable)."""
     from toktoktok.sources import file_format
 
-    from ..workdir import fingerprint, measure_text, phase_files
-
-    files = phase_files(phase)
-    fingerprints = [fingerprint(src, path) for src, path in files]
-    sizes = measure_text(cfg, phase, files, fingerprints)
     return [{"path": str(path), "source": str(src.path), "format": ".".join(filter(None, file_format(path))),
              "size_bytes": fp["size"], "text_bytes": size}
-            for (src, path), fp, size in zip(files, fingerprints, sizes)]
+            for (src, path), fp, size in zip(inputs.files, inputs.fingerprints, inputs.sizes)]
 
 
-def phase_plan(cfg: Config, phase: Phase) -> dict[str, Any]:
+def phase_plan(work: Work, phase: Phase) -> dict[str, Any]:
     """One phase: its files, totals, capacity, sample share and expected peak memory."""
     from toktoktok import memory, sampling
 
-    from ..workdir import phase_share
-
-    files = _files(cfg, phase)
+    cfg, inputs = work.cfg, work.ingest(phase).inputs()
+    files = _files(inputs)
     text = sum(f["text_bytes"] or 0 for f in files)
     capacity = sampling.capacity(cfg.working_set_mb)
-    share = phase_share(cfg, [f["text_bytes"] for f in files])
+    share = inputs.share
     kept = min(text, capacity)  # share * text, when sampled
     return {
         "name": phase.name, "slug": phase.slug, "merges": phase.merges, "gets_rest": phase.gets_rest, "files": files,
@@ -92,11 +86,12 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     """
     from toktoktok import memory
 
-    from ..workdir import check_ready
+    from ..workdir import Work
 
-    cfg, warnings = check_ready(cfg)
-    phases = [phase_plan(cfg, phase) for phase in cfg.phases]
-    layout = id_layout(cfg)
+    work, warnings = Work(cfg).check_ready()
+    cfg = work.cfg
+    phases = [phase_plan(work, phase) for phase in cfg.phases]
+    layout = id_layout(work)
     return {
         "config": str(cfg.path),
         "settings": effective_configuration(cfg),
@@ -110,16 +105,15 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     }
 
 
-def id_layout(cfg: Config) -> list[Block]:
+def id_layout(work: Work) -> list[Block]:
     """The ids a run gives, block by block in the order they are given, if every
     phase makes all its merges: the bytes and hardcoded merges (or the warm
     start's base, its gaps and special tokens included), each phase, the new
     special tokens, the padding."""
-    from ..workdir import base_special_tokens, base_vocab
-
+    cfg = work.cfg
     if cfg.warm_start is not None:
-        base = [("warm start base", len(base_vocab(cfg)))]
-        specials = new_special_tokens(cfg, base_special_tokens(cfg))
+        base = [("warm start base", len(work.base_vocab()))]
+        specials = new_special_tokens(cfg, work.base_special_tokens())
     else:
         base = [("bytes", BYTES)] + ([("hardcoded merges", HARDCODED_MERGES)] if cfg.hardcoded_merges else [])
         specials = new_special_tokens(cfg)

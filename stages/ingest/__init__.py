@@ -36,8 +36,7 @@ from toktoktok.config import Config, Phase
 from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.interrupts import uninterrupted
 
-from .. import workdir
-from ..workdir import artifacts
+from ..workdir import Work, artifacts, is_damage
 from ..workdir.progress import Progress
 from .batching import Batcher, load_kernels
 from .chunking import Chunker, chunk_bytes
@@ -74,30 +73,27 @@ def engine(cfg: Config) -> Callable[..., Batcher]:
     return read_all
 
 
-def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
+def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """Ingest one phase unless its artifacts are current; returns its manifest."""
-    folder = workdir.ingest_dir(cfg, phase)
-    skipped_links: list[dict[str, str]] = []  # broken symbolic links a folder scan passed by
-    files = workdir.phase_files(phase, skipped=skipped_links if cfg.on_bad_file == "skip" else None)
-    fingerprints = [workdir.fingerprint(src, path) for src, path in files]
+    cfg, folder = work.cfg, work.ingest(phase)
     started = time.perf_counter()
-    sizes = workdir.measure_text(cfg, phase, files, fingerprints)
-    share = workdir.phase_share(cfg, sizes)
-    key = workdir.ingest_key(cfg, phase, fingerprints, share)
-    stale = artifacts.stale_reason(folder, key)
+    inputs = folder.inputs()
+    files, fingerprints, sizes, share = inputs.files, inputs.fingerprints, inputs.sizes, inputs.share
+    key = folder.key()
+    stale = folder.stale_reason(key)
     if not force and stale is None:
-        return {**artifacts.read_manifest(folder), "skipped": True}
-    if artifacts.is_damage(stale):
+        return {**folder.recorded, "skipped": True}
+    if is_damage(stale):
         progress.note(f"warning: {stale}: ingesting phase '{phase.name}' again")
     if share < 1:
         progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MiB of text, more than "
                       f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
-    artifacts.begin(folder)
+    folder.begin()
     loading = time.perf_counter()
     uninterrupted(lambda: load_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
     loaded = time.perf_counter()
     tally, heldout = Tally(), []
-    chunker = Chunker(folder, chunk_bytes(cfg))
+    chunker = Chunker(folder.path, chunk_bytes(cfg))
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     try:
@@ -108,19 +104,19 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
         raise PatternTimeout(exc.seconds, file=files[exc.file][1], offset=exc.offset,
                              per_mib=cfg.pattern_timeout_s) from None
     tally.forced_cuts += batcher.forced_cuts
-    tally.bad_files[:0] = skipped_links
+    tally.bad_files[:0] = inputs.skipped
     warnings = special_token_warnings(cfg, phase, batcher.specials_found, tally.documents)
     for warning in warnings:
         progress.note(f"warning: {warning}")
     chunker.flush()
     progress.done()
     held_table = pa.table({"text": pa.array(heldout, type=pa.large_string())})
-    outputs = chunker.outputs + [artifacts.write_ipc(folder / "heldout.arrow", held_table)]
-    return artifacts.finish(folder, {
+    outputs = chunker.outputs + [artifacts.write_ipc(folder.path / "heldout.arrow", held_table)]
+    return folder.finish({
         "stage": "ingest",
         "phase": phase.name,
         "key": key,
-        "settings": workdir.ingest_settings(cfg, phase, share),
+        "settings": folder.settings(),
         "inputs": [{**fp, "text_bytes": size} for fp, size in zip(fingerprints, sizes)],
         "sample": {"working_set_mb": cfg.working_set_mb, "capacity_bytes": sampling.capacity(cfg.working_set_mb),
                    "text_bytes": sum(s or 0 for s in sizes), "share": share},

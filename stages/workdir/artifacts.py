@@ -3,9 +3,11 @@
 Stages talk only through these files. A stage folder is complete when its
 ``manifest.json`` exists: the manifest is written last, and a stage about to
 redo its work deletes the old manifest first, so a folder interrupted half
-way is never mistaken for a finished one. The manifest's ``key`` is a digest
-of everything the stage's result depends on (settings and its inputs'
-fingerprints): a stage whose key did not change is not redone.
+way is never mistaken for a finished one (``folders.StageFolder`` does both).
+The manifest's ``key`` is a digest of everything the stage's result depends
+on (settings and its inputs' fingerprints, ``keys``): a stage whose key did
+not change is not redone. This module reads and writes the files; it knows
+no stage.
 
     >>> key_of({"b": 1, "a": [1, 2]}) == key_of({"a": [1, 2], "b": 1})
     True
@@ -16,11 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
-import shutil
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +49,6 @@ def file_digest(path: Path) -> str:
     return file_sha256(path)
 
 
-
-
-
 _CHECKED: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256 seen in this process
 
 
@@ -78,8 +72,8 @@ def damaged_output(folder: Path, manifest: dict[str, Any]) -> str | None:
 
     This is what makes an artifact safe to use: a flipped byte in a chunk or
     merges file is caught here, before its values reach a numba kernel. Each
-    file is hashed once per process (``checked_digest``); a stage's artifacts
-    are small next to its input, so hashing them costs little.
+    file is hashed once per process (``checked_digest``), since hashing is
+    the costly part of a check.
     """
     for out in manifest.get("outputs", []):
         path = Path(out["path"]) if "path" in out else folder / out["name"]
@@ -132,159 +126,14 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def is_current(folder: Path, key: str) -> bool:
-    """True if the folder holds a finished stage with this key and all its outputs intact."""
-    return stale_reason(folder, key) is None
-
-
-NOT_DONE, CHANGED = "not done yet", "its inputs or settings changed"
-
-
-def stale_reason(folder: Path, key: str) -> str | None:
-    """Why the folder's stage must be redone (None: it is current): ``NOT_DONE``,
-    ``CHANGED``, or, for a finished stage with the same key, which output is
-    damaged (``is_damage``)."""
-    manifest = read_manifest(folder)
-    if manifest is None:
-        return NOT_DONE
-    if manifest.get("key") != key:
-        return CHANGED
-    return damaged_output(folder, manifest)
-
-
-def is_damage(reason: str | None) -> bool:
-    """Whether ``stale_reason`` found a damaged output (to be said when redoing)."""
-    return reason not in (None, NOT_DONE, CHANGED)
-
-
-def begin(folder: Path) -> None:
-    """Make ``folder`` empty and ready: the old manifest goes first. The stage's
-    peak memory is measured from here (``StagePeak``)."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    release_memory()
-    STAGE_PEAK.start()
-
-
-class StagePeak:
-    """A stage's peak resident memory, measured without touching the kernel's
-    high-water mark (``VmHWM``), so that the process's own peak stays what
-    ``/usr/bin/time``, ``ru_maxrss`` or any outside tool reports.
-
-    If the stage raised the process's high-water mark, its peak is that mark:
-    exact. Otherwise its peak was below an earlier stage's, and a thread
-    samples the resident size (``VmRSS``) every ``INTERVAL`` seconds while the
-    stage runs: a lower bound, since the thread waits while a numba kernel
-    holds the GIL, and a spike shorter than the interval can slip between
-    samples. The manifest says which (``peak_rss_exact``).
-    """
-
-    INTERVAL = 0.02
-
-    def __init__(self) -> None:
-        self.begin_hwm_kb = 0
-        self.sampled_kb = 0
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self.begin_hwm_kb = _status_kb("VmHWM")
-        self.sampled_kb = _status_kb("VmRSS")
-        if self.thread is None:
-            self.thread = threading.Thread(target=self._sample, name="toktoktok-stage-peak", daemon=True)
-            self.thread.start()
-
-    def _sample(self) -> None:
-        rss_kb = _rss_reader()
-        while True:
-            self.sampled_kb = max(self.sampled_kb, rss_kb())
-            time.sleep(self.INTERVAL)
-
-    def peak_kb(self) -> tuple[int, bool]:
-        """(the stage's peak in kB, whether it is exact)."""
-        hwm = _status_kb("VmHWM")
-        if hwm > self.begin_hwm_kb or self.thread is None:
-            return hwm, True
-        return max(self.sampled_kb, _status_kb("VmRSS")), False
-
-
-STAGE_PEAK = StagePeak()
-
-
-def stage_peak_rss_mb() -> float:
-    """The running stage's peak resident memory so far, in MiB (see ``StagePeak``)."""
-    return round(STAGE_PEAK.peak_kb()[0] / 1024, 1)
-
-
-def _rss_reader() -> Callable[[], int]:
-    """A function returning the resident size in kB, cheap enough to call 50
-    times a second: one read of ``/proc/self/statm`` (kept open) per call.
-    ``/proc/self/status``, parsed line by line in Python, cost a noticeable
-    share of an ingest's CPU."""
-    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-    try:
-        fd = os.open("/proc/self/statm", os.O_RDONLY)
-    except OSError:
-        return lambda: _status_kb("VmRSS")
-    return lambda: int(os.pread(fd, 128, 0).split()[1]) * page_kb
-
-
-def _status_kb(field: str) -> int:
-    """A ``/proc/self/status`` field in kB (``ru_maxrss`` where /proc is absent)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def release_memory() -> None:
-    """Return freed heap memory to the operating system, where the platform allows.
-
-    What survives the collection is frozen (``gc.freeze``): the modules and
-    objects of a long run are not scanned again by the next stage's
-    collection nor by Python's own while a stage works (numba's typing makes
-    them many), which makes a whole run faster. Stages run in the CLI's process
-    (whose allocators ``toktoktok.memory.configure_allocators`` set up); the
-    library (``toktoktok``) never freezes anything in its caller's.
-    """
-    import ctypes
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    pa.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def finish(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Write the manifest last (atomically), adding the format and peak RSS."""
-    peak_kb, exact = STAGE_PEAK.peak_kb()
-    manifest = {"format": FORMAT, **manifest, "peak_rss_mb": round(peak_kb / 1024, 1), "peak_rss_exact": exact,
-                "process_peak_rss_mb": peak_rss_mb()}
-    if manifest.get("workers_peak_rss_mb"):
-        manifest["all_processes_peak_rss_mb"] = round(manifest["peak_rss_mb"] + manifest["workers_peak_rss_mb"], 1)
-    atomic_write_bytes(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
-    return manifest
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> str:
+    """Write ``folder``'s manifest atomically; returns its text (what a later
+    ``read_manifest`` parses)."""
+    text = json.dumps(manifest, indent=2, default=str) + "\n"
+    atomic_write_bytes(folder / MANIFEST, text.encode())
+    return text
 
 
 def outputs_key(manifest: dict[str, Any]) -> str:
     """A digest of a finished stage's outputs: what the next stage depends on."""
     return key_of([(o["name"], o["sha256"]) for o in manifest.get("outputs", [])])
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far (``VmHWM``, never reset), in MiB.
-
-    Worker processes are not in it: a stage that has them records their
-    peaks itself (``ru_maxrss`` of a spawned child would count the parent's
-    pages at the fork, not what the child used).
-    """
-    return round(_status_kb("VmHWM") / 1024, 1)

@@ -314,6 +314,6 @@ def test_the_stages_keys_follow_the_special_tokens_the_base_resolves_to(tmp_path
     for eot in (300, 302):
         (tmp_path / "small.meta.json").write_text(json.dumps({"format": "toktoktok-meta/1",
                                                               "special_tokens": {"<|endoftext|>": eot}}))
-        keys.append(workdir.base_description(load_config(config)))
+        keys.append(workdir.Work(load_config(config)).base_description())
     assert keys[0] != keys[1]
     assert keys[1]["warm_start_special_tokens"] == {"<|endoftext|>": 302}

@@ -189,7 +189,7 @@ def run_ingest(folder: Path, files: Sequence[Path], name: str, specials: Sequenc
     cfg = load_config(config)
     assert cfg.pattern.name == name and cfg.heldout_share == 0
     phase = cfg.phases[0]
-    manifest = ingest.run_ingest(cfg, phase, force=True, progress=Progress(stream=io.StringIO()))
+    manifest = ingest.run_ingest(workdir.Work(cfg), phase, force=True, progress=Progress(stream=io.StringIO()))
     chunks = sorted(workdir.ingest_dir(cfg, phase).glob("chunk-*.arrow"))
     counts: Counter[bytes] = Counter()
     for chunk in chunks:
@@ -582,7 +582,7 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
     config.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
     cfg = load_config(config)
     phase = cfg.phases[0]
-    manifest = ingest.run_ingest(cfg, phase, force=True, progress=Progress(stream=io.StringIO()))
+    manifest = ingest.run_ingest(workdir.Work(cfg), phase, force=True, progress=Progress(stream=io.StringIO()))
     share = manifest["sample"]["share"]
     assert (share < 1) == (budget_mb == 1)
     # the reference: the seeded rules applied to our own split of the file into units,

@@ -68,7 +68,7 @@ def _ingest(folder: Path, path: Path, **settings) -> tuple[dict, Path]:
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     cfg = load_config(config)
-    manifest = ingest.run_ingest(cfg, cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
+    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
     return manifest, workdir.ingest_dir(cfg, cfg.phases[0])
 
 

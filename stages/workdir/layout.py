@@ -1,0 +1,138 @@
+"""Where a config's files go, and what a phase reads: functions of the config alone.
+
+The places (``ingest_dir``, ``train_dir``, ``export_dir``, ``publish_journal``,
+``lock_path``, the outputs beside ``output:``) and a phase's inputs (its files,
+their fingerprints, their text bytes, the share of them a phase keeps). They
+open no manifest: the stage folder objects (``folders``) read those, and hand
+``measure_text`` the sizes an earlier ingest recorded.
+
+    >>> sorted(STAGE_FOLDERS), LOCK
+    (['export', 'ingest', 'train'], '.lock')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toktoktok import sampling
+from toktoktok.config import Config, ConfigError, Phase, Source
+from toktoktok.loading import meta_path, split_name
+from toktoktok.sources import SourceError, list_source_files, text_bytes
+
+STAGE_FOLDERS = ("ingest", "train", "export")  # the folders of WORK, one a stage
+LOCK = ".lock"  # WORK/.lock: held by the run using the work folder
+HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+# ---------------------------------------------------------------- places
+
+
+def ingest_dir(cfg: Config, phase: Phase) -> Path:
+    """``WORK/ingest/NN-slug``: a phase's chunk files and held-out text."""
+    return cfg.work_dir / "ingest" / phase.slug
+
+
+def train_dir(cfg: Config, phase: Phase) -> Path:
+    """``WORK/train/NN-slug``: a phase's merges."""
+    return cfg.work_dir / "train" / phase.slug
+
+
+def export_dir(cfg: Config) -> Path:
+    """``WORK/export``: the export's manifest."""
+    return cfg.work_dir / "export"
+
+
+def publish_journal(cfg: Config) -> Path:
+    """``WORK/export/publish.json``: the record of a publish under way
+    (``toktoktok.publish_journal``), which the next run finishes or undoes first."""
+    return export_dir(cfg) / "publish.json"
+
+
+def lock_path(cfg: Config) -> Path:
+    """``WORK/.lock``: the file a run locks while it uses the work folder."""
+    return cfg.work_dir / LOCK
+
+
+def hf_dir(cfg: Config) -> Path:
+    """``DIR/NAME.hf`` for ``output: DIR/NAME.tiktoken``."""
+    return cfg.output.with_name(cfg.output.name.removesuffix(".tiktoken") + ".hf")
+
+
+def report_paths(cfg: Config) -> dict[str, Path]:
+    """``DIR/NAME.report.{md,json,png}`` for ``output: DIR/NAME.tiktoken``."""
+    folder, name = split_name(cfg.output)
+    return {ext: folder / f"{name}.report.{ext}" for ext in ("md", "json", "png")}
+
+
+def output_set(cfg: Config) -> list[Path]:
+    """Every file an export writes outside the work folder: the ``.tiktoken``, its
+    ``.meta.json``, the reports, the Hugging Face files."""
+    return [cfg.output, meta_path(cfg.output), *report_paths(cfg).values(), *(hf_dir(cfg) / f for f in HF_FILES)]
+
+
+def select_phases(cfg: Config, name: str | None) -> list[Phase]:
+    """All phases, or the one called ``name`` (case-insensitive)."""
+    if name is None:
+        return list(cfg.phases)
+    for phase in cfg.phases:
+        if phase.name.lower() == name.lower() or phase.slug == name:
+            return [phase]
+    known = ", ".join(repr(p.name) for p in cfg.phases)
+    raise ConfigError(f"{cfg.path}: no phase named {name!r} (phases: {known})")
+
+
+# ---------------------------------------------------------------- a phase's inputs
+
+
+def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None) -> list[tuple[Source, Path]]:
+    """Every (source, file) of a phase, in config then path order; ``skipped``
+    collects what a folder scan passed by (broken symbolic links)."""
+    return [(src, path) for src in phase.sources for path in list_source_files(src, skipped=skipped)]
+
+
+def fingerprint(src: Source, path: Path) -> dict[str, Any]:
+    """What ingest's key records of an input file: path, size, mtime, column, weight."""
+    st = path.stat()
+    return {
+        "path": str(path),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "text_column": src.text_column,
+        "weight": src.weight,
+    }
+
+
+def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: list[dict[str, Any]],
+                 recorded: dict[str, Any] | None) -> list[int | None]:
+    """Each file's text bytes (None: unreadable, left to ingest to report).
+
+    Sizes ``recorded`` by the last ingest of the phase (its manifest, as
+    written) are reused while a file's fingerprint is unchanged, so a rerun
+    reads nothing twice.
+    """
+    known = {}
+    for entry in (recorded or {}).get("inputs", []):
+        if isinstance(entry, dict) and "text_bytes" in entry:
+            known[_fingerprint_key(entry)] = entry["text_bytes"]
+    sizes: list[int | None] = []
+    for (src, path), fp in zip(files, fingerprints):
+        if _fingerprint_key(fp) in known:
+            sizes.append(known[_fingerprint_key(fp)])
+            continue
+        try:
+            sizes.append(text_bytes(path, text_column=src.text_column))
+        except (SourceError, OSError) as exc:
+            if cfg.on_bad_file == "fail":
+                raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+            sizes.append(None)
+    return sizes
+
+
+def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
+    return (fp.get("path"), fp.get("size"), fp.get("mtime_ns"), fp.get("text_column"))
+
+
+def phase_share(cfg: Config, sizes: list[int | None]) -> float:
+    """The share of documents this phase keeps (1.0: no sampling)."""
+    return sampling.share(total=sum(s or 0 for s in sizes), capacity=sampling.capacity(cfg.working_set_mb))
