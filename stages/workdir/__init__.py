@@ -39,14 +39,14 @@ from toktoktok.config import (
     Source,
     config_error,
     default_work_dir,
-    resolve_vocab_size,
+    preflight,
 )
-from toktoktok.config import resolve_threads as resolve_threads  # re-exported: the stages take it from here
+from toktoktok.tuning import resolve_threads as resolve_threads  # re-exported: the stages take it from here
 from toktoktok.errors import DamagedArtifact, MissingInput
 from toktoktok.loading import meta_path, split_name
 from toktoktok.sources import SourceError, list_source_files, text_bytes
 from toktoktok.vocab import Vocab
-from toktoktok.warm_start import Base, load_base
+from toktoktok.warm_start import load_base
 
 from . import artifacts
 
@@ -354,66 +354,15 @@ def check_ready(cfg: Config) -> tuple[Config, list[str]]:
     """Everything that can be checked before work starts; returns the config
     with every phase's merges known, and warnings.
 
-    Raises ConfigError naming the key (and its YAML line) for a warm start
-    that is not a usable vocabulary, a source with no readable file (with
-    ``on_bad_file: fail``: any listed file that cannot be opened, or a broken
-    symbolic link), and an output or work folder that cannot be written.
-
-    With a warm start, ``vocab_size`` is fitted here, where the base is read
-    (the loader knows the size of every other block, and reading a base of
-    100,000 tokens takes a second that ``--help`` and a typo should not wait
-    for): its size is its highest id + 1, gaps and special tokens included.
-    A ``hf:`` role naming one of the base's own special tokens is checked here too.
+    ``toktoktok.config.preflight`` checks what needs the config's files (the
+    warm start, from the read ``load_config`` made; ``vocab_size`` fitted to
+    it; ``hf:`` roles; every source lists its files); then the output and
+    work folders must be writable. Each problem is a ConfigError naming the
+    key and its YAML line.
     """
-    if cfg.warm_start is not None:
-        base = _check_warm_start(cfg)
-        cfg = resolve_vocab_size(cfg, base_size=len(base.vocab), base_specials=base.special_tokens)
-        _check_hf_roles(cfg, base.special_tokens)
-    warnings = list(cfg.warnings)
-    strict = cfg.on_bad_file == "fail"
-    for phase in cfg.phases:
-        for j, src in enumerate(phase.sources):
-            where = ("phases", phase.index - 1, "sources", j, "path" if src.is_dir else "file")
-            try:
-                list_source_files(src, strict=strict)
-            except (SourceError, OSError) as exc:
-                raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
+    cfg, warnings = preflight(cfg)
     _check_writable(cfg)
     return cfg, warnings
-
-
-def _check_hf_roles(cfg: Config, base_specials: dict[str, int]) -> None:
-    """Each ``hf:`` role names a special token of the config or of the warm start."""
-    declared = set(cfg.special_tokens) | set(base_specials)
-    for role, token in (cfg.hf.roles if cfg.hf else {}).items():
-        if token is not None and token not in declared:
-            known = ", ".join(repr(t) for t in sorted(declared)) or "none are declared"
-            raise config_error(cfg.path, ("hf", role), f"is {token!r}, not a declared special token "
-                                                       f"(special tokens of the config and the warm start: {known})")
-
-
-def _check_warm_start(cfg: Config) -> Base:
-    """The base vocabulary must be valid and leave room for the new special tokens."""
-    from toktoktok.tiktoken_file import validate_special_tokens
-
-    assert cfg.warm_start is not None
-    key = ("warm_start", "file")
-    try:
-        base = load_base(cfg.warm_start.file, special_tokens=cfg.warm_start.special_tokens)
-    except ValueError as exc:
-        if any(repr(t) in str(exc) for t in cfg.warm_start.special_tokens or {}):
-            raise config_error(cfg.path, ("warm_start", "special_tokens"),
-                               f"do not fit the base vocabulary: {exc}") from exc
-        raise config_error(cfg.path, key, f"is not a usable base vocabulary: {exc}") from exc
-    except OSError as exc:
-        raise config_error(cfg.path, key, f"cannot be read: {exc.strerror or exc}") from exc
-    new = [t for t in cfg.special_tokens if t not in base.special_tokens]
-    top = len(base.vocab)
-    try:
-        validate_special_tokens({}, base.special_tokens | {t: top + i for i, t in enumerate(new)})
-    except ValueError as exc:
-        raise config_error(cfg.path, ("special_tokens",), f"do not fit the warm start's: {exc}") from exc
-    return base
 
 
 def _check_writable(cfg: Config) -> None:
