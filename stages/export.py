@@ -50,7 +50,7 @@ from toktoktok.hf import hf_roles, write_hf
 from toktoktok.interrupts import uninterrupted
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
-from toktoktok.segment import load_kernels as load_segmenter
+from toktoktok.segment import load_segment_kernels
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
@@ -287,7 +287,7 @@ def build(cfg: Config, *, key: str, progress: Progress) -> Built:
     place once the orchestrator has added the report.
     """
     started = time.perf_counter()
-    uninterrupted(load_segmenter)  # numba may start here (export alone): Ctrl-C waits for it
+    uninterrupted(load_segment_kernels)  # numba may start here (export alone): Ctrl-C waits for it
     folder = workdir.export_dir(cfg)
     artifacts.begin(folder)
     train_manifests = [artifacts.read_manifest(workdir.train_dir(cfg, p)) for p in cfg.phases]

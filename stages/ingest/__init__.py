@@ -62,7 +62,7 @@ from toktoktok.interrupts import uninterrupted
 from .. import workdir
 from ..workdir import artifacts
 from ..workdir.progress import Progress
-from .batching import Batcher, load_kernels
+from .batching import Batcher, load_ingest_kernels
 from .chunking import Chunker, chunk_bytes
 from .routing import Tally
 
@@ -117,7 +117,7 @@ def run_ingest(cfg: Config, phase: Phase, *, force: bool = False, progress: Prog
                       f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
     artifacts.begin(folder)
     loading = time.perf_counter()
-    uninterrupted(lambda: load_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
+    uninterrupted(lambda: load_ingest_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
     loaded = time.perf_counter()
     tally, heldout = Tally(), []
     chunker = Chunker(folder, chunk_bytes(cfg))

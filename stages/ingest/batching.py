@@ -107,13 +107,13 @@ def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables:
     return found
 
 
-def load_kernels(cfg: Config) -> None:
+def load_ingest_kernels(cfg: Config) -> None:
     """Load (or compile) the numba code ingest runs, on a few bytes, so that the
     stage can time its work apart: about 0.12 s from the cache, nearly all of
     it numba setting up its compiler context at its first call in a process
     (each kernel then loads in 1-11 ms)."""
     data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
-    documents.load_kernels()
+    documents.load_document_kernels()
     piece_order.sorted_table(data, np.array([0, 2, 3]), np.array([1, 1]))  # the chunk files' sort
     if has_scanner(cfg.pattern):
         tables = GroupTables()
