@@ -51,7 +51,7 @@ from toktoktok.hf import hf_roles, write_hf
 from toktoktok.interrupts import uninterrupted
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
-from toktoktok.segment import load_kernels as load_segmenter
+from toktoktok.segment import load_segment_kernels
 from toktoktok.segment import segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
@@ -264,7 +264,7 @@ def build(work: Work, *, key: str, progress: Progress) -> Built:
     """
     cfg, folder = work.cfg, work.export
     started = time.perf_counter()
-    uninterrupted(load_segmenter)  # numba may start here (export alone): Ctrl-C waits for it
+    uninterrupted(load_segment_kernels)  # numba may start here (export alone): Ctrl-C waits for it
     folder.begin()
     train_manifests = [work.train(p).manifest() for p in cfg.phases]
     vocab = work.vocab_after(len(cfg.phases))

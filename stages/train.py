@@ -30,7 +30,7 @@ from toktoktok.config import Config, Phase
 from toktoktok.counts import inventory
 from toktoktok.errors import TooFewMerges
 from toktoktok.interrupts import uninterrupted
-from toktoktok.merge import PhaseResult, load_kernels, train_phase
+from toktoktok.merge import PhaseResult, load_merge_kernels, train_phase
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
 
 from .workdir import Work, artifacts, is_damage
@@ -99,7 +99,7 @@ def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progre
                         "distinct pieces per byte needs a larger budget")
         progress.note(f"warning: {warnings[-1]}")
     read = time.perf_counter()
-    uninterrupted(load_kernels)  # numba's compiled code, from its cache: timed apart from the merge loop
+    uninterrupted(load_merge_kernels)  # numba's compiled code, from its cache: timed apart from the merge loop
     loaded = time.perf_counter()
     progress.start(f"train {phase.name}", total=phase.merges, unit="merges")
     result = train_phase(vocab, buf, off, counts, merges=phase.merges, min_frequency=cfg.min_frequency,

@@ -187,7 +187,7 @@ def test_the_checker_allows_what_the_rules_allow():
         "stages.ingest": "from .routing import Router\nfrom .. import workdir\n",
         "stages.ingest.routing": "from .batching import Batcher\n",
         "stages.ingest.batching": "from .regex_worker import count_in_worker\n",
-        "stages.ingest.regex_worker": "from toktoktok.pretokenize import count_texts\n",
+        "stages.ingest.regex_worker": "from toktoktok.pretokenize import count_with_regex\n",
         "stages.workdir": "from . import artifacts\n",
         "stages.workdir.artifacts": "",
         "toktoktok.pretokenize": "",

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from toktoktok.config import MAX_MERGES, TOP_KEYS, batch_chars, check_settings, resolve_threads
+from toktoktok.config import MAX_MERGES, TOP_KEYS, check_settings
+from toktoktok.tuning import count_batch_chars, resolve_threads
 from toktoktok.errors import ConfigError, LayoutError, TooFewMerges, UsageError
 
 if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
@@ -246,7 +247,7 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
     # the numba scanner in threads (it releases the GIL); a custom pattern's ``regex`` in
     # this thread: no worker processes, so a caller needs no ``if __name__ == "__main__"``
     workers = resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
-    size = batch_chars(settings["working_set_mb"])  # as ingest's batches
+    size = count_batch_chars(settings["working_set_mb"])  # as ingest's batches
     from toktoktok.summing import RunningSum
 
     summed = RunningSum()  # each batch's table added as it comes: memory is the sum and the batches in flight
@@ -268,15 +269,15 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
     return table
 
 
-def _batches(docs: list[str], trained: np.ndarray, cutter: Any, batch_chars: int) -> Iterator[list[str]]:
-    """The trained documents' parts, in order, in batches of about ``batch_chars``."""
+def _batches(docs: list[str], trained: np.ndarray, cutter: Any, chars_per_batch: int) -> Iterator[list[str]]:
+    """The trained documents' parts, in order, in batches of about ``chars_per_batch``."""
     batch: list[str] = []
     chars = 0
     for i in trained.tolist():
         for part in _parts(docs[i], cutter):
             batch.append(part)
             chars += len(part)
-        if chars >= batch_chars:
+        if chars >= chars_per_batch:
             yield batch
             batch, chars = [], 0
     if batch:

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from toktoktok.errors import CountOverflow
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import count_texts as count_texts_regex
+from toktoktok.pretokenize import count_with_regex
 from toktoktok.pretokenize import split_special
 
 SCHEMA = pa.schema([("piece", pa.large_binary()), ("count", pa.uint64())])
@@ -230,7 +230,7 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
     the pattern runs over each segment: the numba scanner for the named
     patterns (``toktoktok.scanner``, proven piece for piece against
     ``regex``; it releases the GIL, so threads may count batches side by
-    side), ``regex`` for a custom one (``pretokenize.count_texts``). One text
+    side), ``regex`` for a custom one (``pretokenize.count_with_regex``). One text
     of bytes is scanned where it lies, without a copy.
 
         >>> from toktoktok.patterns import resolve_pattern
@@ -242,7 +242,7 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
     from toktoktok import scanner  # numba: loaded only when there is work
 
     if pattern.name not in scanner.PATTERN_IDS:
-        found, numbers = count_texts_regex([t if isinstance(t, str) else bytes(t).decode("utf-8") for t in texts],
+        found, numbers = count_with_regex([t if isinstance(t, str) else bytes(t).decode("utf-8") for t in texts],
                                            pattern, special_tokens)
         return from_lists(found, numbers)
     buf, seg_off = joined_segments(texts, special_tokens)

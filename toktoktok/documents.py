@@ -268,13 +268,13 @@ def valid_utf8(buf):
     return True
 
 
-def load_kernels() -> None:
+def load_document_kernels() -> None:
     """Load (or compile) this module's kernels, on a few bytes: a caller holds
     Ctrl-C around it (``interrupts.uninterrupted``), as numba's first call in a
     process sets up its compiler, and a Ctrl-C inside llvmlite leaves
     an object whose destructor prints a traceback at exit.
 
-        >>> load_kernels()
+        >>> load_document_kernels()
     """
     data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
     doc_ends(data, 0, len(data), True)

@@ -130,6 +130,15 @@ def _recognise(path: str, size: int, mtime_ns: int) -> KnownBase | None:
         return None
     if len(data) > _MAX_BYTES:
         return None
+    return recognise_bytes(data)
+
+
+def recognise_bytes(data: bytes) -> KnownBase | None:
+    """The published vocabulary a file's decompressed bytes are, or None.
+
+    >>> recognise_bytes(b"IQ== 0\\n") is None
+    True
+    """
     data = canonical_bytes(data)
     candidates = [b for b in KNOWN_BASES.values() if b.size == len(data)]
     if not candidates:

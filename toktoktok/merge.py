@@ -742,7 +742,7 @@ def train_phase(
                        int(progress[1]), int(progress[2]), usage, {k: round(v, 3) for k, v in seconds.items()})
 
 
-def load_kernels() -> None:
+def load_merge_kernels() -> None:
     """Load (or compile) the numba code ``train_phase`` runs, on a two-piece inventory,
     so that a caller can time the merge loop apart from loading its code."""
     buf = np.frombuffer(b"abab", dtype=np.uint8)

@@ -120,7 +120,7 @@ def special_occurrences(texts: Sequence[str | bytes], special_tokens: Sequence[s
     return found
 
 
-def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = (), *,
+def count_with_regex(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str] = (), *,
                 timeout: float | None = None) -> tuple[list[bytes], list[int]]:
     """Distinct pieces of ``texts`` as UTF-8 and their counts (order of first occurrence).
 
@@ -135,7 +135,7 @@ def count_texts(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence
     place, which ``PatternMiss`` names.
 
         >>> from toktoktok.patterns import resolve_pattern
-        >>> count_texts(["a a a"], resolve_pattern(None))
+        >>> count_with_regex(["a a a"], resolve_pattern(None))
         ([b'a', b' a'], [1, 2])
     """
     compiled = _compiled(pattern.python)

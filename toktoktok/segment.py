@@ -334,10 +334,10 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
     return sym, lens
 
 
-def load_kernels() -> None:
+def load_segment_kernels() -> None:
     """Load (or compile) the segmenter's kernels on a two-piece inventory (see
-    ``documents.load_kernels`` for why a caller holds Ctrl-C around it).
+    ``documents.load_document_kernels`` for why a caller holds Ctrl-C around it).
 
-        >>> load_kernels()
+        >>> load_segment_kernels()
     """
     segment_pieces(Vocab.initial(hardcoded=False), np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]))

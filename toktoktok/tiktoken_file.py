@@ -255,8 +255,15 @@ def _parse_lines(data: bytes, path: str | os.PathLike[str]) -> dict[bytes, int]:
     return ranks
 
 
-def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
-    """Read a ``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``) file into ``{token bytes: rank}``.
+def decompressed_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A ``.tiktoken`` file's bytes, decompressed when it is gzip or zstd (``TokenizerFileError``
+    when it cannot be read), for ``read_tiktoken(path, data=...)`` and other readers of the same bytes."""
+    return _read_raw(Path(path))
+
+
+def read_tiktoken(path: str | os.PathLike[str], *, data: bytes | None = None) -> dict[bytes, int]:
+    """Read a ``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``) file into ``{token bytes: rank}``;
+    ``data``: its ``decompressed_bytes``, already read.
 
     A gzip- or zstd-compressed file is recognised by its magic bytes, whatever
     its name. Raises ``TokenizerFileError`` (a ``ValueError``) naming the file,
@@ -264,7 +271,7 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     missing single byte included.
     """
     path = Path(path)
-    ranks = parse_tiktoken_bytes(_read_raw(path), path)
+    ranks = parse_tiktoken_bytes(_read_raw(path) if data is None else data, path)
     missing = missing_single_bytes(ranks)
     if missing:
         raise TokenizerFileError(path, _missing_bytes_message(missing))

@@ -1,6 +1,6 @@
 """Sources named by a URI that ``pyarrow.fs`` reads: ``s3://``, ``gs://``, ``hdfs://``.
 
-A ``file://`` URI in a config is a local path (``config.uri_path``); any other
+A ``file://`` URI in a config is a local path (``config.values.uri_path``); any other
 becomes a ``RemotePath``: the few things ``sources`` and the engines ask of a
 path (its name, ``stat``, ``is_file``, ``is_dir``, ``open``, a folder's files,
 ``/``), answered through the ``pyarrow.fs.FileSystem`` that

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from toktoktok.errors import TokenizerFileError
 from toktoktok.hf import read_hf_tokenizer
-from toktoktok.known_bases import KNOWN_BASES, KnownBase, recognise
+from toktoktok.known_bases import KNOWN_BASES, KnownBase, recognise_bytes
 from toktoktok.loading import check_companion, meta_path, read_meta
-from toktoktok.tiktoken_file import missing_single_bytes, read_tiktoken, validate_special_tokens
+from toktoktok.tiktoken_file import decompressed_bytes, missing_single_bytes, read_tiktoken, validate_special_tokens
 from toktoktok.vocab import Vocab
 
 
@@ -50,7 +50,7 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         if missing:
             raise TokenizerFileError(path, f"the vocabulary lacks {len(missing)} of the 256 single bytes")
         return ranks, specials
-    ranks = read_tiktoken(path)
+    ranks = read_tiktoken(path, data=_file_bytes(path))
     companion = meta_path(path)
     if companion.is_file():
         meta = read_meta(companion)
@@ -69,7 +69,22 @@ def published_base(path: Path) -> KnownBase | None:
     path = Path(path)
     if path.name.endswith(".json") or meta_path(path).is_file():
         return None
-    return recognise(path)
+    try:
+        return recognise_bytes(_file_bytes(path))
+    except (OSError, ValueError):  # unreadable: not recognised (its readers say what is wrong)
+        return None
+
+
+def _file_bytes(path: Path) -> bytes:
+    """A ``.tiktoken`` base's decompressed bytes, read once a process while the file is
+    unchanged (same size and mtime): recognising it and parsing it share the read."""
+    st = Path(path).stat()
+    return _read_once(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=1)
+def _read_once(path: str, size: int, mtime_ns: int) -> bytes:
+    return decompressed_bytes(path)
 
 
 def missing_special_tokens(path: Path) -> str | None:
@@ -82,9 +97,9 @@ def missing_special_tokens(path: Path) -> str | None:
     tokens would not help it.
     """
     path = Path(path)
-    if path.name.endswith(".json") or meta_path(path).is_file() or recognise(path) is not None:
+    if path.name.endswith(".json") or meta_path(path).is_file() or published_base(path) is not None:
         return None
-    read_tiktoken(path)  # only on the way to an error: its own problem first
+    read_tiktoken(path, data=_file_bytes(path))  # only on the way to an error: its own problem first
     known = " or ".join(KNOWN_BASES)
     return (f"is required: {path.name} has no companion {meta_path(path).name} and is not {known} "
             "(recognised by content), so the ids its special tokens hold are unknown and would go to new "

@@ -36,7 +36,7 @@ from ..workdir import resolve_threads
 from ..workdir.progress import Progress
 from .texts import (
     Reading,
-    batch_chars,
+    encode_batch_chars,
     can_cut,
     input_files,
     iter_batches,
@@ -92,7 +92,7 @@ def compare(
         row = {"text": str(text), "documents": 0, "bytes": 0, "tokens": dict.fromkeys(names, 0)}
         reading = Reading()
         for batch in iter_batches(iter_parts(files, text_column=text_column, cut=cut, reading=reading),
-                                  batch_chars(workers)):
+                                  encode_batch_chars(workers)):
             docs = [p[0] for p in batch]
             nbytes = sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
             row["bytes"] += nbytes

@@ -54,7 +54,7 @@ from .texts import (
     MAX_PIECE_CHARS,
     STDIN,
     Reading,
-    batch_chars,
+    encode_batch_chars,
     can_cut,
     input_files,
     iter_batches,
@@ -465,7 +465,7 @@ def encode_corpus(
     try:
         with ThreadPoolExecutor(1) as background:  # reading the next batch overlaps encoding this one
             pending = None
-            for batch in iter_batches(parts, batch_chars(workers)):
+            for batch in iter_batches(parts, encode_batch_chars(workers)):
                 job = background.submit(encode, [p[0] for p in batch])
                 if pending is not None:
                     store(pending[0], pending[1].result())

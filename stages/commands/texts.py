@@ -2,7 +2,7 @@
 tokenizer to encode with, the input files, their documents cut into parts
 where no piece can cross, batches of parts, and tables as printed text.
 
-    >>> batch_chars(2) == 4 << 20
+    >>> encode_batch_chars(2) == 4 << 20
     True
 """
 
@@ -133,7 +133,7 @@ def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_to
         reading.forced_cuts += cutter.forced_cuts
 
 
-def batch_chars(threads: int) -> int:
+def encode_batch_chars(threads: int) -> int:
     """Characters of text per encoding batch: 1 MiB a thread, between 4 and 16 MiB."""
     return min(max(threads << 20, 4 << 20), 16 << 20)
 

@@ -38,7 +38,7 @@ from toktoktok.interrupts import uninterrupted
 
 from ..workdir import Work, artifacts, is_damage
 from ..workdir.progress import Progress
-from .batching import Batcher, load_kernels
+from .batching import Batcher, load_ingest_kernels
 from .chunking import Chunker, chunk_bytes
 from .routing import Tally
 
@@ -90,7 +90,7 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
                       f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
     folder.begin()
     loading = time.perf_counter()
-    uninterrupted(lambda: load_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
+    uninterrupted(lambda: load_ingest_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
     loaded = time.perf_counter()
     tally, heldout = Tally(), []
     chunker = Chunker(folder.path, chunk_bytes(cfg))

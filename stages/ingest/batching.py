@@ -18,28 +18,17 @@ import pyarrow as pa
 
 from toktoktok import counts, documents, piece_order, scanner
 from toktoktok.config import Config
-from toktoktok.config import batch_chars as config_batch_chars
 from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import special_occurrences
 from toktoktok.summing import RunningSum
+from toktoktok.tuning import count_batch_chars
 
 from ..workdir import resolve_threads
 from .chunking import Chunker
 from .regex_worker import count_in_worker, ignore_sigint
 
-BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: from working_set_mb
-
-
-def batch_chars(cfg: Config) -> int:
-    """Text per worker task: a 128th of the budget, from 256 Ki to 512 Ki characters.
-
-    Larger batches gain little speed and cost more memory at peak, in flight
-    on every thread.
-    """
-    if BATCH_TEXT_CHARS is not None:
-        return BATCH_TEXT_CHARS
-    return config_batch_chars(cfg.working_set_mb)
+BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: ``tuning.count_batch_chars``
 
 
 
@@ -118,13 +107,13 @@ def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables:
     return found
 
 
-def load_kernels(cfg: Config) -> None:
+def load_ingest_kernels(cfg: Config) -> None:
     """Load (or compile) the numba code ingest runs, on a few bytes, so that the
     stage can time its work apart: from the cache, this is nearly all numba
     setting up its compiler context at its first call in a process (each
     kernel then loads quickly)."""
     data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
-    documents.load_kernels()
+    documents.load_document_kernels()
     piece_order.sorted_table(data, np.array([0, 2, 3]), np.array([1, 1]))  # the chunk files' sort
     if has_scanner(cfg.pattern):
         tables = GroupTables()
@@ -162,7 +151,8 @@ class Batcher:
         self.group = 0  # the group the next batch goes into
         self.group_batches = 0  # batches sent into it
         self.worker_peaks_kb: dict[int, int] = {}  # worker process id -> its peak RSS
-        self.batch_chars = batch_chars(cfg)
+        self.chars_per_batch = (BATCH_TEXT_CHARS if BATCH_TEXT_CHARS is not None
+                                else count_batch_chars(cfg.working_set_mb))  # text per worker task
         self.texts: list[str] = []
         self.chars = 0
         self.weight = 1.0
@@ -187,7 +177,7 @@ class Batcher:
         for part in parts:
             self.texts.append(part)
             self.chars += len(part)
-        if self.chars >= self.batch_chars:
+        if self.chars >= self.chars_per_batch:
             self.send()
 
     def send(self) -> None:

@@ -46,7 +46,7 @@ from ..workdir.progress import Progress
 from . import ray_guard, routing
 from .batching import has_scanner
 from .chunking import Chunker
-from .ray_units import UnitResult, add_found, combine_tallies, count_texts, count_unit, plan_spans, splittable
+from .ray_units import UnitResult, add_found, combine_tallies, count_training_texts, count_unit, plan_spans, splittable
 from .routing import Tally
 
 RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
@@ -171,10 +171,10 @@ def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_befo
     ``heldout_cap``: the driver's ``routing.HELDOUT_CAP_BYTES``, set in this worker
     process too (a test lowers it in the driver: a worker would not see that).
     """
-    from .batching import load_kernels
+    from .batching import load_ingest_kernels
 
     routing.HELDOUT_CAP_BYTES = heldout_cap
-    load_kernels(cfg)  # numba's code, once per worker process (timed apart from the unit)
+    load_ingest_kernels(cfg)  # numba's code, once per worker process (timed apart from the unit)
     result = count_unit(cfg, phase, unit.index, unit.src, unit.path, share, span=unit.span,
                         heldout_before=heldout_before, threads=threads)
     table, result.table = result.table, counts.SCHEMA.empty_table()
@@ -182,11 +182,11 @@ def count_task(cfg: Config, phase: Phase, unit: Unit, share: float, heldout_befo
 
 
 def texts_task(cfg: Config, texts: list[str], weight: float, index: int) -> tuple[pa.Table, UnitResult]:
-    """What a Ray task counting texts runs (``ingest.units.count_texts``): the table and the rest."""
-    from .batching import load_kernels
+    """What a Ray task counting texts runs (``ray_units.count_training_texts``): the table and the rest."""
+    from .batching import load_ingest_kernels
 
-    load_kernels(cfg)
-    result = count_texts(cfg, texts, weight, index)
+    load_ingest_kernels(cfg)
+    result = count_training_texts(cfg, texts, weight, index)
     table, result.table = result.table, counts.SCHEMA.empty_table()
     return table, result
 

@@ -91,7 +91,7 @@ def count_unit(cfg: Config, phase: Phase, index: int, src: Source, path: Path, s
                       time.perf_counter() - started)
 
 
-def count_texts(cfg: Config, texts: list[str], weight: float, index: int) -> UnitResult:
+def count_training_texts(cfg: Config, texts: list[str], weight: float, index: int) -> UnitResult:
     """Count ``texts`` of file ``index`` as training text, each one a stream of its
     own (cut by a fresh ``PartCutter``, batched apart from other files) as
     ``local.train_last_held`` counts a unit: the held-out candidates the cap

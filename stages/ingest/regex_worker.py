@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import count_texts, special_occurrences
+from toktoktok.pretokenize import count_with_regex, special_occurrences
 
 
 def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequence[str],
                     timeout_s_per_mib: float | None = None) -> tuple[list[bytes], list[int], int, int, dict]:
-    """``pretokenize.count_texts`` plus this process's id and peak RSS in kB, and
+    """``pretokenize.count_with_regex`` plus this process's id and peak RSS in kB, and
     how often each special token occurs in the texts.
 
     ``timeout_s_per_mib``: each text may take this many seconds per MiB (at
@@ -28,13 +28,13 @@ def count_in_worker(texts: Sequence[str], pattern: Pattern, special_tokens: Sequ
     """
     specials = special_occurrences(texts, special_tokens)
     if timeout_s_per_mib is None:
-        found, counts = count_texts(texts, pattern, special_tokens)
+        found, counts = count_with_regex(texts, pattern, special_tokens)
         return found, counts, os.getpid(), own_peak_kb(), specials
     found_all: dict[bytes, int] = {}
     for index, text in enumerate(texts):
         seconds = timeout_s_per_mib * max(1.0, len(text) / (1 << 20))
         try:
-            found, counts = count_texts([text], pattern, special_tokens, timeout=seconds)
+            found, counts = count_with_regex([text], pattern, special_tokens, timeout=seconds)
         except TimeoutError:
             raise PatternTimeout(seconds, index=index) from None
         except PatternMiss as exc:  # the place in this text: say which text of the batch

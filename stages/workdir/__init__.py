@@ -25,7 +25,7 @@ Importing this package loads numpy, pyarrow and the source readers.
 
 from __future__ import annotations
 
-from toktoktok.config import resolve_threads as resolve_threads  # re-exported: the stages take it from here
+from toktoktok.tuning import resolve_threads as resolve_threads  # re-exported: the stages take it from here
 
 from .folders import ExportFolder, IngestFolder, StageFolder, TrainFolder, is_damage, new_token_rows, sum_chunks
 from .layout import fingerprint, hf_dir, ingest_dir, train_dir

@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toktoktok.config import Config, Phase, resolve_vocab_size
+from toktoktok.config import Config, Phase, preflight
 from toktoktok.vocab import Vocab
 from toktoktok.warm_start import Base, load_base
 
@@ -139,15 +139,9 @@ class Work:
         size is its highest id + 1, gaps and special tokens included. A ``hf:``
         role naming one of the base's own special tokens is checked here too.
         """
-        cfg, base = self.cfg, None
-        if cfg.warm_start is not None:
-            base = ready.check_warm_start(cfg)
-            cfg = resolve_vocab_size(cfg, base_size=len(base.vocab), base_specials=base.special_tokens)
-            ready.check_hf_roles(cfg, base.special_tokens)
-        warnings = list(cfg.warnings)
-        ready.check_sources(cfg)
+        cfg, warnings = preflight(self.cfg)
         ready.check_writable(cfg)
-        return Work(cfg, base=base), warnings
+        return Work(cfg), warnings
 
     def output_set(self) -> list[Path]:
         """Every file an export writes beside ``output:`` (``layout.output_set``)."""

@@ -221,14 +221,14 @@ def test_ctrl_c_while_a_txt_reader_loads_its_kernels_waits_for_them(tmp_path, mo
     path = tmp_path / "a.txt"
     path.write_text("one\n\ntwo\n")
     loaded: list[str] = []
-    monkeypatch.setattr(documents, "load_kernels", _ctrl_c_while(loaded, "documents"))
-    txt_windows._load_kernels.cache_clear()
+    monkeypatch.setattr(documents, "load_document_kernels", _ctrl_c_while(loaded, "documents"))
+    txt_windows._load_document_kernels_once.cache_clear()
     try:
         with pytest.raises(KeyboardInterrupt):
             list(txt_windows.iter_txt_windows(path))
         assert loaded == ["documents"]
     finally:
-        txt_windows._load_kernels.cache_clear()
+        txt_windows._load_document_kernels_once.cache_clear()
 
 
 def test_ctrl_c_while_export_loads_the_segmenter_waits_for_it(small, monkeypatch):
@@ -244,7 +244,7 @@ def test_ctrl_c_while_export_loads_the_segmenter_waits_for_it(small, monkeypatch
     cfg = load_config(config)
     before = cfg.output.read_bytes()
     loaded: list[str] = []
-    monkeypatch.setattr(export, "load_segmenter", _ctrl_c_while(loaded, "segment"))
+    monkeypatch.setattr(export, "load_segment_kernels", _ctrl_c_while(loaded, "segment"))
     with pytest.raises(KeyboardInterrupt) as caught:
         pipeline.export(cfg, force=True, progress=Progress(stream=io.StringIO()))
     assert loaded == ["segment"]

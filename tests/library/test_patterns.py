@@ -27,7 +27,7 @@ from toktoktok.patterns import (
     probe_pattern,
     resolve_pattern,
 )
-from toktoktok.pretokenize import count_texts
+from toktoktok.pretokenize import count_with_regex
 from toktoktok.tiktoken_file import write_tiktoken
 
 EMPTY_MATCHES = [
@@ -149,16 +149,16 @@ def test_a_bad_pattern_option_is_a_usage_error(tmp_path: Path, corpus: Path, com
 # ------------------------------------------------------------------ at run time
 
 
-def test_count_texts_stops_at_the_first_miss() -> None:
+def test_count_with_regex_stops_at_the_first_miss() -> None:
     """A pattern the probe passes but a document defeats (ž is no probe character)."""
     pattern = resolve_pattern(r"[^\sž]+|\s+")
-    assert count_texts(["plain text"], pattern)[1] == [1, 1, 1]
+    assert count_with_regex(["plain text"], pattern)[1] == [1, 1, 1]
     with pytest.raises(PatternMiss, match=r"leaves 'ž' \(U\+017E, category Ll\) unmatched, after 'éé <\|x\|>'") as info:
-        count_texts(["fine", "éé <|x|>ž and ž"], pattern, ["<|x|>"])
+        count_with_regex(["fine", "éé <|x|>ž and ž"], pattern, ["<|x|>"])
     assert (info.value.index, info.value.offset) == (1, 8)  # the second text, its 9th character
     empty = resolve_pattern(r"[^\sž]+|\s+|(?=ž)")
     with pytest.raises(PatternMiss, match="matches the empty string, after 'abc'") as info:
-        count_texts(["abcž"], empty)
+        count_with_regex(["abcž"], empty)
     assert (info.value.index, info.value.offset) == (0, 3)
 
 

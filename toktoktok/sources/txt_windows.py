@@ -116,10 +116,10 @@ _BOM = b"\xef\xbb\xbf"
 
 
 @functools.cache
-def _load_kernels() -> None:
-    """``documents.load_kernels`` once in a process, with Ctrl-C held meanwhile:
+def _load_document_kernels_once() -> None:
+    """``documents.load_document_kernels`` once in a process, with Ctrl-C held meanwhile:
     a command reading ``.txt`` files (``encode``, ``compare``) may start numba here."""
-    uninterrupted(documents.load_kernels)
+    uninterrupted(documents.load_document_kernels)
 
 
 def windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bool = False) -> Iterator[TxtWindow]:
@@ -127,7 +127,7 @@ def windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bool = 
     by ``documents.doc_ends`` (each offset judged once, with 3 bytes of context
     on either side carried between windows). ``started``: the bytes are not the
     file's first (a span after its start: no byte order mark to look for)."""
-    _load_kernels()
+    _load_document_kernels_once()
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
     for chunk in chunks:
