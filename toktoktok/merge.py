@@ -1,5 +1,9 @@
 """Learning merges: the plain-Python reference and the numba merge loop.
 
+A long module that stays whole: the kernel is one routine in numbered phases
+(segment, count pairs, merge, check) over structures that only it uses, with
+the reference it is tested against beside it.
+
 Both apply the merge rule of docs/training.md (The merge rule) to the
 distinct pieces of a phase with their counts, first segmented as tiktoken
 would with the vocabulary the phase starts from, until ``merges`` new ranks
