@@ -236,7 +236,7 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
     (a ``counts`` table), in batches of parts, on ``threads`` threads for the scanner."""
     import numpy as np
 
-    from toktoktok import counts, sampling, scanner
+    from toktoktok import counts, sampling, scanner, unicode_classes
     from toktoktok.pretokenize import PartCutter
 
     pattern, specials = settings["pattern"], settings["special_tokens"]
@@ -254,7 +254,7 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:
-            scanner.unicode_tables()  # build or load the tables once, before the threads
+            unicode_classes.unicode_tables()  # build or load the tables once, before the threads
             pool = stack.enter_context(ThreadPoolExecutor(workers))
         inflight: list[Future[Any] | Any] = []
         for batch in _batches(docs, np.flatnonzero(fates == sampling.TRAIN), cutter, size):

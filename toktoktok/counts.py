@@ -4,7 +4,7 @@ A count table has the columns ``piece: large_binary`` and ``count: uint64``;
 every piece appears once. Ingest makes one per batch of text, sums them into
 chunk files, and train sums the chunk files into the phase's inventory.
 
-Summing runs in the numba hash table of ``toktoktok.scanner`` (``merge_kernel``),
+Summing runs in the numba hash table of ``toktoktok.span_table`` (``merge_kernel``),
 so its memory is a few dozen bytes per row and no dataframe engine is loaded:
 polars' ``group_by`` on binary keys took 170 MB of arena to sum 14 MB of
 tables. Rows come out in order of first occurrence, which depends only on the
@@ -166,7 +166,7 @@ def sum_tables(tables: Sequence[pa.Table]) -> pa.Table:
         return SCHEMA.empty_table()
     if len(tables) == 1:
         return tables[0].cast(SCHEMA)
-    from toktoktok.scanner import merge_kernel  # numba: loaded only when there is work
+    from toktoktok.span_table import merge_kernel  # numba: loaded only when there is work
 
     parts = [to_arrays(t) for t in tables]
     buf = np.concatenate([p[0] for p in parts])
@@ -186,7 +186,7 @@ def _check_sums(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> None:
     Sums counts rounded up to multiples of 2**16 (an upper bound that cannot
     itself wrap), so it errs only when a sum is within a hair of the limit.
     """
-    from toktoktok.scanner import merge_kernel
+    from toktoktok.span_table import merge_kernel
 
     coarse = (counts >> np.uint64(16)) + np.uint64(1)
     _, _, bound = merge_kernel(buf, off, coarse.view(np.int64))
@@ -229,9 +229,10 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
     Special tokens are cut out first (``pretokenize.split_special``), then
     the pattern runs over each segment: the numba scanner for the named
     patterns (``toktoktok.scanner``, proven piece for piece against
-    ``regex``; it releases the GIL, so threads may count batches side by
-    side), ``regex`` for a custom one (``pretokenize.count_with_regex``). One text
-    of bytes is scanned where it lies, without a copy.
+    ``regex``), its pieces counted by ``span_table.count_pieces`` (both
+    release the GIL, so threads may count batches side by side); ``regex``
+    for a custom one (``pretokenize.count_with_regex``). One text of bytes is
+    scanned where it lies, without a copy.
 
         >>> from toktoktok.patterns import resolve_pattern
         >>> count_texts(["a a a"], resolve_pattern(None)).to_pylist()
@@ -239,16 +240,17 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
         >>> count_texts([b"x<|e|>x"], resolve_pattern("[a-z]|[^a-z]"), ["<|e|>"]).to_pylist()
         [{'piece': b'x', 'count': 2}]
     """
-    from toktoktok import scanner  # numba: loaded only when there is work
+    from toktoktok.scanner import PATTERN_IDS  # numba: loaded only when there is work
+    from toktoktok.span_table import count_pieces
 
-    if pattern.name not in scanner.PATTERN_IDS:
+    if pattern.name not in PATTERN_IDS:
         found, numbers = count_with_regex([t if isinstance(t, str) else bytes(t).decode("utf-8") for t in texts],
                                            pattern, special_tokens)
         return from_lists(found, numbers)
     buf, seg_off = joined_segments(texts, special_tokens)
     if len(seg_off) == 1:
         return SCHEMA.empty_table()
-    return from_arrays(*scanner.count_pieces(buf, seg_off, scanner.PATTERN_IDS[pattern.name]))
+    return from_arrays(*count_pieces(buf, seg_off, PATTERN_IDS[pattern.name]))
 
 
 def joined_segments(texts: Sequence[str | bytes | memoryview],

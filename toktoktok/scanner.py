@@ -1,94 +1,19 @@
-"""A hand-written pre-tokenizer in numba that agrees with ``regex`` piece for piece.
+"""The numba piece scanner: the pieces of the named patterns, as ``regex`` finds them.
 
-Why a hand-written scanner. ``regex.findall`` with the docs/pretokenization.md pattern runs at
-10-20 MB/s on one core, creates a Python string per piece and holds the GIL;
-counting its pieces in a ``Counter`` halves that again. The named patterns
-(default, cl100k, o200k, gpt2) are simple enough to be decided by looking at
-one or two characters and a run or two of a class, so a small state machine
-over the UTF-8 bytes does the same work at hundreds of MB/s, without the GIL,
-and feeds a hash table of distinct pieces directly (``count_pieces``): no
-Python object per piece.
+For the named patterns (default, cl100k, o200k, gpt2) a small state machine
+over the UTF-8 bytes decides each piece from a character or two and a run or
+two of a class: no Python object per piece, and the GIL released
+(docs/pretokenization.md, "Engines"). ``tests/library/test_scanner.py``
+proves it piece for piece against ``regex.findall`` of each pattern's
+``python``.
 
-How the alternation resolves (default and cl100k; ``i`` is the position, ``c`` the
-character there, ``d`` the one after it). The pattern covers every character
-(letters, numbers, white space, everything else), so the matches tile the
-text and each piece is "the first alternative that matches at ``i``":
+API: ``scan`` (``scan_default``, ``scan_cl100k``) writes the pieces' end
+offsets, ``split_text`` gives them as strings (tests, small inputs). numba
+callers take ``scan_kernel`` or ``piece_end`` (one piece at a time) and pass
+the two rows of ``unicode_classes.unicode_tables()`` themselves. Counting the
+pieces found is ``toktoktok.span_table``'s.
 
-- ``c`` is ``'`` and ``d`` (and the char after it) spell s, t, m, d, re, ve
-  or ll in any case ``regex`` accepts under ``(?i)``: the contraction.
-- ``c`` is a letter: the letter run.
-- ``c`` is not a letter, number, CR or LF and ``d`` is a letter:
-  ``c`` plus the letter run (``[^\\r\\n\\p{L}\\p{N}]?\\p{L}+``; backtracking the
-  optional character cannot help, since ``c`` itself is not a letter).
-- ``c`` is a number: one to three numbers.
-- ``c`` is neither white space, letter nor number, or ``c`` is a space and
-  ``d`` is such a character: the run of such characters, then any CR/LF run.
-- otherwise ``c`` starts a white space run ``[i, e)``:
-  cl100k only: if ``e`` is the end of the text, the whole run (``\\s++$``);
-  else if the run holds a CR or LF, the run up to and including its last
-  one (``\\s*[\\r\\n]+`` backtracks to the last line break, and the ``+`` cannot
-  extend past it; cl100k's ``\\s*[\\r\\n]`` ends at the same place);
-  else if ``e`` is the end, the whole run (``\\s+(?!\\S)``);
-  else if the run has two characters or more, all but its last
-  (``(?!\\S)`` fails before ``\\S``, so ``\\s+`` gives back one character);
-  else the one character (``\\s+`` or ``\\s``).
-
-Possessive quantifiers in cl100k change nothing above: none of them is
-followed by anything that could make it give back. So the two patterns differ
-only in ``\\s++$`` (``$`` is end of text, ``\\Z`` in ``regex`` spelling).
-
-o200k (``_piece_end_o200k``) splits words by case: its first two
-alternatives are ``P?U*L+S?`` and ``P?U+L*S?``, where U is
-``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``, L is ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``,
-P one character that is not CR, LF, letter or number, and S an optional
-contraction (no contraction stands alone). ``regex`` tries the first with P,
-then without, then the second likewise. Within one, ``U*`` backtracks: if
-the upper run does not stop at a lowercase letter, ``L+`` can only begin
-at the run's last character that is in both classes (Lm, Lo or a mark), and
-the piece ends just after it (``_cased``). A mark is P, U and L at once, so
-a mark that cannot begin P-then-word is a word of its own. Its punctuation
-alternative also takes ``/`` with the line breaks after the run. Numbers and
-white space are as in the default pattern.
-
-gpt2 (``_piece_end_gpt2``) is simpler still: its contractions are ASCII and
-lower case only; an optional space joins the letter, number (any count) or
-other run after it; and white space has no line-break rule: the run to the
-end of the text, else all but its last character, else the one character.
-
-How the classes are derived: ``toktoktok.unicode_classes`` runs ``regex``
-over every code point once and caches the table on disk (its docstring says
-how); the kernels here take its two rows as arguments, so numba's compile
-cache never freezes an old table.
-
-How it is fast. The kernels decode UTF-8 inline (the buffer always comes
-from ``str.encode``, so it is valid) and look classes up in the table; runs
-of ASCII letters are taken 8 bytes at a time (``_letters``); every
-loop has one exit; the hot kernels are compiled without numba's reference
-counting (see the note above ``_NO_NRT``). ``count_pieces`` scans
-``_BATCH`` pieces at a time, then counts them in an open-addressing table
-whose keys are spans of the input (hash: 8 bytes per step; pieces of at most 8
-bytes compare as one word). Measured on this project's 2-core machine, one
-thread, english / code: ``regex.findall`` 21 / 13 MB/s, ``scan_default``
-~410 / ~370 MB/s, ``count_pieces`` ~140-160 / ~125 MB/s (per CPU-second; see
-``benchmarks/bench_scanner.py``). The kernels release the GIL and share
-nothing writable, so threads on different batches do not slow each other.
-
-API: ``scan`` / ``scan_default`` / ``scan_cl100k`` (piece end offsets; ``scan``
-with ``O200K`` or ``GPT2`` for those patterns), ``count_pieces`` (distinct
-pieces and counts), ``merge_counts``,
-``count_pieces_threads``, ``split_text`` (strings, for tests), and the raw
-kernels ``scan_kernel`` / ``count_kernel`` for numba callers, which pass the
-two rows of ``unicode_tables()`` themselves.
-
-How it is proven. ``tests/test_scanner.py`` compares every piece with
-``regex.findall`` of ``Pattern.python``: hypothesis over arbitrary Unicode and
-over text biased to the delicate places (every Unicode space, CR/LF mixes,
-white space at the end of text, digits of many scripts, combining marks,
-contractions in every case), every code point in several contexts, the
-multilingual samples and 5 MB of each shared corpus.
-
-    >>> text = "it's 2024!\\n\\n  x"
-    >>> split_text(text)
+    >>> split_text("it's 2024!\\n\\n  x")
     ['it', "'s", ' ', '202', '4', '!\\n\\n', ' ', ' x']
     >>> split_text("end \\n\\n ", CL100K), split_text("end \\n\\n ", DEFAULT)
     (['end', ' \\n\\n '], ['end', ' \\n\\n', ' '])
@@ -99,8 +24,6 @@ multilingual samples and 5 MB of each shared corpus.
 """
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from llvmlite import ir
@@ -128,15 +51,6 @@ from toktoktok.unicode_classes import (
     unicode_tables,
 )
 
-# Re-exported: tests/test_scanner.py still reaches the table's cache through
-# this module (``scanner.table_path``, ``scanner._store``, ...); their home is
-# ``toktoktok.unicode_classes``, where new code should import them from.
-from toktoktok.unicode_classes import CLASS_RECIPE as _CLASS_RECIPE  # noqa: F401
-from toktoktok.unicode_classes import CONTRACTION_LETTERS as _CONTRACTION_LETTERS  # noqa: F401
-from toktoktok.unicode_classes import load_cached as _load_cached  # noqa: F401
-from toktoktok.unicode_classes import store_cached as _store  # noqa: F401
-from toktoktok.unicode_classes import table_path  # noqa: F401
-
 # Which pattern a kernel runs (the ``which`` argument).
 DEFAULT = 0
 CL100K = 1
@@ -148,12 +62,15 @@ PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT
 # ---------------------------------------------------------------------------
 # UTF-8 and the pieces' building blocks (all positions are byte offsets).
 #
-# Speed notes (measured, english text, one core): numba brackets every call
-# that passes an array with atomic reference count updates, which LLVM removes
-# only in simple cases; left in, they cost more than the scanning (150 MB/s
-# instead of 420) and make threads contend for the shared table's counter.
-# So the hot kernels are compiled without reference counting (``_NO_NRT``:
-# they allocate nothing), the piece-level helpers are inlined by numba
+# The buffer always comes from ``str.encode`` (or was checked to be valid
+# UTF-8), so the kernels decode it inline without checks, and look each
+# character's class up in ``unicode_tables()``'s rows (``cls``, ``contr``).
+#
+# numba brackets every call that passes an array with atomic reference count
+# updates, which LLVM removes only in simple cases; left in, they cost more
+# than the scanning itself and make threads contend for a shared counter. So
+# the hot kernels are compiled without reference counting (``NO_NRT``: they
+# allocate nothing), the piece-level helpers are inlined by numba
 # (``inline="always"``), and the loop-free character helpers are left to
 # LLVM's inliner (inlining them in numba too only slows compilation).
 
@@ -166,9 +83,10 @@ _PAST_Z = np.uint64(0x0505050505050505)  # ... iff it was >= 0x7B
 END = 256  # the "class" of the position just past the text
 
 # numba's private option for "compile without reference counting" (numba's own
-# tests use it; kernels compiled so must not allocate). Kept in one place: if
-# a numba release drops it, deleting it costs speed, never correctness.
-_NO_NRT = {"_nrt": False}
+# tests use it; kernels compiled so must not allocate). Kept in one place, for
+# this module, span_table and summing: if a numba release drops it, deleting
+# it costs speed, never correctness.
+NO_NRT = {"_nrt": False}
 
 
 @njit(cache=True)
@@ -209,6 +127,28 @@ def _cw(buf, i, end, cls):
     return np.int64(cls[_code_point(buf, i)]), _width(b)
 
 
+@intrinsic
+def load8(typingctx, src, i):
+    """The 8 bytes ``src[i:i+8]`` of a uint8 array as a little-endian integer, in
+    numba code: one unaligned load (the caller keeps ``i + 8 <= len(src)``).
+    Used for runs of letters here and for hashing spans (``span_table``).
+
+        >>> @njit
+        ... def first_word(a):
+        ...     return load8(a, 0)
+        >>> hex(first_word(np.frombuffer(b"abcdefgh", np.uint8)))
+        '0x6867666564636261'
+    """
+    # Why an intrinsic: eight byte loads shifted and or-ed together, which
+    # LLVM was meant to fuse into one, were not fused, and were slower.
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        at = builder.gep(array.data, [args[1]])
+        return builder.load(builder.bitcast(at, ir.IntType(64).as_pointer()), align=1)
+
+    return types.uint64(src, types.intp), codegen
+
+
 @njit(cache=True)
 def _ascii_letters(x):
     """The high bit of each byte of the word ``x`` that is an ASCII letter, the
@@ -229,15 +169,14 @@ def _letters(buf, j, end, cls):
     ASCII letters are taken 8 bytes at a time (``_ascii_letters``) until a byte
     that is not one; an ASCII byte there ends the run, any other goes on a
     character at a time. With ``buf = b"Hello, w"``, ``_letters(buf, 0, 8, cls)``
-    is 5. One load, a few adds and a count of trailing zeros per 8 bytes,
-    instead of a step and a table lookup per byte: counting 100 MB of C
-    source in 512 KiB batches on one core went from 197 to 248 MB/s. (The
-    same idea for whole pieces, every kind decided on 8 bytes' class masks,
-    was slower: 220 -> 160 MB/s branch-free, no change with branches; and
-    for punctuation runs alone, 238 -> 218.)
+    is 5.
     """
+    # One load, a few adds and a count of trailing zeros per 8 bytes, instead
+    # of a step and a table lookup per byte. (The same idea for whole pieces,
+    # every kind decided on 8 bytes' class masks, was slower, with branches
+    # or without; so was it for punctuation runs alone.)
     while j + 8 <= end:
-        other = ~_ascii_letters(_load8(buf, j)) & _HIGH
+        other = ~_ascii_letters(load8(buf, j)) & _HIGH
         if other == 0:
             j += 8
             continue
@@ -297,6 +236,14 @@ def _contraction(buf, j, end, contr):
     return -1
 
 
+# How a white space run ``[i, e)`` resolves (default and cl100k). cl100k
+# only: if ``e`` is the end of the text, the whole run (``\s++$``). Else if
+# the run holds a CR or LF, the run up to and including its last one
+# (``\s*[\r\n]+`` backtracks to the last line break, and the ``+`` cannot
+# extend past it; cl100k's ``\s*[\r\n]`` ends at the same place). Else if
+# ``e`` is the end, the whole run (``\s+(?!\S)``). Else if the run has two
+# characters or more, all but its last (``(?!\S)`` fails before ``\S``, so
+# ``\s+`` gives back one character). Else the one character.
 @njit(cache=True, inline="always")
 def _space_run(buf, i, c, w, end, cls, cl100k):
     """End of the white space piece starting at ``i`` (first char: class ``c``, ``w`` bytes).
@@ -327,6 +274,23 @@ def _space_run(buf, i, c, w, end, cls, cl100k):
     return i + _width(buf[i])
 
 
+# How the alternation resolves (default and cl100k; ``c`` is the character at
+# ``i``, ``d`` the one after it). The pattern covers every character, so the
+# matches tile the text and each piece is the first alternative that matches
+# at ``i``:
+# - ``c`` is ``'`` and ``d`` (and the one after it) spell s, t, m, d, re, ve
+#   or ll in any case ``regex`` accepts under ``(?i)``: the contraction;
+# - ``c`` is a letter: the letter run;
+# - ``c`` is not a letter, number, CR or LF and ``d`` is a letter: ``c`` and
+#   the letter run (backtracking the optional ``[^\r\n\p{L}\p{N}]?`` cannot
+#   help, since ``c`` itself is not a letter);
+# - ``c`` is a number: one to three numbers;
+# - ``c`` is neither white space, letter nor number, or ``c`` is a space and
+#   ``d`` is such a character: the run of such characters, then any CR/LF run;
+# - otherwise ``c`` starts a white space run (``_space_run``).
+# cl100k's possessive quantifiers change none of this (none is followed by
+# anything that could make it give back), so the two patterns differ only in
+# ``\s++$`` (``$``: the end of the text, ``\Z`` in ``regex``'s spelling).
 @njit(cache=True, inline="always")
 def _piece_end(buf, i, end, cls, contr, cl100k):
     """End of the piece starting at ``i``: the first alternative that matches.
@@ -476,6 +440,8 @@ def _piece_end_gpt2(buf, i, end, cls):
         return _run_of(buf, j + w, end, cls, NUMBER, True)
     if not c & SPACE:
         return _run_of(buf, j + w, end, cls, LETTER | NUMBER | SPACE, False)
+    # white space has no line-break rule here: the run to the end of the text,
+    # else all but its last character (``\s+(?!\S)``), else the one character
     k = i
     last_start = i
     while c & SPACE:  # the white space run [i, k); last_start: its last character
@@ -501,13 +467,13 @@ def piece_end(buf, i, end, cls, contr, which):
     return _piece_end(buf, i, end, cls, contr, which == CL100K)
 
 
-@njit(cache=True, nogil=True, **_NO_NRT)
+@njit(cache=True, nogil=True, **NO_NRT)
 def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     """Write the end offsets of the pieces of ``buf[start:end]``; return their count.
 
     Stops early when ``out_ends`` is full: a piece end is a place where the
     scan can resume, so calling again from ``out_ends[n - 1]`` (same ``end``)
-    finds the remaining pieces. ``which`` is ``DEFAULT`` or ``CL100K``. For
+    finds the remaining pieces. ``which``: one of ``PATTERN_IDS``. For
     ``b"ab cd"`` and an ``out_ends`` of length 1: 1 piece, ending at 2; again
     from 2: the piece ending at 5.
     """
@@ -534,7 +500,8 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     return n
 
 
-def _check_which(which: int) -> None:
+def check_which(which: int) -> None:
+    """ValueError unless ``which`` is a pattern id the kernels run (one of ``PATTERN_IDS``)."""
     if which not in (DEFAULT, CL100K, O200K, GPT2):
         raise ValueError(f"which must be DEFAULT (0), CL100K (1), O200K (2) or GPT2 (3), not {which!r}")
 
@@ -551,7 +518,7 @@ def scan(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray, which: int
         [2, 3, 9, 10]
     """
     t = unicode_tables()
-    _check_which(which)
+    check_which(which)
     if len(out_ends) < end - start:
         raise ValueError("out_ends needs room for end - start pieces")
     return scan_kernel(buf, start, end, out_ends, t[0], t[1], which)
@@ -594,279 +561,3 @@ def split_text(text: str, which: int = DEFAULT) -> list[str]:
         out.append(raw[prev:e].decode())
         prev = e
     return out
-
-
-# ---------------------------------------------------------------------------
-# Counting distinct pieces: open addressing over byte spans, growable.
-#
-# A slot holds ``tag << 32 | id`` (``tag``: the hash's high 32 bits; an empty
-# slot is all ones; ids stay below 2**32), so a probe rarely leaves the table. Per id, one row of
-# ``meta``: the span's first 8 bytes as a little-endian word, its length, its
-# first occurrence and its count; spans of at most 8 bytes (most pieces)
-# compare by word and length alone. The table is kept at most half full.
-
-_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
-_K1 = np.uint64(0x9E3779B97F4A7C15)
-_K2 = np.uint64(0xFF51AFD7ED558CCD)
-_LOW32 = np.uint64(0xFFFFFFFF)
-W_WORD, W_LEN, W_START, W_COUNT = 0, 1, 2, 3  # columns of meta
-
-
-@intrinsic
-def _load8(typingctx, src, i):
-    """The 8 bytes ``src[i:i+8]`` of a uint8 array as a little-endian integer:
-    one unaligned load (the caller keeps ``i + 8 <= len(src)``). Eight byte
-    loads shifted and or-ed together, which LLVM was meant to fuse, were not
-    fused: 6 times slower, and counting 100 MB of C source in 512 KiB
-    batches went from 174 to 182 MB/s on one core with this load."""
-    def codegen(context, builder, signature, args):
-        array = context.make_array(signature.args[0])(context, builder, args[0])
-        at = builder.gep(array.data, [args[1]])
-        return builder.load(builder.bitcast(at, ir.IntType(64).as_pointer()), align=1)
-
-    return types.uint64(src, types.intp), codegen
-
-
-@njit(cache=True, inline="always")
-def _word(src, i, n):
-    """``src[i:i+n]`` (0 <= n <= 8) as a little-endian integer: b"ab" -> 0x6261.
-
-    Away from the end of ``src`` one 8-byte load and a mask, without a loop
-    whose length varies piece by piece (a mispredicted branch costs more).
-    Inlined by numba, as ``_mix`` is: with both as plain calls from
-    ``span_key``, counting 100 MB of C source in 512 KiB batches took
-    0.494-0.498 s of CPU against 0.455-0.464 inlined (the two trees run
-    side by side, one a core, four times). Inlining the scanner's character
-    helpers (``_cw``, ``_code_point``, ``_width``, ``_ascii_letters``) too
-    gained nothing more and made the first ingest of 100 MB, compiling into an
-    empty cache, take 272 s instead of 39.
-    """
-    if n <= 0:
-        return np.uint64(0)
-    if i + 8 <= len(src):
-        return _load8(src, i) & (_EMPTY >> np.uint64(64 - 8 * n))
-    w = np.uint64(0)
-    for k in range(n):
-        w |= np.uint64(src[i + k]) << np.uint64(8 * k)
-    return w
-
-
-@njit(cache=True, inline="always")
-def _mix(h):
-    h = (h ^ (h >> np.uint64(33))) * _K2
-    return h ^ (h >> np.uint64(29))
-
-
-@njit(cache=True, inline="always")
-def span_key(src, i, e):
-    """(hash, first word) of ``src[i:e]``: 8 bytes at a time, then a final mix.
-
-    A piece of at most 8 bytes (96% of them in C source) takes one multiply and
-    a fold of the high half into the low (the table's slot comes from the low
-    bits, its tag from the high): counting went from 171 to 183 MB/s on one
-    core (512 KiB batches of kernel source).
-    """
-    n = e - i
-    first = _word(src, i, min(n, 8))
-    if n <= 8:
-        h = ((np.uint64(n) * _K1) ^ first) * _K2
-        return h ^ (h >> np.uint64(32)), first
-    h = _mix((np.uint64(n) * _K1) ^ first)
-    k = i + 8
-    while k < e:
-        h = _mix(h ^ _word(src, k, min(e - k, 8)))
-        k += 8
-    return _mix(h * _K1), first
-
-
-@njit(cache=True, inline="always")
-def _same_tail(src, a, b, n):
-    """Whether ``src[a+8:a+n] == src[b+8:b+n]`` (the bytes after the first word)."""
-    k = 8
-    while k < n and src[a + k] == src[b + k]:
-        k += 1
-    return k >= n
-
-
-@njit(cache=True, inline="always")
-def _find_or_add(table, meta, n, src, i, e, weight):
-    """Add ``weight`` to span ``src[i:e]``'s count, inserting it as id ``n`` if new.
-
-    Returns the new number of distinct spans. Linear probing: for ids 0 and 1
-    in slots 5 and 6, a new span hashing to slot 5 goes to slot 7 as id 2.
-    """
-    h, first = span_key(src, i, e)
-    size = e - i
-    tag = h >> np.uint64(32)
-    mask = np.uint64(len(table) - 1)
-    slot = h & mask
-    entry = table[slot]
-    while entry != _EMPTY and not (
-        (entry >> np.uint64(32)) == tag
-        and meta[entry & _LOW32, W_WORD] == np.int64(first)
-        and meta[entry & _LOW32, W_LEN] == size
-        and (size <= 8 or _same_tail(src, meta[entry & _LOW32, W_START], i, size))
-    ):
-        slot = (slot + np.uint64(1)) & mask
-        entry = table[slot]
-    if entry != _EMPTY:
-        meta[entry & _LOW32, W_COUNT] += weight
-        return n
-    table[slot] = (tag << np.uint64(32)) | np.uint64(n)
-    meta[n, W_WORD] = np.int64(first)
-    meta[n, W_LEN] = size
-    meta[n, W_START] = i
-    meta[n, W_COUNT] = weight
-    return n + 1
-
-
-@njit(cache=True, nogil=True, **_NO_NRT)
-def _add_pieces(table, meta, n, buf, first, ends, k):
-    """Count the ``k`` pieces ``buf[first:ends[0]]``, ``buf[ends[0]:ends[1]]``, ..."""
-    prev = first
-    for t in range(k):
-        n = _find_or_add(table, meta, n, buf, prev, ends[t], 1)
-        prev = ends[t]
-    return n
-
-
-@njit(cache=True, nogil=True, **_NO_NRT)
-def _add_weighted(table, meta, n, src, off, weights):
-    """Add ``weights[p]`` to span ``src[off[p]:off[p+1]]`` for every p."""
-    for p in range(len(weights)):
-        n = _find_or_add(table, meta, n, src, off[p], off[p + 1], weights[p])
-    return n
-
-
-@njit(cache=True)
-def _grow(table, meta, n, src):
-    """Double the table (and ``meta``), re-placing ids 0..n-1 by their spans' hashes."""
-    cap = 2 * len(table)
-    new_table = np.full(cap, _EMPTY, dtype=np.uint64)
-    mask = np.uint64(cap - 1)
-    for slot in range(len(table)):
-        entry = table[slot]
-        if entry != _EMPTY:
-            p = entry & _LOW32
-            h, _ = span_key(src, meta[p, W_START], meta[p, W_START] + meta[p, W_LEN])
-            s = h & mask
-            while new_table[s] != _EMPTY:
-                s = (s + np.uint64(1)) & mask
-            new_table[s] = entry
-    new_meta = np.empty((cap // 2, 4), dtype=np.int64)
-    new_meta[:n] = meta[:n]
-    return new_table, new_meta
-
-
-@njit(cache=True)
-def _flatten(src, meta, n):
-    """The first ``n`` spans as (piece_buf, piece_off, counts)."""
-    off = np.empty(n + 1, dtype=np.int64)
-    off[0] = 0
-    for p in range(n):
-        off[p + 1] = off[p] + meta[p, W_LEN]
-    out = np.empty(off[n], dtype=np.uint8)
-    for p in range(n):
-        out[off[p] : off[p + 1]] = src[meta[p, W_START] : meta[p, W_START] + meta[p, W_LEN]]
-    return out, off, meta[:n, W_COUNT].copy()
-
-
-_BATCH = 1 << 12  # pieces scanned, then counted, at a time
-
-
-@njit(cache=True, nogil=True)
-def count_kernel(buf, seg_off, cls, contr, which):
-    """Scan every segment ``buf[seg_off[s]:seg_off[s+1]]``; count distinct pieces.
-
-    Pieces are scanned ``_BATCH`` at a time into a scratch array, then counted;
-    the table doubles before a batch could fill it past half. Returns
-    ``(piece_buf, piece_off, counts)`` in order of first occurrence.
-    """
-    table = np.full(1 << 14, _EMPTY, dtype=np.uint64)
-    meta = np.empty((1 << 13, 4), dtype=np.int64)
-    ends = np.empty(_BATCH, dtype=np.int64)
-    n = 0
-    for s in range(len(seg_off) - 1):
-        i = seg_off[s]
-        end = seg_off[s + 1]
-        while i < end:
-            k = scan_kernel(buf, i, end, ends, cls, contr, which)
-            while 2 * (n + k) > len(table):
-                table, meta = _grow(table, meta, n, buf)
-            n = _add_pieces(table, meta, n, buf, i, ends, k)
-            i = ends[k - 1]
-    return _flatten(buf, meta, n)
-
-
-@njit(cache=True, nogil=True)
-def merge_kernel(piece_buf, piece_off, weights):
-    """Sum the weights of equal spans ``piece_buf[piece_off[p]:piece_off[p+1]]``."""
-    cap = 1 << 14
-    while cap < 2 * len(weights) + 2:
-        cap *= 2
-    table = np.full(cap, _EMPTY, dtype=np.uint64)
-    meta = np.empty((cap // 2, 4), dtype=np.int64)
-    n = _add_weighted(table, meta, 0, piece_buf, piece_off, weights)
-    return _flatten(piece_buf, meta, n)
-
-
-def count_pieces(buf: np.ndarray, seg_off: np.ndarray, which: int = DEFAULT):
-    """Distinct pieces of every segment and their counts, as flat arrays.
-
-    Segment ``s`` is ``buf[seg_off[s]:seg_off[s+1]]`` (valid UTF-8, matched
-    on its own, as ``regex.findall`` over each segment). Returns
-    ``(piece_buf uint8, piece_off int64, counts int64)``: piece ``p`` is
-    ``piece_buf[piece_off[p]:piece_off[p+1]]``, in order of first occurrence.
-    The GIL is released while it runs, so threads may count batches at once.
-
-        >>> buf = np.frombuffer(b"a a\\na a", np.uint8)
-        >>> pb, po, c = count_pieces(buf, np.array([0, 4, 7], np.int64))
-        >>> [(pb[po[p]:po[p + 1]].tobytes(), int(c[p])) for p in range(len(c))]
-        [(b'a', 2), (b' a', 2), (b'\\n', 1)]
-    """
-    t = unicode_tables()
-    _check_which(which)
-    seg_off = np.asarray(seg_off, dtype=np.int64)
-    return count_kernel(buf, seg_off, t[0], t[1], which)
-
-
-def merge_counts(results):
-    """Merge several ``count_pieces`` results into one (order: first occurrence).
-
-        >>> a = count_pieces(np.frombuffer(b"x y", np.uint8), np.array([0, 3]))
-        >>> b = count_pieces(np.frombuffer(b" y z", np.uint8), np.array([0, 4]))
-        >>> pb, po, c = merge_counts([a, b])
-        >>> [(pb[po[p]:po[p + 1]].tobytes(), int(c[p])) for p in range(len(c))]
-        [(b'x', 1), (b' y', 2), (b' z', 1)]
-    """
-    results = list(results)
-    bufs = [r[0] for r in results]
-    offs = [r[1][1:] + base for r, base in zip(results, np.cumsum([0] + [len(b) for b in bufs[:-1]]))]
-    piece_buf = np.concatenate(bufs) if bufs else np.zeros(0, np.uint8)
-    piece_off = np.concatenate([np.zeros(1, np.int64)] + offs)
-    weights = np.concatenate([r[2] for r in results]) if results else np.zeros(0, np.int64)
-    return merge_kernel(piece_buf, piece_off, weights)
-
-
-def count_pieces_threads(buf: np.ndarray, seg_off: np.ndarray, which: int = DEFAULT, threads: int = 2):
-    """``count_pieces`` over ``threads`` batches of segments at once, merged.
-
-    Batches are contiguous runs of segments of about equal bytes; each thread
-    counts its own batch (nogil) and ``merge_counts`` joins the tables.
-
-        >>> buf = np.frombuffer(b"a b a b", np.uint8)
-        >>> pb, po, c = count_pieces_threads(buf, np.array([0, 1, 3, 5, 7]))
-        >>> sorted((pb[po[p]:po[p + 1]].tobytes(), int(c[p])) for p in range(len(c)))
-        [(b' a', 1), (b' b', 2), (b'a', 1)]
-    """
-    seg_off = np.asarray(seg_off, dtype=np.int64)
-    n_seg = len(seg_off) - 1
-    if threads <= 1 or n_seg < 2:
-        return count_pieces(buf, seg_off, which)
-    targets = seg_off[0] + (seg_off[-1] - seg_off[0]) * np.arange(1, threads) // threads
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(seg_off, targets), [n_seg]]))
-    batches = [seg_off[a : b + 1] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-    unicode_tables()  # load once, before the threads race for it
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        results = list(pool.map(lambda off: count_pieces(buf, off, which), batches))
-    return merge_counts(results)

@@ -35,9 +35,10 @@ from numba import njit
 
 from toktoktok.errors import CountOverflow
 from toktoktok.prefetch import prefetch
-from toktoktok.scanner import W_COUNT, W_LEN, W_START, W_WORD, piece_end, span_key
+from toktoktok.scanner import NO_NRT, piece_end
+from toktoktok.span_table import W_COUNT, W_LEN, W_START, W_WORD, span_key
 
-_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # a free slot (as in the scanner's tables)
+_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # a free slot (as in span_table's tables)
 _LOW32 = np.uint64(0xFFFFFFFF)  # a slot holds (hash tag << 32) | piece id
 _MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
@@ -144,7 +145,7 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     return len(weights), n, used, 0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, **NO_NRT)
 def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, contr, which, short):
     """Scan segments ``s0..`` of ``buf`` (from byte ``i0`` of segment ``s0``) and add
     ``weight`` to each piece as it is found: a piece of one or two bytes in
@@ -328,7 +329,7 @@ class RunningSum:
     def count(self, buf: np.ndarray, seg_off: np.ndarray, which: int, weight: int = 1) -> None:
         """Scan each segment ``buf[seg_off[s]:seg_off[s+1]]`` with the scanner's pattern
         ``which`` and add ``weight`` to every piece: the pieces and counts of
-        ``scanner.count_pieces`` of the segments, added here, without a table per
+        ``span_table.count_pieces`` of the segments, added here, without a table per
         call (rows of 1 or 2 bytes come in byte order). Releases the GIL.
 
             >>> import numpy as np
@@ -337,7 +338,7 @@ class RunningSum:
             >>> s.table().to_pylist()
             [{'piece': b' ab', 'count': 2}, {'piece': b'\\n', 'count': 1}, {'piece': b'a', 'count': 2}]
         """
-        from toktoktok.scanner import unicode_tables
+        from toktoktok.unicode_classes import unicode_tables
 
         cls = unicode_tables()
         if self._short is None:

@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/run.py --section scanner [--mb 20] [--repeat 5]
     .venv/bin/python benchmarks/run.py --section scanner --file TEXT.txt --mb 100 --json rates.json
 
-This section measures a kernel of the library (``toktoktok.scanner``)
-directly, so it imports it; every other section drives toktoktok through its
-command line, its public library and the manifests it writes.
+This section measures kernels of the library (``toktoktok.scanner``, and
+``toktoktok.span_table`` counting its pieces) directly, so it imports them;
+every other section drives toktoktok through its command line, its public
+library and the manifests it writes.
 
 Text: the first ``--mb`` MB of ``../shared/corpora/{english,code}.txt.zst``
 when present, else the docstrings and sources of Python's standard library
@@ -51,13 +52,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchkit.corpus import SHARED_CORPORA, split_documents  # noqa: E402
 
 from toktoktok.patterns import DEFAULT_PATTERN  # noqa: E402
-from toktoktok.scanner import (  # noqa: E402
-    DEFAULT,
-    count_pieces,
-    merge_counts,
-    scan,
-    unicode_tables,
-)
+from toktoktok.scanner import DEFAULT, scan  # noqa: E402
+from toktoktok.span_table import count_pieces, merge_counts  # noqa: E402
+from toktoktok.unicode_classes import unicode_tables  # noqa: E402
 from toktoktok.summing import RunningSum  # noqa: E402
 
 MB = 1_000_000

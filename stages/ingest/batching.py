@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from toktoktok import counts, documents, piece_order, scanner
+from toktoktok import counts, documents, piece_order, scanner, unicode_classes
 from toktoktok.config import Config
 from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
@@ -328,7 +328,7 @@ class Workers:
 
     def __enter__(self) -> Executor | None:
         if self.workers > 1 and self.fast:
-            scanner.unicode_tables()  # build or load the tables once, before the threads
+            unicode_classes.unicode_tables()  # build or load the tables once, before the threads
             self.pool = ThreadPoolExecutor(self.workers)
         elif self.workers > 1:
             self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=ignore_sigint)

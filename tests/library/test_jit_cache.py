@@ -18,7 +18,7 @@ import numba
 import pytest
 
 import toktoktok
-from toktoktok import documents, jit_cache, merge, scanner, segment, summing, units
+from toktoktok import documents, jit_cache, merge, scanner, segment, span_table, summing, units
 
 
 def _dispatchers(module):
@@ -27,7 +27,7 @@ def _dispatchers(module):
             yield name, obj
 
 
-@pytest.mark.parametrize("module", [documents, merge, scanner, segment, summing, units])
+@pytest.mark.parametrize("module", [documents, merge, scanner, segment, span_table, summing, units])
 def test_every_cached_kernel_is_keyed_by_the_package(module):
     digest = jit_cache.source_digest(jit_cache.PACKAGE)
     cached = [(name, d) for name, d in _dispatchers(module) if d._cache._impl is not None

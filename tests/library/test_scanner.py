@@ -4,7 +4,7 @@ The oracle is the ``regex`` module running each pattern's ``python`` spelling.
 Texts: hypothesis (arbitrary Unicode, and fragments biased to the delicate
 places), every code point in several contexts, the multilingual samples and
 the first 5 MB of the shared corpora (skipped when ``../shared`` is absent).
-``count_pieces`` equals a ``Counter`` of the pieces of each segment.
+``span_table.count_pieces`` equals a ``Counter`` of the pieces of each segment.
 """
 
 from __future__ import annotations
@@ -18,21 +18,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import SHARED
-from toktoktok import scanner
+from toktoktok import scanner, unicode_classes
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.scanner import (
     CL100K,
     DEFAULT,
     GPT2,
     O200K,
-    count_pieces,
-    count_pieces_threads,
-    merge_counts,
     scan,
     scan_cl100k,
     scan_default,
     split_text,
 )
+from toktoktok.span_table import count_pieces, count_pieces_threads, merge_counts
 
 SHARED = SHARED
 WHICH = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
@@ -121,7 +119,7 @@ def test_scan_of_a_slice_and_resuming(which):
     assert [raw[a - 3 : b - 3].decode() for a, b in zip([3, *ends[: n - 1]], ends[:n])] == ORACLE[
         which
     ].findall(text)
-    t = scanner.unicode_tables()
+    t = unicode_classes.unicode_tables()
     for cap in (1, 2, 3):
         small, got, i = np.empty(cap, dtype=np.int64), [], 3
         while i < 3 + len(raw):
@@ -372,22 +370,22 @@ def test_long_pieces_and_shared_prefixes():
 
 def test_table_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKTOKTOK_CACHE", str(tmp_path))
-    path = scanner.table_path()
+    path = unicode_classes.table_path()
     assert path.parent == tmp_path and regex.__version__ in path.name
-    table = scanner.unicode_tables()
-    scanner._store(path, table)
-    assert np.array_equal(scanner._load_cached(path), table)
+    table = unicode_classes.unicode_tables()
+    unicode_classes.store_cached(path, table)
+    assert np.array_equal(unicode_classes.load_cached(path), table)
     path.write_bytes(b"not a table")
-    assert scanner._load_cached(path) is None
+    assert unicode_classes.load_cached(path) is None
     assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_table_against_regex_per_character():
     """Spot check of the table with one fullmatch per character and class."""
-    table = scanner.unicode_tables()
+    table = unicode_classes.unicode_tables()
     sample = list(range(0, 0x3000)) + list(range(0x3000, 0x110000, 37))
-    checks = [(bit, regex.compile(cls)) for bit, cls in scanner._CLASS_RECIPE]
-    letters = [(code, regex.compile(f"(?i:{x})")) for code, x in scanner._CONTRACTION_LETTERS]
+    checks = [(bit, regex.compile(cls)) for bit, cls in unicode_classes.CLASS_RECIPE]
+    letters = [(code, regex.compile(f"(?i:{x})")) for code, x in unicode_classes.CONTRACTION_LETTERS]
     for cp in sample:
         if 0xD800 <= cp < 0xE000:
             continue
@@ -395,4 +393,4 @@ def test_table_against_regex_per_character():
         bits = sum(bit for bit, rx in checks if rx.fullmatch(ch))
         code = sum(code for code, rx in letters if rx.fullmatch(ch))
         assert (table[0, cp], table[1, cp]) == (bits, code), hex(cp)
-    assert table[1, 0x17F] == scanner.C_S and table[1, 0x212A] == 0  # LONG S yes, KELVIN SIGN no
+    assert table[1, 0x17F] == unicode_classes.C_S and table[1, 0x212A] == 0  # LONG S yes, KELVIN SIGN no

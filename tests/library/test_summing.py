@@ -76,7 +76,7 @@ def test_a_piece_larger_than_the_arena_and_empty_tables():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(alphabet="ab é\n\t1'", max_size=200), min_size=1, max_size=6), st.integers(1, 3))
 def test_count_is_count_pieces_of_the_same_segments(texts, weight):
-    from toktoktok import scanner
+    from toktoktok import scanner, span_table
 
     segments = [t.encode() for t in texts if t]
     if not segments:
@@ -86,7 +86,7 @@ def test_count_is_count_pieces_of_the_same_segments(texts, weight):
     for which in scanner.PATTERN_IDS.values():
         s = RunningSum(rows=1, arena_bytes=1)
         s.count(buf, seg_off, which, weight)
-        pb, po, c = scanner.count_pieces(buf, seg_off, which)
+        pb, po, c = span_table.count_pieces(buf, seg_off, which)
         want = [{"piece": pb[po[p]:po[p + 1]].tobytes(), "count": int(c[p]) * weight} for p in range(len(c))]
         got = s.table().to_pylist()  # pieces of 1 or 2 bytes come last, in byte order
         assert sorted(got, key=lambda r: r["piece"]) == sorted(want, key=lambda r: r["piece"])
@@ -94,7 +94,7 @@ def test_count_is_count_pieces_of_the_same_segments(texts, weight):
 
 
 def test_count_grows_over_a_big_text_and_keeps_adding():
-    from toktoktok import scanner
+    from toktoktok import scanner, span_table
 
     rng = np.random.default_rng(1)
     words = [bytes(rng.integers(97, 123, rng.integers(1, 12)).astype(np.uint8)) for _ in range(20000)]
@@ -103,8 +103,8 @@ def test_count_grows_over_a_big_text_and_keeps_adding():
     s = RunningSum(rows=1, arena_bytes=1)
     s.count(buf, np.array([0, len(text) // 2, len(text)]), scanner.DEFAULT)
     s.count(buf, np.array([0, len(text)]), scanner.DEFAULT, 2)
-    pb, po, c = scanner.count_pieces(buf, np.array([0, len(text) // 2, len(text)]), scanner.DEFAULT)
-    pb2, po2, c2 = scanner.count_pieces(buf, np.array([0, len(text)]), scanner.DEFAULT)
+    pb, po, c = span_table.count_pieces(buf, np.array([0, len(text) // 2, len(text)]), scanner.DEFAULT)
+    pb2, po2, c2 = span_table.count_pieces(buf, np.array([0, len(text)]), scanner.DEFAULT)
     want = collections.Counter()
     for p in range(len(c)):
         want[pb[po[p]:po[p + 1]].tobytes()] += int(c[p])
@@ -118,12 +118,12 @@ def test_short_pieces_counted_apart_join_the_rows_whenever_the_sum_is_read():
     """``count`` keeps pieces of 1 and 2 bytes apart until the sum is read (rows,
     table_bytes, arrays, a sum into another): reads in between, tables added in
     between and every byte value give the same sum as counting them one by one."""
-    from toktoktok import scanner
+    from toktoktok import scanner, span_table
 
     text = b"\n".join(bytes([a, b]) for a in range(97, 123) for b in range(65, 91))  # 2-byte words
     text += bytes(range(128)) + "é中 ab a\n\n\t1 12 123 ".encode() * 3
     buf = np.frombuffer(text, np.uint8)
-    pb, po, c = scanner.count_pieces(buf, np.array([0, len(buf)]), scanner.DEFAULT)
+    pb, po, c = span_table.count_pieces(buf, np.array([0, len(buf)]), scanner.DEFAULT)
     one = collections.Counter({pb[po[p]:po[p + 1]].tobytes(): int(c[p]) for p in range(len(c))})
     assert sum(1 for piece in one if len(piece) <= 2) > 300  # most of them short
     s = RunningSum(rows=1, arena_bytes=1)
