@@ -1,21 +1,19 @@
 """A running sum of count tables, kept in one numba hash table that grows.
 
-Why. Ingest counts text in batches and must sum the batches' tables into one
-inventory. Summing a list of tables at once (``counts.sum_tables``) needs every
-table held until the sum, a copy of all of them side by side, and a hash table
-sized for the case where every row is new: on 1.2 GB of C source its peak was
-five times the tables it summed (about 500 MB over a 30 MB result). A running
-sum holds only the distinct pieces seen so far: its hash table (8 bytes a slot,
-at most half full), 32 bytes of bookkeeping a piece, and the pieces' bytes in
-an arena of its own, each part doubling when it fills. A table added is
-copied in row by row and may be dropped at once.
+Ingest counts text in batches and sums the batches' tables into one
+inventory. Summing a list of tables at once (``counts.sum_tables``) holds
+every table until the sum, a copy of all of them, and a hash table sized for
+every row being new: on 1.2 GB of C source, a peak five times the tables
+summed. A running sum holds only the distinct pieces seen so far: its hash
+table (``span_table``'s layout, at most half full), 32 bytes of bookkeeping a
+piece and the pieces' bytes in an arena of its own, each doubling when it
+fills; a table added may be dropped at once.
 
 Rows keep the order in which pieces were first added, so adding tables one by
 one gives exactly ``counts.sum_tables`` of the same tables in the same order
-(the tests compare them), and the result does not depend on when the sums
-were made. The exception: the pieces of one or two bytes that ``count`` finds
-(nearly half of them in C source) are counted in a plain array indexed by
-their bytes, and join the rows, in byte order, when the sum is next read.
+(the tests compare them). The exception: the pieces of one or two bytes that
+``count`` finds are counted in a plain array indexed by their bytes, and join
+the rows, in byte order, when the sum is next read.
 
     >>> from toktoktok.counts import from_lists
     >>> s = RunningSum()
@@ -100,14 +98,12 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     Returns ``(next row, n, used, status)``: status 0 all added, 1 the hash table
     or the bookkeeping needs to grow, 2 the arena, 3 a count would pass 2**63 - 1
     (row ``next row`` not added). A new piece's bytes are copied to ``arena[used:]``.
-
-    The rows' probes miss the caches twice each (the slot, then the row it
-    names), so the loop runs two steps ahead: it hashes the row
-    ``_AHEAD_SLOT`` rows on and asks for its slot, and reads the slot of the
-    row ``_AHEAD_ROW`` rows on, by then at hand, and asks for that row. Adding
-    the 72 group tables (5.4 million rows) of 1.2 GB of C source: 0.81-0.95 ->
-    0.44-0.56 CPU-s (the earlier one-step prefetch gained 8%).
     """
+    # The rows' probes miss the caches twice each (the slot, then the row it
+    # names), so the loop runs two steps ahead: it hashes the row
+    # ``_AHEAD_SLOT`` rows on and asks for its slot, and reads the slot of the
+    # row ``_AHEAD_ROW`` rows on, by then at hand, and asks for that row
+    # (asking one step ahead, for the slot alone, gained much less).
     flat = meta.reshape(-1)
     mask = np.uint64(len(table) - 1)
     keys = np.empty(_RING, dtype=np.uint64)  # a ring: hash and first word of the rows ahead
@@ -152,14 +148,13 @@ def _count_text(table, meta, arena, n, used, buf, seg_off, s0, i0, weight, cls, 
     ``short`` (``_short_key``), any other in the hash table.
 
     Stops before a piece that might not fit and returns ``(segment, byte, n,
-    used, done)`` to resume from there after growing. Finding the pieces and
-    counting them in one loop, compiled without reference counting (it
-    allocates nothing), rather than the scanner's ends of 4,096 pieces at a
-    time, then a loop adding them: counting 100 MB of C source in 512 KiB
-    batches, one thread, went from 169 to 186 MB/s with the default pattern,
-    161 to 182 with o200k's. (A loop of its own per pattern gained a little
-    more and cost 45 s more compiling into an empty cache.)
+    used, done)`` to resume from there after growing.
     """
+    # Finding the pieces and counting them in one loop, compiled without
+    # reference counting (it allocates nothing), is faster than span_table's
+    # way (the ends of 4,096 pieces at a time, then a loop adding them). A loop
+    # of its own per pattern gained a little more, but took far longer to
+    # compile into an empty cache.
     s = s0
     i = i0
     while s < len(seg_off) - 1:
@@ -266,7 +261,7 @@ class RunningSum:
         self._used = 0
         # counts of the pieces of 1 and 2 bytes ``count`` found (``_short_key``), kept
         # apart until the sum is read: no hash, no probe for nearly half the pieces of
-        # C source (counting 100 MB of it, one thread: 172 -> 188 MB/s)
+        # C source
         self._short: np.ndarray | None = None
 
     @property
