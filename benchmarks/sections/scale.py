@@ -663,7 +663,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   f"best of {scanner['repeat']} (`run.py --section scanner`, in this run): piece ends only "
                   f"(`scan`) **{scanner['scan_1']:,.0f} MB/s**; scan and count distinct pieces (`RunningSum.count`, "
                   f"the work of ingest's counting threads, in 512 KiB batches) **{scanner['count_1']:,.0f} MB/s**; "
-                  f"`scanner.count_pieces` {scanner.get('count_pieces_1', 0):,.0f} MB/s, and on 2 threads with "
+                  f"`span_table.count_pieces` {scanner.get('count_pieces_1', 0):,.0f} MB/s, and on 2 threads with "
                   f"`merge_counts` {scanner['count_2']:,.0f} MB/s.", ""]
     largest = kernel[-1] if kernel else None
     if largest and ("toktoktok", largest) in cells:
