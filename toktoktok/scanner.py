@@ -1,11 +1,13 @@
 """The numba piece scanner: the pieces of the named patterns, as ``regex`` finds them.
 
+A long module that stays whole: one state machine, whose per-pattern rules
+share its class tests and byte loads and are inlined into one kernel.
+
 For the named patterns (default, cl100k, o200k, gpt2) a small state machine
 over the UTF-8 bytes decides each piece from a character or two and a run or
 two of a class: no Python object per piece, and the GIL released
-(docs/pretokenization.md, "Engines"). ``tests/library/test_scanner.py``
-proves it piece for piece against ``regex.findall`` of each pattern's
-``python``.
+(docs/pretokenization.md, "Engines"); ``tests/library/test_scanner.py``
+proves it piece for piece against ``regex.findall``.
 
 API: ``scan`` (``scan_default``, ``scan_cl100k``) writes the pieces' end
 offsets, ``split_text`` gives them as strings (tests, small inputs). numba
