@@ -7,13 +7,13 @@ Decisions (the options are in docs/cli.md):
 
 - On a terminal the tokens sit on alternating background colours instead of
   brackets, which reads like the text itself.
-- White space is made visible where it would vanish: a line break inside a
-  token is written ``\\n`` (``\\r``, ``\\t`` likewise, other control
-  characters and bytes that are not UTF-8 on their own ``\\xNN``), and the
-  output line is broken after a token that holds a ``\\n``, so the text's
-  lines stay lines. A backslash is written ``\\\\``, so the escapes are
-  unambiguous. Spaces are left as they are (brackets or colours show where
-  they sit) unless ``--dots``.
+- White space is made visible where it would vanish, by
+  ``toktoktok.readable``: a line break inside a token is written ``\\n``
+  (``\\r``, ``\\t`` likewise, other control characters and bytes that are
+  not UTF-8 on their own ``\\xNN``), and the output line is broken after a
+  token that holds a ``\\n``, so the text's lines stay lines. A backslash is
+  written ``\\\\``, so the escapes are unambiguous. Spaces are left as they
+  are (brackets or colours show where they sit) unless ``--dots``.
 
     >>> import tiktoken
     >>> enc = tiktoken.Encoding("t", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([b]): b for b in range(256)},
@@ -26,46 +26,14 @@ Decisions (the options are in docs/cli.md):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import tiktoken
 
+from toktoktok.readable import readable
+
 COLORS = ("\x1b[30;48;5;153m", "\x1b[30;48;5;223m", "\x1b[30;48;5;157m", "\x1b[30;48;5;217m")  # blue, sand, green, pink
 RESET = "\x1b[0m"
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_CONTROL = re.compile(r"[\\\x00-\x1f\x7f]")
-
-
-def visible(token: bytes, *, dots: bool = False) -> str:
-    """A token's text with white space and control characters made visible.
-
-        >>> print(visible(b"  x\\n\\t\\\\"), visible(b" a", dots=True), visible(b"\\xe2\\x80"), visible("é".encode()))
-          x\\n\\t\\\\ ·a \\xe2\\x80 é
-    """
-    out = []
-    for run in _utf8_runs(token):
-        if isinstance(run, int):
-            out.append(f"\\x{run:02x}")
-        else:
-            out.append(_CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), run))
-    text = "".join(out)
-    return text.replace(" ", "·") if dots else text
-
-
-def _utf8_runs(data: bytes) -> list[str | int]:
-    """Valid UTF-8 runs as text, other bytes as ints, in order."""
-    out: list[str | int] = []
-    while data:
-        try:
-            out.append(data.decode("utf-8"))
-            break
-        except UnicodeDecodeError as exc:
-            if exc.start:
-                out.append(data[: exc.start].decode("utf-8"))
-            out += list(data[exc.start : exc.end])
-            data = data[exc.end :]
-    return out
 
 
 def render(enc: tiktoken.Encoding, ids: Sequence[int], *, color: bool, dots: bool = False) -> str:
@@ -73,7 +41,7 @@ def render(enc: tiktoken.Encoding, ids: Sequence[int], *, color: bool, dots: boo
     pieces = []
     for i, token in enumerate(ids):
         raw = enc.decode_single_token_bytes(token)
-        text = visible(raw, dots=dots)
+        text = readable(raw, space="·" if dots else " ")
         pieces.append(f"{COLORS[i % len(COLORS)]}{text}{RESET}" if color else f"[{text}]")
         if b"\n" in raw:
             pieces.append("\n")
