@@ -242,7 +242,7 @@ def test_png_is_a_valid_png(held):
 
 
 def test_longest_tokens_first_merges_and_lengths(held):
-    from toktoktok_stages.report import visible
+    from toktoktok_stages.report.document import visible
 
     final = parse_tiktoken(held.output)
     by_rank = {r: t for t, r in final}
@@ -270,7 +270,8 @@ def test_longest_tokens_first_merges_and_lengths(held):
 
 
 def test_tokens_are_shown_escaped():
-    from toktoktok_stages.report import _md_code, visible
+    from toktoktok_stages.report.document import visible
+    from toktoktok_stages.report.markdown import _md_code
 
     assert visible(b" the\n") == "␣the\\n"
     assert visible(b"\t\r\\") == "\\t\\r\\\\"
