@@ -30,7 +30,7 @@ import numpy as np
 import tiktoken
 
 from toktoktok.errors import UsageError
-from toktoktok.token_files import read_megatron_index
+from toktoktok.token_files import read_flat, read_megatron_index
 
 
 def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = None) -> np.ndarray:
@@ -49,23 +49,21 @@ def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = 
         if dtype is not None:
             raise UsageError(f"--dtype does not apply to a Megatron data file: {idx.name} names its dtype")
         index = read_megatron_index(idx)
-        data = np.memmap(path, dtype=index.dtype, mode="r") if path.stat().st_size else np.zeros(0, index.dtype)
+        data = read_flat(path, index.dtype)
         if document is None:
             return data
-        docs = len(index.document_indices) - 1
+        docs = index.documents
         if not 0 <= document < docs:
             raise UsageError(f"--document {document}: {idx.name} has {docs} documents (0 to {docs - 1})")
-        first, last = int(index.document_indices[document]), int(index.document_indices[document + 1])
-        if first == last:
+        span = index.span(document)
+        if span is None:
             return np.zeros(0, dtype=index.dtype)
-        start = int(index.pointers[first]) // index.dtype.itemsize
-        stop = int(index.pointers[last - 1]) // index.dtype.itemsize + int(index.sizes[last - 1])
-        return data[start:stop]
+        return data[span[0] : span[1]]
     elif path.suffix == ".bin":
         name = dtype or "uint16"
         if path.stat().st_size % np.dtype(name).itemsize:
             raise UsageError(f"--from {path}: {path.stat().st_size} bytes is not a whole number of {name} ids")
-        ids = np.memmap(path, dtype=name, mode="r") if path.stat().st_size else np.zeros(0, name)
+        ids = read_flat(path, name)
     else:
         raise UsageError(f"--from {path}: expected a .npy shard or a .bin file (nanoGPT's, or Megatron-LM's "
                           f"with its .idx beside it)")

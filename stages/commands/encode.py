@@ -4,32 +4,22 @@ Reads files or folders with the same input kinds as a config's sources, or
 standard input (``-``, read as text), encodes every document with tiktoken's
 batch encoder on ``threads`` threads, and writes the tokens, in input order,
 as ``npy`` shards, nanoGPT's ``bin`` or Megatron-LM's indexed dataset
-(``--format``, ``toktoktok.token_files``). The layouts, ``--documents``, the
-separator and bos ids, the validation split, ``index.json`` and the order in
-which files are written: docs/outputs.md (Token shards).
+(``--format``, ``toktoktok.token_files``), then ``index.json``, last. The
+layouts, ``--documents``, the separator and bos ids, the validation split,
+``index.json`` and the order in which files are written: docs/outputs.md
+(Token shards).
 
-Decisions:
-
-- Special tokens written in the text are ordinary text by default
-  (``encode_ordinary_batch``): a corpus cannot forge document boundaries or
-  chat markup, and the only special ids in the output are the separators and
-  ``--bos`` tokens; ``--allow-special`` encodes them as their ids, as
-  training cut them out (``batch_encoder``).
-- ``--val-share`` defaults to 0.0005 for ``bin``: nanoGPT reads a
-  ``val.bin``, and its own OpenWebText preparation holds out that share.
-- Bounded memory: documents are read in batches of a few MB of text, and
-  every file is written as its tokens arrive; only a Megatron index's one
-  length per document is held. A document longer than 1 MiB is cut where no
-  piece can cross (``PartCutter``), so it encodes to the same tokens.
+This module is the command (the tokenizer's special ids and the ids' dtype,
+batches encoded, the seeded validation split, the output folder, the index);
+the decisions are in the docstrings of ``encode_corpus``, ``batch_encoder``,
+``ValSplit`` and ``prepare_out``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import re
-import struct
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,12 +30,12 @@ from typing import Any
 import numpy as np
 import tiktoken
 
-from toktoktok.atomic import atomic_path, atomic_write_bytes
+from toktoktok.atomic import atomic_write_bytes
 from toktoktok.errors import Interrupted, UsageError
 from toktoktok.sampling import chosen_many, file_key
 from toktoktok.sources import TXT_DOCUMENTS, file_format
 from toktoktok.tiktoken_file import SpecialIndex
-from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index
+from toktoktok.token_files import FlatWriter, ShardWriter, bin_dtype, megatron_dtype, megatron_index, shard_dtype
 
 from ..workdir import resolve_threads
 from ..workdir.artifacts import file_digest
@@ -65,7 +55,7 @@ from .texts import (
 
 FORMATS = ("npy", "bin", "megatron")
 DEFAULT_SHARD_TOKENS = 100_000_000
-DEFAULT_BIN_VAL_SHARE = 0.0005
+DEFAULT_BIN_VAL_SHARE = 0.0005  # nanoGPT reads a val.bin; its own OpenWebText preparation holds out this share
 NANOGPT_BLOCK_SIZE = 1024  # nanoGPT's default context: a val.bin must hold more tokens than this
 INDEX = "index.json"
 INDEX_FORMATS = {"npy": "toktoktok-shards/1", "bin": "toktoktok-bin/1", "megatron": "toktoktok-megatron/1"}
@@ -78,14 +68,14 @@ SPLIT_RULE = "file-key+splitmix64"  # sampling.chosen_many on (seed, "encode", f
 _SPLIT_SLUG, _SPLIT_SALT = "encode", "val"
 _OUTPUT = re.compile(r"(val-)?shard-\d{5,}\.npy|(train|val)\.bin|(train|val)_text_document\.(bin|idx)")
 _TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
-_HEADER_BYTES = 128  # the fixed size of every shard's .npy header
 
 
 # ---------------------------------------------------------------- tokenizer
 
 
 def special_id(enc: tiktoken.Encoding, token: str | None, option: str = "--separator") -> int | None:
-    """The id of ``token``, which must be one of the encoding's special tokens."""
+    """The id of ``token``, which must be one of the encoding's special tokens (else
+    a usage error): the separator and the bos token are."""
     if token is None:
         return None
     if token not in enc.special_tokens_set:
@@ -99,20 +89,20 @@ def separator_id(enc: tiktoken.Encoding, separator: str | None) -> int | None:
     return special_id(enc, separator, "--separator")
 
 
-def shard_dtype(enc: tiktoken.Encoding) -> np.dtype:
-    """``uint16`` when every id fits, else ``uint32``."""
-    return np.dtype(np.uint16) if enc.max_token_value < 1 << 16 else np.dtype(np.uint32)
-
-
 def output_dtype(enc: tiktoken.Encoding, fmt: str, dtype: str | None) -> np.dtype:
-    """The ids' dtype of a format: ``--dtype`` (npy, bin) or Megatron-LM's rule."""
+    """The ids' dtype of a format: ``--dtype`` (npy, bin) or Megatron-LM's rule.
+
+    Without ``--dtype``: npy ``uint16`` when every id (special ids included) is
+    below 65536, else ``uint32``; bin ``uint16``, refused when an id does not
+    fit; megatron ``uint16`` below 65,500 ids, else ``int32``.
+    """
     if fmt == "megatron":
         if dtype is not None:
             raise UsageError("--dtype does not apply to --format megatron: its dtype follows the vocabulary "
                               "(uint16 below 65,500 ids, else int32, as Megatron-LM decides)")
         return megatron_dtype(enc.max_token_value + 1)
     if dtype is None:
-        return shard_dtype(enc) if fmt == "npy" else bin_dtype("uint16", enc.max_token_value)
+        return shard_dtype(enc.max_token_value) if fmt == "npy" else bin_dtype("uint16", enc.max_token_value)
     return bin_dtype(dtype, enc.max_token_value)
 
 
@@ -121,6 +111,13 @@ def output_dtype(enc: tiktoken.Encoding, fmt: str, dtype: str | None) -> np.dtyp
 
 def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> Callable[[list[str]], list[list[int]]]:
     """tiktoken's batch encoder: ordinary text, or with the special tokens as ids.
+
+    Special tokens written in the text (``<|endoftext|>`` inside a document)
+    are ordinary text by default (``encode_ordinary_batch``): a corpus cannot
+    forge document boundaries or chat markup, and the only special ids in the
+    output are the separators and bos tokens. ``allow_special`` encodes the
+    tokenizer's special tokens in the text as their ids, as training cut them
+    out.
 
     With special tokens the texts are split at them here (``SpecialIndex``) and
     the stretches between encoded as ordinary text, which is what tiktoken's
@@ -153,11 +150,13 @@ def batch_encoder(enc: tiktoken.Encoding, threads: int, allow_special: bool) -> 
 class ValSplit:
     """Which documents go to validation: a seeded hash of (file index, document number).
 
+    Decided per document by its place, as ``toktoktok.sampling`` decides the
+    held-out share: the same inputs and seed give the same split whatever the
+    threads or batches, and adding a file after the others does not move
+    their documents. Train and validation keep input order.
+
     Fed the parts of ``iter_parts`` batch by batch, in order; a document's
-    parts all get its document's answer. As ``toktoktok.sampling`` decides the
-    held-out share, the same inputs and seed give the same split whatever the
-    threads or batches, and a file added after the others moves none of their
-    documents.
+    parts all get its document's answer.
 
         >>> parts = [("a", True, 0), ("b", False, 0), ("c", True, 0), ("d", True, 1)]
         >>> whole = ValSplit(seed=0, share=0.5).flags(parts)
@@ -195,121 +194,6 @@ class ValSplit:
 # ---------------------------------------------------------------- writing
 
 
-def npy_header(dtype: np.dtype, length: int) -> bytes:
-    """A ``.npy`` (format 1.0) header of a 1-d array, always ``_HEADER_BYTES`` long:
-    a shard's header is written first with length 0 and rewritten with its
-    final length when the shard is closed, so tokens go to disk as they come."""
-    text = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (dtype.str, length)
-    text = text.ljust(_HEADER_BYTES - 10 - 1) + "\n"
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
-
-
-class ShardWriter:
-    """Writes a stream of tokens into shards of exactly ``shard_tokens`` tokens.
-
-    Shards are cut at exact token counts, as training loaders expect, so a
-    document may continue from one shard into the next; each shard's entry
-    counts the documents that end in it.
-    """
-
-    def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int, name: str = SHARD_NAME) -> None:
-        self.folder, self.dtype, self.cap, self.name = folder, dtype, shard_tokens, name
-        self.shards: list[dict[str, Any]] = []
-        self._stack: contextlib.ExitStack | None = None
-        self._fh: Any = None
-        self._filled = 0
-        self._documents = 0  # documents ended in the open shard (or before any shard)
-
-    def write(self, tokens: np.ndarray, ends: Sequence[int]) -> None:
-        """Append ``tokens``; ``ends`` are the offsets in it just after each document's last token."""
-        pos = e = 0
-        while True:
-            while e < len(ends) and ends[e] <= pos:
-                self._documents += 1
-                e += 1
-            if pos == len(tokens):
-                return
-            if self._fh is None or self._filled == self.cap:
-                self._next()
-            n = min(self.cap - self._filled, len(tokens) - pos)
-            self._fh.write(memoryview(np.ascontiguousarray(tokens[pos : pos + n], dtype=self.dtype)))
-            self._filled += n
-            pos += n
-
-    def _next(self) -> None:
-        self._close()
-        name = self.name.format(len(self.shards))
-        self._stack = contextlib.ExitStack()
-        tmp = self._stack.enter_context(atomic_path(self.folder / name))
-        self._fh = self._stack.enter_context(open(tmp, "wb"))
-        self._fh.write(npy_header(self.dtype, 0))
-        self.shards.append({"file": name, "tokens": 0, "documents": 0})
-
-    def _close(self) -> None:
-        if self._fh is None:
-            return
-        self._fh.seek(0)
-        self._fh.write(npy_header(self.dtype, self._filled))
-        self.shards[-1].update(tokens=self._filled, documents=self._documents)
-        self._documents = self._filled = 0
-        stack, self._stack, self._fh = self._stack, None, None
-        stack.close()  # closes the file, then fsyncs and renames it into place
-
-    def finish(self) -> list[dict[str, Any]]:
-        """Close the last shard; returns every shard's entry (file, tokens, documents)."""
-        self._close()
-        return self.shards
-
-    def abort(self) -> None:
-        """Drop the open shard's temporary file (the finished shards stay)."""
-        if self._stack is not None:
-            stack, self._stack, self._fh = self._stack, None, None
-            with contextlib.suppress(Exception):
-                stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
-
-
-class FlatWriter:
-    """Writes a stream of tokens into one headerless file of ``dtype`` ids (a nanoGPT
-    ``.bin``, a Megatron data file), under a temporary name until ``finish``;
-    keeps each document's length (what a Megatron index needs: 8 bytes a document)."""
-
-    def __init__(self, path: Path, dtype: np.dtype) -> None:
-        self.path, self.dtype = path, dtype
-        self.tokens = 0
-        self._lengths: list[np.ndarray] = []
-        self._open = 0  # tokens of the document not yet ended
-        self._stack = contextlib.ExitStack()
-        tmp = self._stack.enter_context(atomic_path(path))
-        self._fh = self._stack.enter_context(open(tmp, "wb"))
-
-    def write(self, tokens: np.ndarray, ends: Sequence[int]) -> None:
-        """Append ``tokens``; ``ends`` are the offsets in it just after each document's last token."""
-        self._fh.write(memoryview(np.ascontiguousarray(tokens, dtype=self.dtype)))
-        self.tokens += len(tokens)
-        if len(ends):
-            at = np.asarray(ends, dtype=np.int64)
-            lengths = np.diff(at, prepend=0)
-            lengths[0] += self._open
-            self._lengths.append(lengths)
-            self._open = len(tokens) - int(at[-1])
-        else:
-            self._open += len(tokens)
-
-    def lengths(self) -> np.ndarray:
-        """Each finished document's tokens."""
-        return np.concatenate(self._lengths) if self._lengths else np.zeros(0, dtype=np.int64)
-
-    def finish(self) -> dict[str, Any]:
-        """Rename the complete file into place; returns its entry (file, tokens, documents)."""
-        self._stack.close()
-        return {"file": self.path.name, "tokens": self.tokens, "documents": int(len(self.lengths()))}
-
-    def abort(self) -> None:
-        """Drop the temporary file."""
-        with contextlib.suppress(Exception):
-            self._stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
-
-
 @dataclass
 class Split:
     """One output split (train or val) and what went into it."""
@@ -339,7 +223,13 @@ class Split:
 
 
 def prepare_out(folder: Path) -> None:
-    """Make ``folder`` ready: new, empty, or an earlier encode output (its indexes go first)."""
+    """Make ``folder`` ready: new, empty, or an earlier encode output (its indexes go first).
+
+    An earlier output holds only the names this command writes and temporary
+    files: anything else is refused rather than overwritten. ``index.json``
+    and any ``.idx`` are deleted first, so a folder is never left with an
+    index that describes data being rewritten.
+    """
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--out {folder}: exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
@@ -366,7 +256,7 @@ def _remove_stale_outputs(folder: Path, written: set[str]) -> list[str]:
 def _writers(fmt: str, out: Path, dtype: np.dtype, shard_tokens: int, val: bool) -> dict[str, Any]:
     """The writer of each split of a format (val only when there is a split, or for bin)."""
     if fmt == "npy":
-        writers = {"train": ShardWriter(out, dtype, shard_tokens)}
+        writers = {"train": ShardWriter(out, dtype, shard_tokens, SHARD_NAME)}
         if val:
             writers["val"] = ShardWriter(out, dtype, shard_tokens, VAL_SHARD_NAME)
         return writers
@@ -405,7 +295,34 @@ def encode_corpus(
     seed: int = 0,
     documents: str = "blank-line",
 ) -> dict[str, Any]:
-    """Encode ``inputs`` into token files under ``out``; returns the index (also written as ``out/index.json``)."""
+    """Encode ``inputs`` into token files under ``out``; returns the index (also written as ``out/index.json``).
+
+    - Documents of ``.txt`` inputs (and of standard input) follow ``documents``:
+      ``blank-line`` (a config's rule: a document ends after a blank line
+      followed by a non-space character), ``line`` (every non-empty line, its
+      line break left out: the separator marks its end) or ``file`` (the
+      whole file).
+    - The bos id starts every document and the separator id ends it (the last
+      one included), inside the token stream: a Megatron sequence, or the
+      stretch of a flat file, of a document holds both.
+    - ``val_share`` defaults to ``DEFAULT_BIN_VAL_SHARE`` for bin, else 0.
+    - Bounded memory: documents are read in batches of a few MB of text (more
+      threads, bigger batches, capped), every file is written as its tokens
+      arrive (``toktoktok.token_files``), and only a Megatron index's one
+      length per document is held. Reading the next batch overlaps encoding
+      the current one. A document longer than 1 MiB is cut, for the default
+      and cl100k patterns, at the places where no pre-tokenization piece can
+      cross (``toktoktok.pretokenize.PartCutter``), so it encodes to exactly
+      the same tokens in bounded parts; with other patterns it is whole.
+    - Atomic output: every file is renamed into place when complete; the
+      trainer's indexes come after the data they describe (the validation
+      ``.idx``, then the training one), and ``index.json`` last: a folder
+      without ``index.json`` is an unfinished run. Files of an earlier run
+      that this run did not write (more shards, another format) are removed.
+    - ``bytes`` are the UTF-8 bytes of the documents' text (after decoding, as
+      training counts them); ``bytes_per_token`` divides them by the tokens
+      of the text, separators and bos tokens not included.
+    """
     started = time.perf_counter()
     progress = progress or Progress()
     if fmt not in FORMATS:

@@ -1,25 +1,12 @@
-"""Token files that language-model trainers read: what ``toktok encode`` writes
-and ``toktok decode`` reads.
-
-Three layouts of little-endian integer ids, each described field by field in
-docs/outputs.md (Token shards):
-
-- ``npy``: shards ``shard-NNNNN.npy`` (a 1-d array each) listed by
-  ``index.json`` (written by ``stages/commands/encode.py``);
-- ``bin``, nanoGPT's: ``train.bin`` and ``val.bin``, the ids one after the
-  other with no header; a vocabulary whose highest id does not fit the
-  dtype is refused rather than wrapped around (``bin_dtype``);
-- ``megatron``, Megatron-LM's indexed dataset ("MMIDIDX"): a data file
-  ``PREFIX.bin`` (ids, no header) and an index ``PREFIX.idx``
-  (``megatron_index``), one sequence per document, so the document index is
-  ``0, 1, ..., S``; the ids' dtype is Megatron-LM's own choice
-  (``megatron_dtype``).
+"""Megatron-LM's indexed dataset ("MMIDIDX"): a data file ``PREFIX.bin`` (a flat
+file of ids, ``flat``) and its index ``PREFIX.idx``, little-endian; the
+layout, field by field: docs/outputs.md (Token shards). toktoktok writes
+one sequence per document, so the document index is ``0, 1, ..., S``; the
+ids' dtype is Megatron-LM's own choice (``megatron_dtype``).
 
     >>> idx = megatron_index(np.array([3, 1], dtype=np.int64), np.dtype(np.uint16))
-    >>> len(idx) == 34 + 2 * 4 + 2 * 8 + 3 * 8
-    True
-    >>> read_megatron_index(idx).pointers.tolist()
-    [0, 6]
+    >>> len(idx) == 34 + 2 * 4 + 2 * 8 + 3 * 8, read_megatron_index(idx).pointers.tolist()
+    (True, [0, 6])
 """
 
 from __future__ import annotations
@@ -30,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toktoktok.errors import TokenFileError, UsageError
+from toktoktok.errors import TokenFileError
 
 MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_VERSION = 1
@@ -38,29 +25,6 @@ MEGATRON_VERSION = 1
 MEGATRON_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float64": 6, "float32": 7, "uint16": 8}
 MEGATRON_UINT16_BELOW = 65_500  # Megatron-LM's own threshold on the vocabulary size
 _HEAD = struct.Struct("<9sQBQQ")  # magic, version, dtype code, sequences, document index entries
-
-BIN_DTYPES = ("uint16", "uint32")
-
-
-def bin_dtype(name: str, max_token_value: int) -> np.dtype:
-    """The dtype of a ``bin`` (or ``npy``) file, refusing one too small for the ids.
-
-        >>> bin_dtype("uint16", 65_535).name
-        'uint16'
-        >>> try:
-        ...     bin_dtype("uint16", 65_536)
-        ... except UsageError as refused:
-        ...     print(refused)
-        --dtype uint16 holds ids up to 65,535, but this vocabulary has 65,537 ids (its highest is 65,536): use --dtype uint32
-    """
-    if name not in BIN_DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(BIN_DTYPES)}, got {name!r}")
-    dtype = np.dtype(name)
-    top = int(np.iinfo(dtype).max)
-    if max_token_value > top:
-        raise UsageError(f"--dtype {name} holds ids up to {top:,}, but this vocabulary has {max_token_value + 1:,} "
-                          f"ids (its highest is {max_token_value:,}): use --dtype uint32")
-    return dtype
 
 
 def megatron_dtype(vocab_size: int) -> np.dtype:
@@ -73,10 +37,11 @@ def megatron_dtype(vocab_size: int) -> np.dtype:
 
 
 def megatron_index(sizes: np.ndarray, dtype: np.dtype) -> bytes:
-    """The ``.idx`` of a data file holding sequences of ``sizes`` ids, one a document:
-    the header (``_HEAD``), each sequence's length in ids (int32), its byte
-    offset in the data file (int64), then the document index (int64), the
-    layout docs/outputs.md tabulates."""
+    """The ``.idx`` of a data file holding sequences of ``sizes`` ids, one a document
+    (``flat.FlatWriter.lengths`` of the data file it describes): the header
+    (``_HEAD``), each sequence's length in ids (int32), its byte offset in the
+    data file (int64), then the document index (int64), the layout
+    docs/outputs.md tabulates."""
     sizes = np.asarray(sizes, dtype=np.int64)
     if len(sizes) and int(sizes.max()) > np.iinfo(np.int32).max:
         raise TokenFileError(f"a document of {int(sizes.max())} tokens does not fit Megatron-LM's int32 sequence length")
@@ -90,14 +55,35 @@ def megatron_index(sizes: np.ndarray, dtype: np.dtype) -> bytes:
 
 @dataclass
 class MegatronIndex:
+    """An ``.idx`` read back (``read_megatron_index``).
+
+        >>> index = read_megatron_index(megatron_index(np.array([3, 0, 2]), np.dtype(np.uint16)))
+        >>> index.documents, index.span(0), index.span(1), index.span(2)
+        (3, (0, 3), (3, 3), (3, 5))
+    """
+
     dtype: np.dtype
     sizes: np.ndarray  # int32, ids per sequence
     pointers: np.ndarray  # int64, byte offset of each sequence in the data file
     document_indices: np.ndarray  # int64, first sequence of each document, then the sequence count
 
+    @property
+    def documents(self) -> int:
+        return len(self.document_indices) - 1
+
+    def span(self, document: int) -> tuple[int, int] | None:
+        """Where the ids of ``document`` (0-based) lie in the data file, as
+        ``(start, stop)`` in ids; None for a document of no sequence."""
+        first, last = int(self.document_indices[document]), int(self.document_indices[document + 1])
+        if first == last:
+            return None
+        start = int(self.pointers[first]) // self.dtype.itemsize
+        stop = int(self.pointers[last - 1]) // self.dtype.itemsize + int(self.sizes[last - 1])
+        return start, stop
+
 
 def read_megatron_index(source: bytes | Path) -> MegatronIndex:
-    """Parse an ``.idx`` (its bytes or its path); a file that is not one is a ``ValueError``."""
+    """Parse an ``.idx`` (its bytes or its path); a file that is not one is a ``TokenFileError``."""
     data = source if isinstance(source, bytes) else Path(source).read_bytes()
     name = "the index" if isinstance(source, bytes) else str(source)
     if len(data) < _HEAD.size:
