@@ -1,117 +1,34 @@
 """The command line: ``toktok run|ingest|train|export|plan|...`` and ``toktoktok -c CFG``.
 
-Exit codes (docs/cli.md): 0 done (warnings allowed), 1 a data or runtime
-failure, 2 a usage or configuration error, 130 interrupted. Errors are one
-line on stderr; ``--verbose`` adds the Python traceback.
+The click commands, each a thin layer over the pipeline (``pipeline``) or a
+user command (``commands``): their options and help texts, and what they
+print. The options several commands share and the loading of a config or a
+tokenizer are in ``options``; how a command ends (one line and an exit code,
+docs/cli.md) is ``guard``'s.
 """
 
 from __future__ import annotations
 
-import gc
-import signal
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
 import toktoktok
-from toktoktok import memory
-from toktoktok.errors import Interrupted, ToktokError, one_line
-from toktoktok.interrupts import interrupt_as, on_interrupt
 
 from .. import pipeline
 from ..workdir.progress import Progress, human_bytes
-
-CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
-
-
-def _fail(message: str, code: int, verbose: bool) -> None:
-    if verbose:
-        traceback.print_exc()
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-def _check_pattern(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``--pattern``: a regex that does not compile, or that the probe refuses (it can
-    match the empty string, or leaves a character unmatched), is a usage error (exit 2)."""
-    if value is None:
-        return None
-    from toktoktok.patterns import checked_pattern
-
-    try:
-        checked_pattern(value)
-    except ValueError as exc:
-        raise click.BadParameter(" ".join(str(exc).split()), ctx=ctx, param=param) from None
-    return value
-
-
-def _guarded(action: Callable[[], Any], verbose: bool) -> Any:
-    """Run ``action`` and turn every failure into a message and an exit code.
-
-    One line on stderr (line breaks in a message folded): a toktoktok error
-    with its own exit code (``toktoktok.errors``), an ``OSError`` as ``FILE:
-    reason`` (exit 1), anything else as unexpected (exit 1). A Ctrl-C, also
-    one a library turned into an error of its own, exits 130 with the word
-    on what was kept (``toktoktok.interrupts.interrupt_as``).
-    """
-    try:
-        with interrupt_as(lambda: "stopped; rerun the same command to go on"):
-            return action()
-    except Interrupted as exc:
-        if verbose:
-            traceback.print_exc()
-        click.echo(f"\ninterrupted: {one_line(exc)}", err=True)
-        sys.exit(exc.exit_code)
-    except ToktokError as exc:
-        _fail(one_line(exc), exc.exit_code, verbose)
-    except OSError as exc:
-        _fail(_os_message(exc), 1, verbose)
-    except Exception as exc:  # noqa: BLE001 - a bug: said plainly, the traceback with --verbose
-        _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
-
-
-def _os_message(exc: OSError) -> str:
-    """``FILE: reason`` (e.g. ``No space left on device``), the file named once."""
-    if not exc.strerror:
-        return one_line(exc)
-    named = exc.filename is not None and str(exc.filename) not in exc.strerror
-    return " ".join((f"{exc.filename}: {exc.strerror}" if named else exc.strerror).split())
-
-
-def _load(config: Path, verbose: bool, engine: str | None = None):
-    import dataclasses
-
-    from toktoktok.config import load_config
-
-    cfg = _guarded(lambda: load_config(config), verbose)
-    if engine is not None:  # --engine wins over the config's engine:
-        cfg = dataclasses.replace(cfg, engine=engine)
-    return cfg, Progress(verbose=verbose or cfg.verbose)
-
-
-def _engine(func: Callable) -> Callable:
-    return click.option("--engine", type=click.Choice(["local", "ray"]), default=None,
-                        help="Where ingest counts (default: the config's engine:, else local); "
-                             "ray needs pip install 'toktoktok[ray]'.")(func)
-
-
-def _options(func: Callable) -> Callable:
-    func = click.option("-v", "--verbose", is_flag=True, help="Progress lines in logs, tracebacks on errors.")(func)
-    func = click.option("-c", "--config", "config", required=True, type=click.Path(path_type=Path),
-                        help=CONFIG_HELP)(func)
-    return func
-
-
-def _force(func: Callable) -> Callable:
-    return click.option("--force", is_flag=True, help="Redo the work even if its artifacts are up to date.")(func)
-
-
-def _phase(func: Callable) -> Callable:
-    return click.option("--phase", default=None, help="Only this phase (its name, or its NN-slug).")(func)
+from .guard import guarded, start
+from .options import (
+    check_pattern,
+    config_of,
+    config_options,
+    engine_option,
+    force_option,
+    phase_option,
+    tokenizer_of,
+    tokenizer_options,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -126,33 +43,33 @@ def toktok() -> None:
 
 
 @toktok.command()
-@_options
-@_force
-@_engine
+@config_options
+@force_option
+@engine_option
 def run(config: Path, verbose: bool, force: bool, engine: str | None) -> None:
     """The whole pipeline: ingest, train and export every phase.
 
     Reads the config's sources; writes WORK/ingest/, WORK/train/, WORK/export/
     and the outputs OUTPUT.tiktoken and OUTPUT.meta.json.
     """
-    cfg, progress = _load(config, verbose, engine)
-    result = _guarded(lambda: pipeline.run(cfg, force=force, progress=progress), verbose)
+    cfg, progress = config_of(config, verbose, engine)
+    result = guarded(lambda: pipeline.run(cfg, force=force, progress=progress), verbose)
     click.echo(pipeline.summary(cfg, result))
 
 
 @toktok.command()
-@_options
-@_phase
-@_force
-@_engine
+@config_options
+@phase_option
+@force_option
+@engine_option
 def ingest(config: Path, verbose: bool, phase: str | None, force: bool, engine: str | None) -> None:
     """Read, pre-tokenize and count each phase's sources.
 
     Reads the sources; writes WORK/ingest/NN-slug/chunk-*.arrow (piece,
     count), heldout.arrow (text) and manifest.json.
     """
-    cfg, progress = _load(config, verbose, engine)
-    done = _guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
+    cfg, progress = config_of(config, verbose, engine)
+    done = guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
     for m in done:
         c = m["counts"]
         click.echo(f"ingest {m['phase']}: {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
@@ -160,9 +77,9 @@ def ingest(config: Path, verbose: bool, phase: str | None, force: bool, engine: 
 
 
 @toktok.command()
-@_options
-@_phase
-@_force
+@config_options
+@phase_option
+@force_option
 def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     """Learn each phase's merges on top of the phases before it.
 
@@ -170,8 +87,8 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     WORK/train/NN-slug/merges.arrow (rank, left, right, bytes, count) and
     manifest.json.
     """
-    cfg, progress = _load(config, verbose)
-    done = _guarded(lambda: pipeline.train(cfg, phase=phase, force=force, progress=progress), verbose)
+    cfg, progress = config_of(config, verbose)
+    done = guarded(lambda: pipeline.train(cfg, phase=phase, force=force, progress=progress), verbose)
     for m in done:
         c = m["counts"]
         click.echo(f"train {m['phase']}: {c['merges_made']}/{c['merges_requested']} merges, "
@@ -179,8 +96,8 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
 
 
 @toktok.command()
-@_options
-@_force
+@config_options
+@force_option
 @click.option("--hf", is_flag=True, help="Also write the Hugging Face export OUTPUT_NAME.hf/ (as export_hf: true).")
 def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     """Write and validate the .tiktoken file and its companion.
@@ -190,8 +107,8 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     OUTPUT_NAME.hf/tokenizer.json and its companions, and
     WORK/export/manifest.json.
     """
-    cfg, progress = _load(config, verbose)
-    m = _guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose)
+    cfg, progress = config_of(config, verbose)
+    m = guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose)
     c = m["counts"]
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
@@ -201,7 +118,7 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
 
 
 @toktok.command()
-@_options
+@config_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object (sizes in bytes).")
 def plan(config: Path, verbose: bool, as_json: bool) -> None:
     """Show what a run would do, before any work starts.
@@ -219,8 +136,8 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
 
     from ..commands import plan as planning
 
-    cfg, _ = _load(config, verbose)
-    result = _guarded(lambda: planning.make_plan(cfg), verbose)
+    cfg, _ = config_of(config, verbose)
+    result = guarded(lambda: planning.make_plan(cfg), verbose)
     for warning in result["warnings"]:
         click.echo(f"warning: {warning}", err=True)
     click.echo(json.dumps(result, indent=2, ensure_ascii=False) if as_json else planning.render(result))
@@ -249,26 +166,13 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
     """
     from ..commands.inspect import inspect_path, path_or_output
 
-    path = _guarded(lambda: path_or_output(path, config, "PATH"), verbose)
-    click.echo(_guarded(lambda: inspect_path(path, top=top, search=search, token_id=token_id), verbose))
-
-
-def _tokenizer_options(func: Callable) -> Callable:
-    """``-t TOK`` or ``-c CONFIG`` (the config's output), and ``--pattern`` for a bare ``.tiktoken``."""
-    func = click.option("--pattern", default=None, callback=_check_pattern,
-                        help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or "
-                             "a regex (default: cl100k_base's and o200k_base's own, else the default pattern).")(func)
-    func = click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
-                        help="Use this config's output .tiktoken (instead of --tokenizer).")(func)
-    func = click.option("-t", "--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                        default=None,
-                        help="The .tiktoken (pattern and special tokens from its .meta.json).")(func)
-    return func
+    path = guarded(lambda: path_or_output(path, config, "PATH"), verbose)
+    click.echo(guarded(lambda: inspect_path(path, top=top, search=search, token_id=token_id), verbose))
 
 
 @toktok.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True, path_type=Path))
-@_tokenizer_options
+@tokenizer_options
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder for the token files and index.json (new, empty, or an earlier encode output).")
 @click.option("--format", "fmt", type=click.Choice(["npy", "bin", "megatron"]), default="npy", show_default=True,
@@ -320,26 +224,17 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     from ..commands import encode as encoding
     from ..commands.inspect import path_or_output
 
-    tokenizer = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
-    index = _guarded(lambda: encoding.encode_corpus(
+    tokenizer = guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
+    index = guarded(lambda: encoding.encode_corpus(
         tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
         threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose),
         fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose)
     click.echo(encoding.summary(index, out))
 
 
-def _encoding(tokenizer: Path | None, config: Path | None, pattern: str | None, verbose: bool):
-    """The tokenizer of ``-t`` or ``-c`` (exactly one), loaded."""
-    from ..commands.inspect import path_or_output
-    from ..commands.texts import load_tokenizer
-
-    path = _guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
-    return _guarded(lambda: load_tokenizer(path, pattern), verbose)
-
-
 @toktok.command()
 @click.argument("ids", nargs=-1)
-@_tokenizer_options
+@tokenizer_options
 @click.option("--from", "source", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Decode a token file instead of IDS: a .npy shard, a nanoGPT .bin, or a Megatron-LM .bin "
                    "(with its .idx beside it).")
@@ -363,15 +258,15 @@ def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pa
     from ..commands import decode as decoding
 
     if (source is None) == (not ids):
-        _guarded(lambda: decoding.refuse("give the ids as arguments or --from FILE (one of them)"), verbose)
-    enc = _encoding(tokenizer, config, pattern, verbose)
+        guarded(lambda: decoding.refuse("give the ids as arguments or --from FILE (one of them)"), verbose)
+    enc = tokenizer_of(tokenizer, config, pattern, verbose)
     if source is not None:
-        values = _guarded(lambda: decoding.ids_of_file(source, dtype=dtype, document=document), verbose)
+        values = guarded(lambda: decoding.ids_of_file(source, dtype=dtype, document=document), verbose)
     else:
         if dtype is not None or document is not None:
-            _guarded(lambda: decoding.refuse("--dtype and --document are for --from FILE"), verbose)
-        values = _guarded(lambda: decoding.parse_ids(ids), verbose)
-    data = _guarded(lambda: decoding.decode_ids(enc, values), verbose)
+            guarded(lambda: decoding.refuse("--dtype and --document are for --from FILE"), verbose)
+        values = guarded(lambda: decoding.parse_ids(ids), verbose)
+    data = guarded(lambda: decoding.decode_ids(enc, values), verbose)
     if raw:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -382,7 +277,7 @@ def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pa
 
 @toktok.command()
 @click.argument("text", required=False)
-@_tokenizer_options
+@tokenizer_options
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Alternating background colours for the tokens (auto: when standard output is a terminal "
                    "and NO_COLOR is not set); without colour each token is in [brackets].")
@@ -405,7 +300,7 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
 
     from ..commands import show as showing
 
-    enc = _encoding(tokenizer, config, pattern, verbose)
+    enc = tokenizer_of(tokenizer, config, pattern, verbose)
     if text is None or text == "-":
         text = sys.stdin.buffer.read().decode("utf-8", "replace")
     ids = showing.encode_text(enc, text, allow_special=allow_special)
@@ -419,7 +314,7 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
               help="A text file or folder to measure on; repeat for several (one row each).")
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
-@click.option("--pattern", default=None, callback=_check_pattern,
+@click.option("--pattern", default=None, callback=check_pattern,
               help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
                    "(default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
@@ -438,14 +333,14 @@ def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tupl
     from ..commands import compare as comparing
     from ..commands.inspect import config_output
 
-    paths = list(tokenizers) + [_guarded(lambda c=c: config_output(c), verbose) for c in configs]
-    result = _guarded(lambda: comparing.compare(paths, list(texts), pattern=pattern, text_column=text_column,
+    paths = list(tokenizers) + [guarded(lambda c=c: config_output(c), verbose) for c in configs]
+    result = guarded(lambda: comparing.compare(paths, list(texts), pattern=pattern, text_column=text_column,
                                                 threads=threads, progress=Progress(verbose=verbose)), verbose)
     click.echo(comparing.render(result))
 
 
 @toktok.command()
-@_options
+@config_options
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def clean(config: Path, verbose: bool, yes: bool) -> None:
     """Remove the config's work directory (all stage artifacts).
@@ -458,83 +353,35 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     from ..commands.clean import remove_work_dir, work_dir_contents
     from ..commands.inspect import refuse
 
-    cfg, _ = _load(config, verbose)
+    cfg, _ = config_of(config, verbose)
     work = cfg.work_dir
     if not work.exists():
         click.echo(f"nothing to clean: {work} does not exist")
         return
-    files, size = _guarded(lambda: work_dir_contents(work), verbose)
+    files, size = guarded(lambda: work_dir_contents(work), verbose)
     if not yes:
         try:
             confirmed = click.confirm(f"remove {work} ({files} files, {human_bytes(size)})?", default=False)
         except click.Abort:
-            _guarded(lambda: refuse(f"no answer to the confirmation; nothing removed (use --yes to remove {work})"),
+            guarded(lambda: refuse(f"no answer to the confirmation; nothing removed (use --yes to remove {work})"),
                      verbose)
         if not confirmed:
             click.echo(f"kept {work}")
             return
     from ..workdir import Work
 
-    _guarded(lambda: remove_work_dir(Work(cfg)), verbose)
+    guarded(lambda: remove_work_dir(Work(cfg)), verbose)
     click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
-
-
-def _plain_warnings() -> None:
-    """A Python warning (e.g. an older companion file) as one ``warning:`` line."""
-    import warnings
-
-    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-        click.echo(f"warning: {' '.join(str(message).split())}", err=True)
-
-    warnings.showwarning = show
-
-
-def _start(command: click.Command, prog_name: str) -> None:
-    """Run a click command so that every Ctrl-C, whenever it comes, ends the same
-    way: one line and exit 130 (click alone would say "Aborted!" and exit 1
-    for an interrupt it catches first)."""
-    _plain_warnings()
-    gc.freeze()  # the imported modules: no collection needs to scan them (see workdir.peak.release_memory)
-    memory.configure_allocators()
-    signal.signal(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted)
-    try:
-        code = _run_command(command, prog_name)
-    finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(code)
-
-
-def _run_command(command: click.Command, prog_name: str) -> int:
-    """``command`` with click's own handling of errors, as an exit code."""
-    try:
-        code = command.main(prog_name=prog_name, standalone_mode=False)
-    except click.exceptions.Abort as exc:
-        if not isinstance(exc.__context__ or exc.__cause__, KeyboardInterrupt):
-            click.echo("error: aborted", err=True)
-            return 1
-        click.echo("\ninterrupted: stopped before any work was done", err=True)
-        return 130
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: stopped before any work was done", err=True)
-        return 130
-    except click.exceptions.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except SystemExit as exc:  # the commands' own exits (_fail, Ctrl-C in _guarded)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code if isinstance(code, int) else 0
 
 
 def main() -> None:
     """Entry point of ``toktok``."""
-    _start(toktok, "toktok")
+    start(toktok, "toktok")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@_options
-@_force
+@config_options
+@force_option
 @click.version_option(toktoktok.__version__, prog_name="toktoktok")
 def _legacy(config: Path, verbose: bool, force: bool) -> None:
     """Run the whole pipeline (the original command; same as `toktok run -c CFG`)."""
@@ -543,4 +390,4 @@ def _legacy(config: Path, verbose: bool, force: bool) -> None:
 
 def legacy_main() -> None:
     """Entry point of ``toktoktok``."""
-    _start(_legacy, "toktoktok")
+    start(_legacy, "toktoktok")

@@ -310,7 +310,7 @@ def test_the_cli_exits_130_for_an_error_a_ctrl_c_became(kind, capsys):
     one line; the same error with no Ctrl-C keeps its own exit code (2, 1)."""
     from toktoktok.errors import ConfigError
     from toktoktok.interrupts import on_interrupt
-    from toktoktok_stages.cli import app as cli
+    from toktoktok_stages.cli import guard
 
     error = ConfigError("sources[0].path: cannot be reached") if kind == "config" else TypeError("incompatible")
 
@@ -320,11 +320,11 @@ def test_the_cli_exits_130_for_an_error_a_ctrl_c_became(kind, capsys):
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         with pytest.raises(SystemExit) as exited:
-            cli._guarded(lambda: _raise_after_ctrl_c(error), verbose=False)
+            guard.guarded(lambda: _raise_after_ctrl_c(error), verbose=False)
         assert exited.value.code == 130
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith("interrupted")
         with pytest.raises(SystemExit) as exited:
-            cli._guarded(failing, verbose=False)
+            guard.guarded(failing, verbose=False)
         assert exited.value.code == (2 if kind == "config" else 1)
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -79,7 +79,7 @@ def test_no_error_class_is_defined_outside_the_family():
 
 @pytest.mark.parametrize("cls", FAMILY, ids=lambda c: c.__name__)
 def test_the_command_line_says_each_in_one_line_with_its_code(cls, capsys):
-    from toktoktok_stages.cli import app
+    from toktoktok_stages.cli import guard
 
     err = sample(cls)
 
@@ -87,7 +87,7 @@ def test_the_command_line_says_each_in_one_line_with_its_code(cls, capsys):
         raise err
 
     with pytest.raises(SystemExit) as exited:
-        app._guarded(fail, verbose=False)
+        guard.guarded(fail, verbose=False)
     assert exited.value.code == cls.exit_code
     said = capsys.readouterr().err.strip()
     assert len(said.splitlines()) == 1 and errors.one_line(err) in said
@@ -96,13 +96,13 @@ def test_the_command_line_says_each_in_one_line_with_its_code(cls, capsys):
 
 def test_an_error_outside_the_family_is_unexpected(capsys):
     """A ValueError no code of ours raised on purpose is a bug, said as one."""
-    from toktoktok_stages.cli import app
+    from toktoktok_stages.cli import guard
 
     def fail() -> None:
         raise ValueError("bad value")
 
     with pytest.raises(SystemExit) as exited:
-        app._guarded(fail, verbose=False)
+        guard.guarded(fail, verbose=False)
     assert exited.value.code == 1
     assert capsys.readouterr().err.strip() == (
         "error: unexpected ValueError: bad value (rerun with --verbose for the traceback)")

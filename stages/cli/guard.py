@@ -1,0 +1,111 @@
+"""How a command ends, whatever happens: one line and an exit code.
+
+Exit codes (docs/cli.md): 0 done (warnings allowed), 1 a data or runtime
+failure, 2 a usage or configuration error, 130 interrupted. Errors are one
+line on stderr; ``--verbose`` adds the Python traceback. ``guarded`` runs a
+command's work under this rule; ``start`` runs a click command so that a
+Ctrl-C at any moment, and a Python warning, end the same way.
+"""
+
+from __future__ import annotations
+
+import gc
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from toktoktok import memory
+from toktoktok.errors import Interrupted, ToktokError, one_line
+from toktoktok.interrupts import interrupt_as, on_interrupt
+
+
+def guarded(action: Callable[[], Any], verbose: bool) -> Any:
+    """Run ``action`` and turn every failure into a message and an exit code.
+
+    One line on stderr (line breaks in a message folded): a toktoktok error
+    with its own exit code (``toktoktok.errors``), an ``OSError`` as ``FILE:
+    reason`` (exit 1), anything else as unexpected (exit 1). A Ctrl-C, also
+    one a library turned into an error of its own, exits 130 with the word
+    on what was kept (``toktoktok.interrupts.interrupt_as``).
+    """
+    try:
+        with interrupt_as(lambda: "stopped; rerun the same command to go on"):
+            return action()
+    except Interrupted as exc:
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"\ninterrupted: {one_line(exc)}", err=True)
+        sys.exit(exc.exit_code)
+    except ToktokError as exc:
+        _fail(one_line(exc), exc.exit_code, verbose)
+    except OSError as exc:
+        _fail(_os_message(exc), 1, verbose)
+    except Exception as exc:  # noqa: BLE001 - a bug: said plainly, the traceback with --verbose
+        _fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (rerun with --verbose for the traceback)", 1, verbose)
+
+
+def _fail(message: str, code: int, verbose: bool) -> None:
+    if verbose:
+        traceback.print_exc()
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _os_message(exc: OSError) -> str:
+    """``FILE: reason`` (e.g. ``No space left on device``), the file named once."""
+    if not exc.strerror:
+        return one_line(exc)
+    named = exc.filename is not None and str(exc.filename) not in exc.strerror
+    return " ".join((f"{exc.filename}: {exc.strerror}" if named else exc.strerror).split())
+
+
+def start(command: click.Command, prog_name: str) -> None:
+    """Run a click command so that every Ctrl-C, whenever it comes, ends the same
+    way: one line and exit 130 (click alone would say "Aborted!" and exit 1
+    for an interrupt it catches first)."""
+    _plain_warnings()
+    gc.freeze()  # the imported modules: no collection needs to scan them (see workdir.peak.release_memory)
+    memory.configure_allocators()
+    signal.signal(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted)
+    try:
+        code = _run_command(command, prog_name)
+    finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def _plain_warnings() -> None:
+    """A Python warning (e.g. an older companion file) as one ``warning:`` line."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        click.echo(f"warning: {' '.join(str(message).split())}", err=True)
+
+    warnings.showwarning = show
+
+
+def _run_command(command: click.Command, prog_name: str) -> int:
+    """``command`` with click's own handling of errors, as an exit code."""
+    try:
+        code = command.main(prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Abort as exc:
+        if not isinstance(exc.__context__ or exc.__cause__, KeyboardInterrupt):
+            click.echo("error: aborted", err=True)
+            return 1
+        click.echo("\ninterrupted: stopped before any work was done", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: stopped before any work was done", err=True)
+        return 130
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except SystemExit as exc:  # the commands' own exits (_fail, Ctrl-C in guarded)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code if isinstance(code, int) else 0
