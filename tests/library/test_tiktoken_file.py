@@ -16,16 +16,14 @@ from toktoktok.atomic import atomic_path, atomic_write_bytes
 from toktoktok.tiktoken_file import (
     MAX_RANK,
     TokenizerFileError,
-    _check_pairs,
-    _parse_lines,
-    _parse_whole,
-    _plainly_valid,
     parse_tiktoken_bytes,
     read_tiktoken,
     validate_ranks,
     validate_special_tokens,
     write_tiktoken,
 )
+from toktoktok.tiktoken_file.ranks import _check_pairs, _plainly_valid
+from toktoktok.tiktoken_file.reading import _parse_lines, _parse_whole
 
 SHARED = SHARED
 CL100K_GZ = SHARED / "data" / "reference" / "cl100k_base.tiktoken.gz"
