@@ -12,7 +12,7 @@ layouts, ``--documents``, the separator and bos ids, the validation split,
 This module is the command (the tokenizer's special ids and the ids' dtype,
 batches encoded, the seeded validation split, the output folder, the index);
 the decisions are in the docstrings of ``encode_corpus``, ``batch_encoder``,
-``ValSplit`` and ``prepare_out``.
+``ValSplit``, ``output_dtype`` and ``prepare_out``.
 """
 
 from __future__ import annotations
@@ -298,30 +298,23 @@ def encode_corpus(
     """Encode ``inputs`` into token files under ``out``; returns the index (also written as ``out/index.json``).
 
     - Documents of ``.txt`` inputs (and of standard input) follow ``documents``:
-      ``blank-line`` (a config's rule: a document ends after a blank line
-      followed by a non-space character), ``line`` (every non-empty line, its
-      line break left out: the separator marks its end) or ``file`` (the
-      whole file).
+      ``blank-line`` (a config's rule), ``line`` (every non-empty line, the
+      separator marking its end) or ``file`` (docs/outputs.md).
     - The bos id starts every document and the separator id ends it (the last
       one included), inside the token stream: a Megatron sequence, or the
       stretch of a flat file, of a document holds both.
     - ``val_share`` defaults to ``DEFAULT_BIN_VAL_SHARE`` for bin, else 0.
     - Bounded memory: documents are read in batches of a few MB of text (more
-      threads, bigger batches, capped), every file is written as its tokens
-      arrive (``toktoktok.token_files``), and only a Megatron index's one
-      length per document is held. Reading the next batch overlaps encoding
-      the current one. A document longer than 1 MiB is cut, for the default
-      and cl100k patterns, at the places where no pre-tokenization piece can
-      cross (``toktoktok.pretokenize.PartCutter``), so it encodes to exactly
-      the same tokens in bounded parts; with other patterns it is whole.
-    - Atomic output: every file is renamed into place when complete; the
-      trainer's indexes come after the data they describe (the validation
-      ``.idx``, then the training one), and ``index.json`` last: a folder
-      without ``index.json`` is an unfinished run. Files of an earlier run
-      that this run did not write (more shards, another format) are removed.
-    - ``bytes`` are the UTF-8 bytes of the documents' text (after decoding, as
-      training counts them); ``bytes_per_token`` divides them by the tokens
-      of the text, separators and bos tokens not included.
+      threads, bigger batches, capped); every file is written as its tokens
+      arrive (``toktoktok.token_files``) and only a Megatron index's one
+      length per document is held. A document longer than 1 MiB is cut, for the default
+      and cl100k patterns, where no pre-tokenization piece can cross
+      (``toktoktok.pretokenize.PartCutter``): the same tokens, in bounded
+      parts; with other patterns it is encoded whole.
+    - Atomic output: the trainer's indexes come after the data they describe
+      (the validation ``.idx``, then the training one), ``index.json`` last: a
+      folder without it is an unfinished run. Files of an earlier run that
+      this run did not write (more shards, another format) are removed.
     """
     started = time.perf_counter()
     progress = progress or Progress()
