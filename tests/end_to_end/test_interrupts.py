@@ -43,9 +43,11 @@ def _interrupted(result) -> str:
         # before Python ran any of toktoktok: nothing done. Killed by the signal (a shell says 130), or exit 1
         # when it came while the interpreter itself started (its site module reading the editable install's
         # .pth, or setting up __main__): nothing said, or Python's own traceback, in which no line of
-        # toktoktok's ran yet (the import machinery finding the package: a few milliseconds)
+        # toktoktok's ran yet (the import machinery finding the package: a few milliseconds; a frame of ours
+        # at line 0 is a module entered, none of its lines run)
         frames = [line for line in result.err.splitlines() if line.strip().startswith("File ")]
-        assert all("/stages/" not in f and "/toktoktok/" not in f for f in frames), result
+        ours = [f for f in frames if "/stages/" in f or "/toktoktok/" in f]
+        assert all(", line 0, in <module>" in f for f in ours), result
         return ""
     if result.code == 1 and result.err.startswith("Fatal Python error: init_"):  # the interpreter's own start
         assert "KeyboardInterrupt" in result.err, result  # (its first milliseconds, before any of our code)
