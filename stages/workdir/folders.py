@@ -1,7 +1,7 @@
 """One object per stage folder: its path, its key, its manifest, its checked reads.
 
 ``IngestFolder`` (a phase's chunk files and held-out text), ``TrainFolder``
-(a phase's merges and usage) and ``ExportFolder`` (what an export published)
+(a phase's merges and usage) and ``ExportFolder`` (the export's manifest)
 are made by a ``Work`` (``work``), one per folder, and remember what they
 read: the manifest is read once, checked once against the files it lists
 (``artifacts.damaged_output``), and the key computed once. A stage asks its
@@ -271,13 +271,6 @@ class ExportFolder(StageFolder):
             trained = [artifacts.outputs_key(self.work.train(p).current_manifest()) for p in cfg.phases]
             self._key = keys.export_key(self.settings(), trained)
         return self._key
-
-    def published(self) -> list[Path]:
-        """The outputs the last export put beside ``output:``, checked to be as it wrote them."""
-        cfg = self.work.cfg
-        manifest = self.checked(f"{cfg.output} has not been exported: run `toktok export -c {cfg.path}` first",
-                                f"toktok export -c {cfg.path} --force")
-        return [Path(o["path"]) for o in manifest["outputs"]]
 
 
 # ---------------------------------------------------------------- reading artifacts
