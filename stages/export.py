@@ -51,8 +51,7 @@ from toktoktok.hf import hf_roles, write_hf
 from toktoktok.interrupts import uninterrupted
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
-from toktoktok.segment import load_segment_kernels
-from toktoktok.segment import segment_pieces
+from toktoktok.segment import load_segment_kernels, segment_pieces
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
 from toktoktok.vocab import special_ids as vocab_special_ids

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from toktoktok.config import Config
 from toktoktok.errors import Busy, ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
 from toktoktok.interrupts import interrupt_as
+from toktoktok.tuning import resolve_threads
 
 from .workdir.progress import Progress
 
@@ -86,7 +87,7 @@ def _prepare(cfg: Config, progress: Progress) -> Work:
     work, warnings = workdir.Work(cfg).check_ready()
     for warning in warnings:
         progress.note(f"warning: {warning}")
-    numba.set_num_threads(min(workdir.resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
     return work
 
 

@@ -38,9 +38,9 @@ def _rebuilt(cls: type[ToktokError], args: tuple, state: dict) -> ToktokError:
     return err
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception's message with its line breaks and runs of spaces folded."""
-    return " ".join(str(exc).split())
+def one_line(text: object) -> str:
+    """A message (an exception's, or any text) with its line breaks and runs of spaces folded."""
+    return " ".join(str(text).split())
 
 
 # ------------------------------------------------------------ exit 2: usage and configuration

@@ -60,7 +60,7 @@ def _os_message(exc: OSError) -> str:
     if not exc.strerror:
         return one_line(exc)
     named = exc.filename is not None and str(exc.filename) not in exc.strerror
-    return " ".join((f"{exc.filename}: {exc.strerror}" if named else exc.strerror).split())
+    return one_line(f"{exc.filename}: {exc.strerror}" if named else exc.strerror)
 
 
 def start(command: click.Command, prog_name: str) -> None:

@@ -31,13 +31,13 @@ import polars as pl
 
 from toktoktok.errors import UsageError
 from toktoktok.loading import split_name
+from toktoktok.tuning import resolve_threads
 
-from ..workdir import resolve_threads
 from ..workdir.progress import Progress
 from .texts import (
     Reading,
-    encode_batch_chars,
     can_cut,
+    encode_batch_chars,
     input_files,
     iter_batches,
     iter_parts,

@@ -36,16 +36,16 @@ from toktoktok.sampling import chosen_many, file_key
 from toktoktok.sources import TXT_DOCUMENTS, file_format
 from toktoktok.tiktoken_file import SpecialIndex
 from toktoktok.token_files import FlatWriter, ShardWriter, bin_dtype, megatron_dtype, megatron_index, shard_dtype
+from toktoktok.tuning import resolve_threads
 
-from ..workdir import resolve_threads
 from ..workdir.artifacts import file_digest
 from ..workdir.progress import Progress
 from .texts import (
     MAX_PIECE_CHARS,
     STDIN,
     Reading,
-    encode_batch_chars,
     can_cut,
+    encode_batch_chars,
     input_files,
     iter_batches,
     iter_parts,

@@ -42,7 +42,7 @@ def human(size: float) -> str:
 
 def effective_configuration(cfg: Config) -> dict[str, Any]:
     """``effective_settings`` with ``threads`` (resolved to a number) after ``working_set_mb``."""
-    from ..workdir import resolve_threads
+    from toktoktok.tuning import resolve_threads
 
     out: dict[str, Any] = {}
     for key, value in effective_settings(cfg).items():

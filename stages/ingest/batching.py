@@ -22,9 +22,8 @@ from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import special_occurrences
 from toktoktok.summing import RunningSum
-from toktoktok.tuning import count_batch_chars
+from toktoktok.tuning import count_batch_chars, resolve_threads
 
-from ..workdir import resolve_threads
 from .chunking import Chunker
 from .regex_worker import count_in_worker, ignore_sigint
 

@@ -19,8 +19,8 @@ import numpy as np
 from toktoktok.config import Config
 from toktoktok.loading import split_name
 from toktoktok.readable import readable
+from toktoktok.tuning import resolve_threads
 
-from .. import workdir
 from ..workdir import Work, peak
 from .compression import Domain, Meter, compression_curve, compression_table
 from .growth import TOP, Growth, base_label
@@ -47,7 +47,7 @@ def build_report(work: Work, *, meta: dict[str, Any], export_seconds: float | No
     cfg = work.cfg
     growth = Growth(work)
     domains = [Domain(work, phase) for phase in cfg.phases]
-    meter = Meter(workdir.resolve_threads(cfg.threads))
+    meter = Meter(resolve_threads(cfg.threads))
     try:
         compression = compression_table(cfg, growth, domains, meter)
         curve = compression_curve(cfg, growth, domains, meter)

@@ -18,18 +18,13 @@ progress line. The outputs beside ``output:`` (``layout.output_set``) are the
 ``.tiktoken``, its ``.meta.json``, the report files and ``NAME.hf/``.
 
 Importing this package loads numpy, pyarrow and the source readers.
-
-    >>> resolve_threads(3)
-    3
 """
 
 from __future__ import annotations
-
-from toktoktok.tuning import resolve_threads as resolve_threads  # re-exported: the stages take it from here
 
 from .folders import ExportFolder, IngestFolder, StageFolder, TrainFolder, is_damage, new_token_rows, sum_chunks
 from .layout import fingerprint, hf_dir, ingest_dir, train_dir
 from .work import Work
 
 __all__ = ["ExportFolder", "IngestFolder", "StageFolder", "TrainFolder", "Work", "fingerprint", "hf_dir",
-           "ingest_dir", "is_damage", "new_token_rows", "resolve_threads", "sum_chunks", "train_dir"]
+           "ingest_dir", "is_damage", "new_token_rows", "sum_chunks", "train_dir"]
