@@ -22,6 +22,7 @@ from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import special_occurrences
 from toktoktok.summing import RunningSum
+from toktoktok.text_segments import Segments, gather
 from toktoktok.tuning import count_batch_chars, resolve_threads
 
 from .chunking import Chunker
@@ -78,7 +79,7 @@ class GroupTables:
 
 def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables: GroupTables, group: int,
                weight: int) -> dict[str, int]:
-    """Count the pieces of ``texts`` (strings, or UTF-8 bytes and views of them) into
+    """Count the pieces of ``texts`` (strings, UTF-8 bytes and views of them, ``Segments``) into
     this thread's table of ``group``, each ``weight`` times, with the numba scanner
     (pattern id ``which``), special tokens cut out first; returns how often each
     special token occurs (``pretokenize.special_occurrences``). Runs in a worker
@@ -91,10 +92,15 @@ def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables:
         [[{'piece': b'a', 'count': 1}, {'piece': b' a', 'count': 2}]]
     """
     found: dict[str, int] = {}
+    table = tables.table(group)
+    if any(isinstance(t, Segments) for t in texts):
+        for segments in texts:  # rows of a table: the reader let through none with a special token
+            if isinstance(segments, Segments) and segments.count:
+                table.count(segments.data, segments.bounds, which, weight)
+        texts = [t for t in texts if not isinstance(t, Segments)]
     if special_tokens:
         texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]  # a view of a .txt window, as bytes
         found = special_occurrences(texts, special_tokens)
-    table = tables.table(group)
     if not special_tokens and all(not isinstance(t, str) for t in texts):
         for text in texts:  # each its own segment, scanned where it lies (joining them copied every byte)
             if len(text):
@@ -114,6 +120,7 @@ def load_ingest_kernels(cfg: Config) -> None:
     data = np.frombuffer(b"a b\n\nc\n d", dtype=np.uint8)
     documents.load_document_kernels()
     piece_order.sorted_table(data, np.array([0, 2, 3]), np.array([1, 1]))  # the chunk files' sort
+    gather(Segments(data, np.array([0, 1, 2])), np.array([True, False]))  # a table's rows, where some train
     if has_scanner(cfg.pattern):
         tables = GroupTables()
         count_into([b"a b", "c"], scanner.PATTERN_IDS[cfg.pattern.name], (), tables, 0, 1)

@@ -86,8 +86,13 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
                         max_piece_chars=cfg.max_piece_bytes)
     route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally, heldout_files)
     route.held_keys = held_keys if held_keys is not None else []
-    if file_format(path)[0] == "txt":
+    kind = file_format(path)[0]
+    if kind == "txt":
         ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span)
+    elif kind in ("parquet", "arrow"):
+        from .table_rows import ingest_table  # it builds on this module's Router
+
+        ingest_table(path, src, route, progress)
     else:
         ingest_rows(path, src, route, progress)
     route.break_stream()
@@ -387,13 +392,8 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
 
 
 def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> None:
-    """A jsonl or parquet file, a row at a time: each unit of a row (the row, or
-    parts of it: ``units.row_parts``) is decided at its start, and each row ends
-    its stream of parts. A row's blocks are joined (the reader holds it whole anyway)."""
+    """A jsonl file, a row at a time (``route_row``)."""
     stats = ReadStats()
-    cfg = route.cfg
-    bound = units.bound(cfg.working_set_mb)
-    cut = bool(cfg.pattern.cut_at_safe_places or cfg.pattern.cut_at_spaces)
     texts: list[str] = []
     try:
         for block in iter_blocks(path, text_column=src.text_column, stats=stats):
@@ -403,22 +403,31 @@ def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> N
                 continue
             text = texts[0] if len(texts) == 1 else "".join(texts)
             texts = []
-            parts, over = units.row_parts(text, bound, cut=cut, breaks=cfg.pattern.cut_at_safe_places,
-                                          special_tokens=cfg.special_tokens)
-            route.tally.units_over_bound += over
-            offsets = np.array([block.offset + offset for offset, _ in parts], dtype=np.uint64)
-            fates, samples = route.plan(offsets, block.row)  # all at once: one hash call per row
-            for k, (offset, part) in enumerate(parts):
-                if fates[k] is None:
-                    route.open(block.offset + offset, samples[k], row=block.row)
-                else:
-                    route.open_many(fates[k], 1)
-                if route.fate is not TRAIN:
-                    route.break_stream()
-                for i in range(0, len(part), ROW_BLOCK_CHARS):  # as read, so forced cuts fall alike
-                    route.text(part[i : i + ROW_BLOCK_CHARS])
-                if route.fate is TRAIN:
-                    route.break_stream()
-                route.close()
+            route_row(route, text, block.offset, block.row)
     finally:
         route.tally.add_read(stats)
+
+
+def route_row(route: Router, text: str, offset: int, row: int) -> None:
+    """One row (of a jsonl or table file): each unit of it (the row, or parts of it:
+    ``units.row_parts``) is decided at its start, and the row ends its stream of parts.
+    ``offset`` and ``row`` are its key (``sampling``)."""
+    cfg = route.cfg
+    parts, over = units.row_parts(text, units.bound(cfg.working_set_mb),
+                                  cut=bool(cfg.pattern.cut_at_safe_places or cfg.pattern.cut_at_spaces),
+                                  breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens)
+    route.tally.units_over_bound += over
+    offsets = np.array([offset + at for at, _ in parts], dtype=np.uint64)
+    fates, samples = route.plan(offsets, row)  # all at once: one hash call per row
+    for k, (at, part) in enumerate(parts):
+        if fates[k] is None:
+            route.open(offset + at, samples[k], row=row)
+        else:
+            route.open_many(fates[k], 1)
+        if route.fate is not TRAIN:
+            route.break_stream()
+        for i in range(0, len(part), ROW_BLOCK_CHARS):  # as read, so forced cuts fall alike
+            route.text(part[i : i + ROW_BLOCK_CHARS])
+        if route.fate is TRAIN:
+            route.break_stream()
+        route.close()

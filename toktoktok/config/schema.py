@@ -124,7 +124,7 @@ HF_KEYS = (*HF_ROLES, "model_max_length", "chat_template")
 # Where a key belongs when it is written one level off.
 OUTPUT_SUFFIX = ".tiktoken"
 READABLE_SUFFIXES = (
-    ".txt", ".jsonl", ".parquet", ".txt.zst", ".txt.gz", ".jsonl.zst", ".jsonl.gz",
+    ".txt", ".jsonl", ".parquet", ".arrow", ".txt.zst", ".txt.gz", ".jsonl.zst", ".jsonl.gz",
 )  # fmt: skip
 PATTERN_ALIASES = {"cl100k_base": "cl100k", "o200k_base": "o200k",
                    "r50k_base": "gpt2", "p50k_base": "gpt2"}  # fmt: skip

@@ -25,7 +25,8 @@ import regex
 
 from toktoktok.sources.decoding import WIDE_BOMS, Utf8Decoder, recoded
 from toktoktok.sources.reads import READ_ERRORS, Block, ReadStats, cannot_read
-from toktoktok.sources.rows import jsonl_blocks, parquet_blocks, parquet_text_bytes
+from toktoktok.sources.row_batches import table_blocks, table_text_bytes
+from toktoktok.sources.rows import jsonl_blocks
 from toktoktok.sources.streams import as_path, file_format, open_binary, raw_chunks
 from toktoktok.sources.txt_windows import windows
 
@@ -175,8 +176,8 @@ def iter_blocks(
     kind = file_format(path)[0]
     block_chars = max(1, block_chars)
     try:
-        if kind == "parquet":
-            yield from parquet_blocks(path, text_column, block_chars, stats)
+        if kind in ("parquet", "arrow"):
+            yield from table_blocks(path, text_column, block_chars, stats)
         elif kind == "jsonl":
             yield from jsonl_blocks(path, text_column, block_chars, stats)
         else:
@@ -202,8 +203,8 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
     path = as_path(path)
     kind, compression = file_format(path)
     try:
-        if kind == "parquet":
-            return parquet_text_bytes(path, text_column)
+        if kind in ("parquet", "arrow"):
+            return table_text_bytes(path, text_column)
         if compression is None and not _wide_bom(path):
             return path.stat().st_size
         return sum(len(chunk) for chunk in raw_chunks(path, 1 << 22))

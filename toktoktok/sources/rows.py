@@ -1,11 +1,9 @@
-"""Row formats: a ``.jsonl`` line or a ``.parquet`` value is a document.
+"""Row formats: a ``.jsonl`` line or a table's value is a document.
 
 What a row's document is (``text_column``, ``null``, an empty string) is in
 docs/pretokenization.md#documents. A ``.jsonl`` file (plain or compressed)
-is read a line at a time; a ``.parquet`` file a batch of rows, a page at a
-time. A document longer than ``block_chars`` comes in several blocks; each
-block carries the document's key for sampling: its line's byte offset
-(jsonl) or its row number, nulls counted (parquet).
+is read a line at a time (tables: ``row_batches``). A document longer than ``block_chars`` comes in several blocks; each
+block carries the document's key for sampling: its line's byte offset.
 
     >>> import tempfile
     >>> f = Path(tempfile.mkdtemp()) / "a.jsonl"
@@ -19,21 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import regex
 
 from toktoktok.sources.decoding import decode_line, replace_surrogates
 from toktoktok.sources.reads import Block, ReadStats, SourceError
 from toktoktok.sources.streams import raw_chunks
-from toktoktok.uris import is_remote
 
-if TYPE_CHECKING:
-    import pyarrow.parquet as pq
-
-_PARQUET_BATCH_ROWS = 256
 # A JSON escape that may decode to a lone surrogate.
 _ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -107,63 +97,3 @@ def _iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         pending = [lines[-1]] if lines[-1] else []
     if pending:
         yield b"".join(pending)
-
-
-def _text_field_type(path: Path, schema: pa.Schema, column: str) -> pa.DataType:
-    """The column's type, checked to hold strings, else SourceError."""
-    index = schema.get_field_index(column)
-    if index < 0:
-        names = ", ".join(schema.names)
-        raise SourceError(f"{path}: no column {column!r} (columns: {names})")
-    kind = schema.field(index).type
-    values = kind.value_type if pa.types.is_dictionary(kind) else kind
-    if not (pa.types.is_string(values) or pa.types.is_large_string(values)):
-        raise SourceError(f"{path}: column {column!r} is {kind}, expected string")
-    return kind
-
-
-def _as_strings(array: pa.Array) -> pa.Array:
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
-    return array
-
-
-def _open_parquet(path: Path) -> pq.ParquetFile:
-    """A parquet file read page by page (``buffer_size``, and one thread:
-    ``use_threads=False`` at each read), so a row group is never held whole.
-
-    ``pyarrow.parquet`` is imported here, when a parquet file is read: it holds
-    9 MB of every process that imports it."""
-    import pyarrow.parquet as pq
-
-    if is_remote(path):
-        fs, inner = path.inner()
-        return pq.ParquetFile(inner, filesystem=fs, buffer_size=1 << 16, pre_buffer=False)
-    return pq.ParquetFile(path, buffer_size=1 << 16, pre_buffer=False)
-
-
-def parquet_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
-    """The non-null values of a ``.parquet`` file's text column as document blocks."""
-    doc = row = 0
-    with _open_parquet(path) as pf:
-        _text_field_type(path, pf.schema_arrow, column)
-        for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[column], use_threads=False):
-            array = _as_strings(batch.column(0))
-            stats.bytes_read += pc.sum(pc.binary_length(array)).as_py() or 0
-            for text in array.to_pylist():
-                row += 1
-                if text is None:
-                    continue
-                stats.documents += 1
-                yield from _document_blocks(doc, text, block_chars, row - 1)
-                doc += 1
-
-
-def parquet_text_bytes(path: Path, column: str) -> int:
-    """The UTF-8 length of a ``.parquet`` file's text column, a batch at a time."""
-    total = 0
-    with _open_parquet(path) as pf:
-        _text_field_type(path, pf.schema_arrow, column)
-        for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[column], use_threads=False):
-            total += pc.sum(pc.binary_length(_as_strings(batch.column(0)))).as_py() or 0
-    return total

@@ -30,7 +30,7 @@ from toktoktok.sources.decoding import recoded
 from toktoktok.sources.reads import ReadStats, SourceError
 from toktoktok.uris import RemotePath, is_remote
 
-SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
+SUFFIXES = (".txt", ".jsonl", ".parquet", ".arrow", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
 
 _ZSTD_INPUT_SLICE = 1 << 13  # compressed bytes per decompress call
 

@@ -1,0 +1,109 @@
+"""Ingest's rows of a table (``.parquet``, ``.arrow``), a batch of rows at a time.
+
+A batch comes as Arrow's buffers (``toktoktok.sources.row_batches``), and
+what ``routing.route_row`` does a row at a time is done here for the whole
+batch at once: each row short enough to be one unit and one part (at most
+``limit`` bytes) is decided by one vectorized hash of the batch's keys, and
+the runs of rows that train go to the batcher as ``Segments`` (each row a
+segment: rows never run into each other), views of the buffers where the
+batch trains whole. The rows left to ``route_row``, one by one in their
+place, are the rare ones: longer rows, held-out candidates, a batch holding
+a special token or invalid UTF-8, and every row of a pattern without the
+numba scanner. The result is the row path's, count for count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from toktoktok import documents, sampling, units
+from toktoktok.config import Source
+from toktoktok.sampling import HELDOUT_CAP_BYTES
+from toktoktok.sources import ReadStats
+from toktoktok.sources.row_batches import RowBatch, iter_row_batches, row_text
+from toktoktok.text_segments import Segments, gather, split
+
+from ..workdir.progress import Progress
+from .batching import has_scanner
+from .routing import TRAIN, Router, route_row
+
+
+def ingest_table(path: Path, src: Source, route: Router, progress: Progress) -> None:
+    """A table file's text column, a batch of rows at a time."""
+    stats = ReadStats()
+    try:
+        for batch in iter_row_batches(path, src.text_column, stats):
+            progress.update(batch.text_bytes())
+            route_batch(batch, route, stats)
+    finally:
+        route.tally.add_read(stats)
+
+
+def row_limit(route: Router) -> int:
+    """The longest row (bytes) that is one unit and one part of the cutter for sure."""
+    return min(units.bound(route.cfg.working_set_mb), route.cutter.part_chars)
+
+
+def route_batch(batch: RowBatch, route: Router, stats: ReadStats) -> None:
+    """Every row of ``batch``, in order: the ordinary ones a run at a time, the rest by ``route_row``."""
+    cfg, n = route.cfg, batch.rows
+    if not n:
+        return
+    lengths = np.diff(batch.offsets)
+    special = batch.present & (lengths > row_limit(route))
+    if not _plain(batch, route):
+        special = batch.present.copy()
+    rows = np.arange(batch.first_row, batch.first_row + n, dtype=np.uint64)
+    starts = np.zeros(n, dtype=np.uint64)
+    if batch.starts is not None:
+        rows, starts = np.zeros(n, dtype=np.uint64), batch.starts.astype(np.uint64)
+    sample = np.ones(n, dtype=np.bool_)
+    if route.deciding():
+        sample = sampling.chosen_at(route.sample_key, starts, route.share, row=rows)
+        if cfg.heldout_share > 0 and route.tally.heldout_bytes < HELDOUT_CAP_BYTES:
+            special |= batch.present & sampling.chosen_at(route.heldout_key, starts, cfg.heldout_share, row=rows)
+    start = 0
+    for k in [*np.flatnonzero(special).tolist(), n]:
+        if k > start:
+            _run(batch, start, k, sample[start:k], lengths[start:k], route)
+        if k < n:
+            route_row(route, row_text(batch, k, stats), int(starts[k]), int(rows[k]))
+        start = k + 1
+
+
+def _plain(batch: RowBatch, route: Router) -> bool:
+    """Whether the batch's rows may go to the scanner as bytes: a scanner pattern,
+    valid UTF-8, and no special token anywhere in the batch's text."""
+    if not has_scanner(route.cfg.pattern):
+        return False
+    text = batch.data[batch.offsets[0] : batch.offsets[-1]]
+    if not documents.valid_utf8(text):
+        return False
+    if route.cfg.special_tokens:
+        raw = text.tobytes()
+        return not any(token.encode("utf-8") in raw for token in route.cfg.special_tokens if token)
+    return True
+
+
+def _run(batch: RowBatch, a: int, b: int, sample: np.ndarray, lengths: np.ndarray, route: Router) -> None:
+    """Rows ``a`` to ``b`` of the batch, each one unit whose fate the sample gives."""
+    present = batch.present[a:b]
+    train = present & sample
+    documents_ = int(np.count_nonzero(present))
+    trained = int(np.count_nonzero(train))
+    tally = route.tally
+    tally.units += documents_
+    tally.kept_documents += trained
+    tally.sampled_out_documents += documents_ - trained
+    if not trained:
+        return
+    route.break_stream()  # the cutter is empty between rows: this only keeps the order
+    keep = train | (~present & (lengths == 0))  # an empty null row may stay: no copy
+    segments = gather(Segments.of(batch.data, batch.offsets[a : b + 1]), keep)
+    tally.kept_bytes += len(segments)
+    route.fate = TRAIN
+    for part in split(segments, route.batcher.chars_per_batch):
+        route.batcher.add([part], route.weight, route.index)
+    route.fate = None
