@@ -97,10 +97,11 @@ def test_decode_errors_exit_2(tok, tmp_path):
 
 
 def _refused(tok, path: Path, *args, code: int = 1) -> str:
-    """``decode --from PATH ARGS``: exits ``code`` with one line naming the file; the line."""
+    """``decode --from PATH ARGS``: exits ``code`` with one line naming the file (or the
+    ``.idx`` beside it); the line."""
     r = toktok("decode", "-t", tok["tok"], "--from", path, *args)
     assert r.code == code, (path.name, args, r.out[:200], r.err)
-    assert len(r.err.strip().splitlines()) == 1 and str(path) in r.err and "unexpected" not in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and str(path.with_suffix("")) + "." in r.err and "unexpected" not in r.err, r.err
     return r.err
 
 
@@ -172,7 +173,7 @@ def test_decode_checks_a_npy_file(tok, tmp_path):
 
 def test_decode_of_an_id_past_64_bits_is_an_unknown_id(tok):
     for big in ("99999999999999999999999999", "-99999999999999999999999999", f"[5, {2**70}]"):
-        r = toktok("decode", "-t", tok["tok"], big)
+        r = toktok("decode", "-t", tok["tok"], "--", big)
         assert r.code == 2 and "is not in the vocabulary" in r.err and "unexpected" not in r.err, r.err
 
 
