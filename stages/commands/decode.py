@@ -16,12 +16,10 @@ Decisions:
   UTF-8 are shown as U+FFFD; ``--bytes`` writes the raw bytes instead, for a
   pipe or a file.
 - Special tokens decode to their text (``<|endoftext|>``), as tiktoken does.
-- An id the tokenizer does not have is an error naming it, not a silent gap
-  (exit 2), however large.
+- An id the tokenizer does not have, however large, is an error naming it.
 - A token file is checked before it is read (``token_files.read_npy``,
-  ``read_megatron``): a ``.npy`` that is not one, holds pickled objects or is
-  cut short, a Megatron data file whose size or index does not hold
-  together, is an error naming the file (exit 1), never a wrong document.
+  ``read_megatron``): one that is not what it claims, is cut short or does
+  not match its index is an error naming it, never a wrong document.
 - ``--document`` needs document boundaries: a Megatron index has them; a
   flat ``.bin`` or ``.npy`` does not, so it is refused there.
 """
