@@ -372,9 +372,10 @@ def encode_corpus(
                 if pending is not None:
                     store(pending[0], pending[1].result())
             if val is not None and val.documents and not train.documents:
+                kept = f"; {out} is unfinished (it has no {INDEX})" if folder.cleared else ""  # val shards in place
                 raise UsageError(f"--val-share {val_share:g} sent all {val.documents} documents to validation, "
                                  f"leaving training empty: lower --val-share, or cut the text into more documents "
-                                 f"(--documents line)")
+                                 f"(--documents line){kept}")
             results = {name: w.finish() for name, w in writers.items()}  # the data, renamed into place
         except KeyboardInterrupt:
             for w in writers.values():
