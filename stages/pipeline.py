@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -37,10 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toktoktok.config import Config
-from toktoktok.errors import Busy, ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
+from toktoktok.errors import ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
 from toktoktok.interrupts import interrupt_as
 from toktoktok.tuning import resolve_threads
 
+from .workdir.locks import holding
 from .workdir.progress import Progress
 
 if TYPE_CHECKING:
@@ -56,15 +56,8 @@ if TYPE_CHECKING:
 def locked(work: Work) -> Iterator[None]:
     """Hold the work directory's lock, or fail at once if another run holds it."""
     work.lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(work.lock, os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Busy(f"another toktoktok run is using {work.cfg.work_dir}; wait for it to finish") from None
+    with holding(work.lock, f"another toktoktok run is using {work.cfg.work_dir}"):
         yield
-    finally:
-        os.close(fd)
 
 
 def _import_stages() -> tuple[Any, Any]:

@@ -10,7 +10,8 @@ it so the bytes are on disk before the name points at them, then
 ``os.replace`` it over the target, and finally ``fsync`` the folder (where the
 platform allows it) so the rename itself survives a crash.
 ``atomic_write_bytes`` writes data already in memory; ``atomic_path`` yields
-the temporary path, for writers that want a file name (pyarrow, polars).
+the temporary path, for writers that want a file name (pyarrow, polars);
+``naming_errors`` makes an ``OSError`` of a write name the file it was for.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -105,6 +106,19 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             raise _naming(exc, target) from exc
         raise
     _fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def naming_errors(target: str | os.PathLike[str]) -> Iterator[None]:
+    """Inside the block, an ``OSError`` becomes one of the same errno naming ``target``
+    (``cannot write OUT/train.bin: No space left on device``): for writers that
+    write a temporary file outside ``atomic_path``'s block."""
+    try:
+        yield
+    except OSError as exc:
+        if getattr(exc, "names_target", False):
+            raise
+        raise _naming(exc, Path(target)) from exc
 
 
 def _naming(exc: OSError, target: Path) -> OSError:

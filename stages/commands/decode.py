@@ -16,7 +16,10 @@ Decisions:
   UTF-8 are shown as U+FFFD; ``--bytes`` writes the raw bytes instead, for a
   pipe or a file.
 - Special tokens decode to their text (``<|endoftext|>``), as tiktoken does.
-- An id the tokenizer does not have is an error naming it, not a silent gap.
+- An id the tokenizer does not have, however large, is an error naming it.
+- A token file is checked before it is read (``token_files.read_npy``,
+  ``read_megatron``): one that is not what it claims, is cut short or does
+  not match its index is an error naming it, never a wrong document.
 - ``--document`` needs document boundaries: a Megatron index has them; a
   flat ``.bin`` or ``.npy`` does not, so it is refused there.
 """
@@ -30,7 +33,7 @@ import numpy as np
 import tiktoken
 
 from toktoktok.errors import UsageError
-from toktoktok.token_files import read_flat, read_megatron_index
+from toktoktok.token_files import read_flat, read_megatron, read_npy
 
 
 def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = None) -> np.ndarray:
@@ -42,14 +45,13 @@ def ids_of_file(path: Path, *, dtype: str | None = None, document: int | None = 
     if path.suffix == ".npy":
         if dtype is not None:
             raise UsageError("--dtype is for a .bin file: a .npy names its own dtype")
-        ids = np.load(path, mmap_mode="r")
+        ids = read_npy(path)
         if ids.ndim != 1 or ids.dtype.kind not in "iu":
             raise UsageError(f"--from {path}: not a 1-d array of integer ids ({ids.dtype}, shape {ids.shape})")
     elif path.suffix == ".bin" and idx.is_file():
         if dtype is not None:
             raise UsageError(f"--dtype does not apply to a Megatron data file: {idx.name} names its dtype")
-        index = read_megatron_index(idx)
-        data = read_flat(path, index.dtype)
+        index, data = read_megatron(path)
         if document is None:
             return data
         docs = index.documents
@@ -86,12 +88,19 @@ def decode_ids(enc: tiktoken.Encoding, ids: Sequence[int] | np.ndarray) -> bytes
         ...     print(refused)
         id 256 is not in the vocabulary of t (ids 0 to 257, with gaps)
     """
-    ids = np.asarray(ids, dtype=np.int64)
-    bad = ids[(ids < 0) | (ids > enc.max_token_value)]
-    if len(bad):
-        raise UsageError(f"id {int(bad[0])} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value})")
+    # compared in their own type (Python ints, or the file's dtype): a conversion to
+    # int64 first would overflow past 2^63, or wrap a uint64 id around
+    if isinstance(ids, np.ndarray):
+        outside = ids[(ids < 0) | (ids > enc.max_token_value)]
+        bad = [int(outside[0])] if len(outside) else []
+        values = ids.tolist()
+    else:
+        values = [int(i) for i in ids]
+        bad = [i for i in values if not 0 <= i <= enc.max_token_value][:1]
+    if bad:
+        raise UsageError(f"id {bad[0]} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value})")
     try:
-        return enc.decode_bytes(ids.tolist())
+        return enc.decode_bytes(values)
     except KeyError as exc:  # an unused id below the highest
         missing = str(exc.args[0]).rpartition(" ")[2] if exc.args else "?"
         raise UsageError(f"id {missing} is not in the vocabulary of {enc.name} (ids 0 to {enc.max_token_value}, "

@@ -10,16 +10,16 @@ layouts, ``--documents``, the separator and bos ids, the validation split,
 (Token shards).
 
 This module is the command (the tokenizer's special ids and the ids' dtype,
-batches encoded, the seeded validation split, the output folder, the index);
-the decisions are in the docstrings of ``encode_corpus``, ``batch_encoder``,
-``ValSplit``, ``output_dtype`` and ``prepare_out``.
+batches encoded, the seeded validation split, the index); the output folder,
+locked and replaced as one set, is ``encode_out``'s. The decisions are in the
+docstrings of ``encode_corpus``, ``batch_encoder``, ``ValSplit``,
+``output_dtype``, ``loaded_tokenizer`` and ``encode_out``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +31,7 @@ import numpy as np
 import tiktoken
 
 from toktoktok.atomic import atomic_write_bytes
-from toktoktok.errors import Interrupted, UsageError
+from toktoktok.errors import Interrupted, TokenizerFileError, UsageError
 from toktoktok.sampling import chosen_many, file_key
 from toktoktok.sources import TXT_DOCUMENTS, file_format
 from toktoktok.tiktoken_file import SpecialIndex
@@ -40,6 +40,7 @@ from toktoktok.tuning import resolve_threads
 
 from ..workdir.artifacts import file_digest
 from ..workdir.progress import Progress
+from .encode_out import INDEX, OutFolder
 from .texts import (
     MAX_PIECE_CHARS,
     STDIN,
@@ -57,7 +58,6 @@ FORMATS = ("npy", "bin", "megatron")
 DEFAULT_SHARD_TOKENS = 100_000_000
 DEFAULT_BIN_VAL_SHARE = 0.0005  # nanoGPT reads a val.bin; its own OpenWebText preparation holds out this share
 NANOGPT_BLOCK_SIZE = 1024  # nanoGPT's default context: a val.bin must hold more tokens than this
-INDEX = "index.json"
 INDEX_FORMATS = {"npy": "toktoktok-shards/1", "bin": "toktoktok-bin/1", "megatron": "toktoktok-megatron/1"}
 INDEX_FORMAT = INDEX_FORMATS["npy"]
 SHARD_NAME = "shard-{:05d}.npy"
@@ -66,8 +66,6 @@ BIN_NAMES = {"train": "train.bin", "val": "val.bin"}
 MEGATRON_PREFIXES = {"train": "train_text_document", "val": "val_text_document"}
 SPLIT_RULE = "file-key+splitmix64"  # sampling.chosen_many on (seed, "encode", file index, "val"), document number
 _SPLIT_SLUG, _SPLIT_SALT = "encode", "val"
-_OUTPUT = re.compile(r"(val-)?shard-\d{5,}\.npy|(train|val)\.bin|(train|val)_text_document\.(bin|idx)")
-_TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -87,6 +85,24 @@ def special_id(enc: tiktoken.Encoding, token: str | None, option: str = "--separ
 def separator_id(enc: tiktoken.Encoding, separator: str | None) -> int | None:
     """The id of ``separator``, which must be one of the encoding's special tokens."""
     return special_id(enc, separator, "--separator")
+
+
+def loaded_tokenizer(path: Path, pattern: str | None, tries: int = 3) -> tuple[tiktoken.Encoding, str]:
+    """The tokenizer (``texts.load_tokenizer``) and the sha256 of the very bytes it was made from.
+
+    The file is digested before and after it is loaded: equal digests mean
+    the ids come from those bytes, whatever is published there later (a
+    re-export while encode runs). A file that keeps changing is refused.
+    """
+    for _ in range(tries):
+        try:
+            before = file_digest(Path(path))
+        except OSError:
+            before = None  # missing or unreadable: load_tokenizer says so, naming it
+        enc = load_tokenizer(path, pattern)
+        if before is not None and file_digest(Path(path)) == before:
+            return enc, before
+    raise TokenizerFileError(path, "changed while it was being read: run the command again once it is written")
 
 
 def output_dtype(enc: tiktoken.Encoding, fmt: str, dtype: str | None) -> np.dtype:
@@ -222,50 +238,20 @@ class Split:
         self.pieces, self.ends, self.size = [], [], 0
 
 
-def prepare_out(folder: Path) -> None:
-    """Make ``folder`` ready: new, empty, or an earlier encode output (its indexes go first).
-
-    An earlier output holds only the names this command writes and temporary
-    files: anything else is refused rather than overwritten. ``index.json``
-    and any ``.idx`` are deleted first, so a folder is never left with an
-    index that describes data being rewritten.
-    """
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"--out {folder}: exists and is not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    foreign = sorted(e.name for e in folder.iterdir()
-                     if not (e.is_file() and (e.name == INDEX or _OUTPUT.fullmatch(e.name) or _TEMP.fullmatch(e.name))))
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise UsageError(f"--out {folder}: holds files that are not `toktok encode` output ({shown}); "
-                          f"choose a new or empty folder")
-    (folder / INDEX).unlink(missing_ok=True)
-    for e in folder.iterdir():
-        if _TEMP.fullmatch(e.name) or e.name.endswith(".idx"):
-            e.unlink(missing_ok=True)
-
-
-def _remove_stale_outputs(folder: Path, written: set[str]) -> list[str]:
-    """Remove the outputs of an earlier run that this run did not write; returns their names."""
-    stale = sorted(e.name for e in folder.iterdir() if _OUTPUT.fullmatch(e.name) and e.name not in written)
-    for name in stale:
-        (folder / name).unlink()
-    return stale
-
-
-def _writers(fmt: str, out: Path, dtype: np.dtype, shard_tokens: int, val: bool) -> dict[str, Any]:
-    """The writer of each split of a format (val only when there is a split, or for bin)."""
+def _writers(fmt: str, out: OutFolder, dtype: np.dtype, shard_tokens: int, val: bool) -> dict[str, Any]:
+    """The writer of each split of a format (val only when there is a split, or for bin);
+    each clears the earlier set before its first file goes in place."""
     if fmt == "npy":
-        writers = {"train": ShardWriter(out, dtype, shard_tokens, SHARD_NAME)}
+        writers = {"train": ShardWriter(out.folder, dtype, shard_tokens, SHARD_NAME, out.clear)}
         if val:
-            writers["val"] = ShardWriter(out, dtype, shard_tokens, VAL_SHARD_NAME)
+            writers["val"] = ShardWriter(out.folder, dtype, shard_tokens, VAL_SHARD_NAME, out.clear)
         return writers
     names = BIN_NAMES if fmt == "bin" else {k: f"{v}.bin" for k, v in MEGATRON_PREFIXES.items()}
     writers = {}
     try:
         for split in ("train", "val"):
             if split == "train" or val or fmt == "bin":
-                writers[split] = FlatWriter(out / names[split], dtype)
+                writers[split] = FlatWriter(out.folder / names[split], dtype, out.clear)
     except BaseException:
         for w in writers.values():
             w.abort()
@@ -313,8 +299,11 @@ def encode_corpus(
       parts; with other patterns it is encoded whole.
     - Atomic output: the trainer's indexes come after the data they describe
       (the validation ``.idx``, then the training one), ``index.json`` last: a
-      folder without it is an unfinished run. Files of an earlier run that
-      this run did not write (more shards, another format) are removed.
+      folder without it is an unfinished run. The earlier run's files are
+      deleted just before the first new one goes in place (``encode_out``).
+    - A split that would leave training empty is refused (``--val-share``,
+      exit 2) before the training files go in place; an empty validation side is
+      only warned about (``summary``): the training files are sound.
     """
     started = time.perf_counter()
     progress = progress or Progress()
@@ -330,123 +319,128 @@ def encode_corpus(
         val_share = DEFAULT_BIN_VAL_SHARE if fmt == "bin" else 0.0
     if not 0 <= val_share < 1:
         raise UsageError(f"--val-share must be at least 0 and below 1, got {val_share}")
-    enc = load_tokenizer(tokenizer, pattern)
+    enc, digest = loaded_tokenizer(tokenizer, pattern)
     sep = special_id(enc, separator, "--separator")
     bos_id = special_id(enc, bos, "--bos")
     ids = output_dtype(enc, fmt, dtype)
     files = input_files(inputs, text_column)
     out = Path(out)
-    prepare_out(out)
-    workers = resolve_threads(threads)
-    encode = batch_encoder(enc, workers, allow_special)
-    reading = Reading()
-    parts = iter_parts(files, text_column=text_column, cut=can_cut(enc), documents=documents,
-                       special_tokens=sorted(enc.special_tokens_set) if allow_special else (), reading=reading)
-    plain = all(f != STDIN and file_format(f)[1] is None and file_format(f)[0] != "parquet" for f in files)
-    progress.start("encode", total=sum(f.stat().st_size for f in files) if plain else 0, unit="B")
-    writers = _writers(fmt, out, ids, shard_tokens, val_share > 0)
-    splits = {name: Split(name, w) for name, w in writers.items()}
-    train, val = splits["train"], splits.get("val")
-    chooser = ValSplit(seed, val_share)
-    totals = {"text_tokens": 0, "bytes": 0}
-    at_start = [True]
+    with OutFolder(out) as folder:  # locked until index.json is in place
+        workers = resolve_threads(threads)
+        encode = batch_encoder(enc, workers, allow_special)
+        reading = Reading()
+        parts = iter_parts(files, text_column=text_column, cut=can_cut(enc), documents=documents,
+                           special_tokens=sorted(enc.special_tokens_set) if allow_special else (), reading=reading)
+        plain = all(f != STDIN and file_format(f)[1] is None and file_format(f)[0] != "parquet" for f in files)
+        progress.start("encode", total=sum(f.stat().st_size for f in files) if plain else 0, unit="B")
+        writers = _writers(fmt, folder, ids, shard_tokens, val_share > 0)
+        splits = {name: Split(name, w) for name, w in writers.items()}
+        train, val = splits["train"], splits.get("val")
+        chooser = ValSplit(seed, val_share)
+        totals = {"text_tokens": 0, "bytes": 0}
+        at_start = [True]
 
-    def store(batch: list[tuple[str, bool, int]], encoded: list[list[int]]) -> None:
-        for (text, end, index), toks, to_val in zip(batch, encoded, chooser.flags(batch)):
-            split = val if to_val and val is not None else train
-            if at_start[0] and bos_id is not None:
-                split.add([bos_id])
-            split.add(toks)
-            totals["text_tokens"] += len(toks)
-            # bytes: the UTF-8 bytes of the text after decoding, as training counts them;
-            # bytes_per_token divides them by the text's tokens (no separators or bos)
-            nbytes = len(text.encode("utf-8", "surrogatepass"))
-            totals["bytes"] += nbytes
-            reading.files[index]["bytes"] += nbytes
-            if end:
-                if sep is not None:
-                    split.add([sep])
-                split.end()
-            at_start[0] = end
-        for split in splits.values():
-            split.flush(ids)
-        progress.set(reading.raw_bytes)
+        def store(batch: list[tuple[str, bool, int]], encoded: list[list[int]]) -> None:
+            for (text, end, index), toks, to_val in zip(batch, encoded, chooser.flags(batch)):
+                split = val if to_val and val is not None else train
+                if at_start[0] and bos_id is not None:
+                    split.add([bos_id])
+                split.add(toks)
+                totals["text_tokens"] += len(toks)
+                # bytes: the UTF-8 bytes of the text after decoding, as training counts them;
+                # bytes_per_token divides them by the text's tokens (no separators or bos)
+                nbytes = len(text.encode("utf-8", "surrogatepass"))
+                totals["bytes"] += nbytes
+                reading.files[index]["bytes"] += nbytes
+                if end:
+                    if sep is not None:
+                        split.add([sep])
+                    split.end()
+                at_start[0] = end
+            for split in splits.values():
+                split.flush(ids)
+            progress.set(reading.raw_bytes)
 
-    try:
-        with ThreadPoolExecutor(1) as background:  # reading the next batch overlaps encoding this one
-            pending = None
-            for batch in iter_batches(parts, encode_batch_chars(workers)):
-                job = background.submit(encode, [p[0] for p in batch])
+        try:
+            with ThreadPoolExecutor(1) as background:  # reading the next batch overlaps encoding this one
+                pending = None
+                for batch in iter_batches(parts, encode_batch_chars(workers)):
+                    job = background.submit(encode, [p[0] for p in batch])
+                    if pending is not None:
+                        store(pending[0], pending[1].result())
+                    pending = (batch, job)
                 if pending is not None:
                     store(pending[0], pending[1].result())
-                pending = (batch, job)
-            if pending is not None:
-                store(pending[0], pending[1].result())
-        results = {name: w.finish() for name, w in writers.items()}  # the data, renamed into place
-    except KeyboardInterrupt:
-        for w in writers.values():
-            w.abort()
-        raise Interrupted(f"{out} is unfinished (it has no index.json): run the command again") from None
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
-    written = set()
-    for name in ("val", "train"):  # each trainer index after its data; the training one last
-        if name not in results:
-            continue
-        entries = results[name] if isinstance(results[name], list) else [results[name]]
-        written |= {e["file"] for e in entries}
-        if fmt == "megatron":
-            idx = out / f"{MEGATRON_PREFIXES[name]}.idx"
-            atomic_write_bytes(idx, megatron_index(writers[name].lengths(), ids))
-            written.add(idx.name)
-    stale = _remove_stale_outputs(out, written)
-    tokens = sum(s.tokens for s in splits.values())
-    progress.done(f"{tokens} tokens")
-    index: dict[str, Any] = {
-        "format": INDEX_FORMATS[fmt],
-        "tokenizer": str(Path(tokenizer).resolve()),
-        "tokenizer_sha256": file_digest(Path(tokenizer)),
-        "vocab_size": enc.n_vocab,
-        "max_token_id": enc.max_token_value,
-        "pattern": pattern_name(enc),
-        "dtype": ids.name,
-        "separator": separator,
-        "separator_id": sep,
-        "bos": bos,
-        "bos_id": bos_id,
-        "special_tokens_in_text": "ids" if allow_special else "ordinary text",
-        "documents_rule": documents,
-        "text_column": text_column,
-        "val_share": val_share,
-        "seed": seed,
-        "split_rule": SPLIT_RULE,
-        "inputs": reading.files,
-    }
-    if fmt == "npy":
-        index["shard_tokens"] = shard_tokens
-        index["shards"] = results["train"]
-        index["val_shards"] = results.get("val", [])
-    else:
-        index["files"] = {name: results[name] for name in ("train", "val") if name in results}
-        if fmt == "megatron":
-            index["megatron_prefixes"] = {name: MEGATRON_PREFIXES[name] for name in results}
-    index |= {
-        "documents": reading.documents,
-        "train_documents": train.documents,
-        "val_documents": val.documents if val is not None else 0,
-        "tokens": tokens,
-        "train_tokens": train.tokens,
-        "val_tokens": val.tokens if val is not None else 0,
-        "text_tokens": totals["text_tokens"],
-        "bytes": totals["bytes"],
-        "bytes_per_token": round(totals["bytes"] / totals["text_tokens"], 4) if totals["text_tokens"] else None,
-        "forced_cuts": reading.forced_cuts,
-        "removed": stale,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    atomic_write_bytes(out / INDEX, (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode())
+            if val is not None and val.documents and not train.documents:
+                kept = f"; {out} is unfinished (it has no {INDEX})" if folder.cleared else ""  # val shards in place
+                raise UsageError(f"--val-share {val_share:g} sent all {val.documents} documents to validation, "
+                                 f"leaving training empty: lower --val-share, or cut the text into more documents "
+                                 f"(--documents line){kept}")
+            results = {name: w.finish() for name, w in writers.items()}  # the data, renamed into place
+        except KeyboardInterrupt:
+            for w in writers.values():
+                w.abort()
+            raise Interrupted(folder.state()) from None
+        except BaseException:
+            for w in writers.values():
+                w.abort()
+            raise
+        folder.clear()  # when no data file was written (no document): the earlier set goes all the same
+        written = set()
+        for name in ("val", "train"):  # each trainer index after its data; the training one last
+            if name not in results:
+                continue
+            entries = results[name] if isinstance(results[name], list) else [results[name]]
+            written |= {e["file"] for e in entries}
+            if fmt == "megatron":
+                idx = out / f"{MEGATRON_PREFIXES[name]}.idx"
+                atomic_write_bytes(idx, megatron_index(writers[name].lengths(), ids))
+                written.add(idx.name)
+        tokens = sum(s.tokens for s in splits.values())
+        progress.done(f"{tokens} tokens")
+        index: dict[str, Any] = {
+            "format": INDEX_FORMATS[fmt],
+            "tokenizer": str(Path(tokenizer).resolve()),
+            "tokenizer_sha256": digest,
+            "vocab_size": enc.n_vocab,
+            "max_token_id": enc.max_token_value,
+            "pattern": pattern_name(enc),
+            "dtype": ids.name,
+            "separator": separator,
+            "separator_id": sep,
+            "bos": bos,
+            "bos_id": bos_id,
+            "special_tokens_in_text": "ids" if allow_special else "ordinary text",
+            "documents_rule": documents,
+            "text_column": text_column,
+            "val_share": val_share,
+            "seed": seed,
+            "split_rule": SPLIT_RULE,
+            "inputs": reading.files,
+        }
+        if fmt == "npy":
+            index["shard_tokens"] = shard_tokens
+            index["shards"] = results["train"]
+            index["val_shards"] = results.get("val", [])
+        else:
+            index["files"] = {name: results[name] for name in ("train", "val") if name in results}
+            if fmt == "megatron":
+                index["megatron_prefixes"] = {name: MEGATRON_PREFIXES[name] for name in results}
+        index |= {
+            "documents": reading.documents,
+            "train_documents": train.documents,
+            "val_documents": val.documents if val is not None else 0,
+            "tokens": tokens,
+            "train_tokens": train.tokens,
+            "val_tokens": val.tokens if val is not None else 0,
+            "text_tokens": totals["text_tokens"],
+            "bytes": totals["bytes"],
+            "bytes_per_token": round(totals["bytes"] / totals["text_tokens"], 4) if totals["text_tokens"] else None,
+            "forced_cuts": reading.forced_cuts,
+            "removed": folder.removed(written),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        atomic_write_bytes(out / INDEX, (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode())
     return index
 
 

@@ -3,7 +3,11 @@ checked against tiktoken built here from the same files."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,6 +94,87 @@ def test_decode_errors_exit_2(tok, tmp_path):
     assert toktok("decode", "1", "2").code == 2, "no tokenizer"
     (tmp_path / "a.txt").write_text("x")
     assert toktok("decode", "-t", tok["tok"], "--from", tmp_path / "a.txt").code == 2
+
+
+def _refused(tok, path: Path, *args, code: int = 1) -> str:
+    """``decode --from PATH ARGS``: exits ``code`` with one line naming the file (or the
+    ``.idx`` beside it); the line."""
+    r = toktok("decode", "-t", tok["tok"], "--from", path, *args)
+    assert r.code == code, (path.name, args, r.out[:200], r.err)
+    assert len(r.err.strip().splitlines()) == 1 and str(path.with_suffix("")) + "." in r.err and "unexpected" not in r.err, r.err
+    return r.err
+
+
+def test_decode_checks_a_megatron_file_against_its_index(tok, tmp_path):
+    src = tmp_path / "t.txt"
+    src.write_text(english_text(8_000), encoding="utf-8")
+    made = tmp_path / "made"
+    assert toktok("encode", "-t", tok["tok"], src, "-o", made, "--format", "megatron", "--separator", EOT,
+                  "--val-share", 0.3).code == 0
+    train, val = made / "train_text_document", made / "val_text_document"
+    sequences = struct.unpack_from("<Q", train.with_suffix(".idx").read_bytes(), 18)[0]
+    assert toktok("decode", "-t", tok["tok"], "--from", train.with_suffix(".bin"), "--document", sequences - 1).code == 0
+
+    def case(name: str, change) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(made, folder)
+        change(folder / "train_text_document")
+        return folder / "train_text_document.bin"
+
+    def patch(prefix: Path, offset: int, value: bytes) -> None:
+        data = bytearray(prefix.with_suffix(".idx").read_bytes())
+        data[offset : offset + len(value)] = value
+        prefix.with_suffix(".idx").write_bytes(bytes(data))
+
+    def cut(prefix: Path) -> None:
+        os.truncate(prefix.with_suffix(".bin"), prefix.with_suffix(".bin").stat().st_size - 4)
+
+    def longer(prefix: Path) -> None:
+        with open(prefix.with_suffix(".bin"), "ab") as fh:
+            fh.write(bytes(6))
+
+    pointers, documents = 34 + 4 * sequences, 34 + 12 * sequences
+    broken = {
+        "truncated": cut,
+        "longer": longer,
+        "other-index": lambda p: shutil.copy(val.with_suffix(".idx"), p.with_suffix(".idx")),
+        "pointer": lambda p: patch(p, pointers + 8, struct.pack("<q", 2)),
+        "size": lambda p: patch(p, 34, struct.pack("<i", -1)),
+        "document-index": lambda p: patch(p, documents + 8, struct.pack("<q", sequences + 5)),
+        "float32": lambda p: patch(p, 17, bytes([7])),
+        "float64": lambda p: patch(p, 17, bytes([6])),
+    }
+    for name, change in broken.items():
+        data = case(name, change)
+        for args in ((), ("--document", 0), ("--document", sequences - 1)):
+            _refused(tok, data, *args)
+    assert "float" in _refused(tok, tmp_path / "float32" / "train_text_document.bin")
+
+
+def test_decode_checks_a_npy_file(tok, tmp_path):
+    text = tmp_path / "junk.npy"
+    text.write_text("not npy")
+    assert "pickle" not in _refused(tok, text)
+    objects = tmp_path / "objects.npy"
+    np.save(objects, np.array([1, "a", None], dtype=object), allow_pickle=True)
+    _refused(tok, objects)
+    empty = tmp_path / "empty.npy"
+    empty.write_bytes(b"")
+    _refused(tok, empty)
+    shard = tmp_path / "shard.npy"
+    np.save(shard, np.arange(5000, dtype=np.uint16) % 256)
+    assert toktok("decode", "-t", tok["tok"], "--from", shard).code == 0
+    os.truncate(shard, 1000)
+    _refused(tok, shard)
+    np.save(shard, np.array([5, 2**64 - 1], dtype=np.uint64))
+    r = toktok("decode", "-t", tok["tok"], "--from", shard)
+    assert r.code == 2 and f"id {2**64 - 1} is not in the vocabulary" in r.err, r.err
+
+
+def test_decode_of_an_id_past_64_bits_is_an_unknown_id(tok):
+    for big in ("99999999999999999999999999", "-99999999999999999999999999", f"[5, {2**70}]"):
+        r = toktok("decode", "-t", tok["tok"], "--", big)
+        assert r.code == 2 and "is not in the vocabulary" in r.err and "unexpected" not in r.err, r.err
 
 
 # ---------------------------------------------------------------- show

@@ -135,7 +135,7 @@ def test_bin_is_what_nanogpt_memmaps(corpus, tmp_path):
     r = toktok("encode", "-t", corpus["tok"], *files, "-o", out, "--format", "bin", "--separator", EOT, "--bos", BOS,
                "--val-share", 0.2, "--seed", 3, "--threads", 2)
     assert r.code == 0, r.err
-    assert sorted(p.name for p in out.iterdir()) == ["index.json", "train.bin", "val.bin"]
+    assert sorted(p.name for p in out.iterdir()) == [".encode.lock", "index.json", "train.bin", "val.bin"]
     docs = file_documents(files)
     val = [chosen(3, "encode", i, d, 0.2, salt="val") for i, d, _ in docs]
     assert 0.1 < sum(val) / len(val) < 0.3, "about the share"
@@ -159,7 +159,7 @@ def test_megatron_index_and_data_read_back(corpus, tmp_path):
     r = toktok("encode", "-t", corpus["tok"], *files, "-o", out, "--format", "megatron", "--separator", EOT,
                "--bos", BOS, "--val-share", 0.1)
     assert r.code == 0, r.err
-    assert sorted(p.name for p in out.iterdir()) == ["index.json", "train_text_document.bin",
+    assert sorted(p.name for p in out.iterdir()) == [".encode.lock", "index.json", "train_text_document.bin",
                                                     "train_text_document.idx", "val_text_document.bin",
                                                     "val_text_document.idx"]
     docs = file_documents(files)
@@ -176,7 +176,7 @@ def test_megatron_index_and_data_read_back(corpus, tmp_path):
         assert (out / f"{split}_text_document.bin").stat().st_size == 2 * int(idx["sizes"].sum())
     train_only = tmp_path / "mg0"  # --val-share defaults to 0 for megatron: no val files
     assert toktok("encode", "-t", corpus["tok"], files[1], "-o", train_only, "--format", "megatron").code == 0
-    assert sorted(p.name for p in train_only.iterdir()) == ["index.json", "train_text_document.bin",
+    assert sorted(p.name for p in train_only.iterdir()) == [".encode.lock", "index.json", "train_text_document.bin",
                                                            "train_text_document.idx"]
     idx, seqs = megatron_sequences(train_only / "train_text_document")
     assert seqs == [enc.encode_ordinary(t) for _, _, t in file_documents([files[1]])]
@@ -310,7 +310,9 @@ def test_standard_input_is_read_as_text(corpus, tmp_path):
 
 
 def _final_names(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(".tmp")) if folder.exists() else []
+    """The files under their final names (temporary files and the lock left out)."""
+    return sorted(p.name for p in folder.iterdir()
+                  if not p.name.endswith(".tmp") and p.name != ".encode.lock") if folder.exists() else []
 
 
 def _killed_at(args: list[str], out: Path, ready, sig: int) -> int:

@@ -4,12 +4,13 @@ all hold little-endian integer ids, each layout described field by field in
 docs/outputs.md (Token shards):
 
 - ``npy``: shards of exactly ``shard_tokens`` ids, a ``.npy`` array each
-  (``ShardWriter``; ``np.load`` reads them);
+  (``ShardWriter``; ``np.load`` reads them, ``read_npy`` checks them);
 - ``flat``: a flat file of ids with no header, nanoGPT's ``train.bin`` and
   ``val.bin`` (``FlatWriter``, ``read_flat``; ``bin_dtype`` refuses a dtype
   too small for the ids);
 - ``megatron``: Megatron-LM's indexed dataset, a flat data file and its
-  ``.idx`` (``megatron_index``, ``read_megatron_index``).
+  ``.idx`` (``megatron_index``, ``read_megatron_index``; ``read_megatron``
+  checks one against the other).
 
 Every writer takes the tokens as they come, ``write(tokens, ends)`` (``ends``:
 the offsets just after each document's last token), writes under a
@@ -28,13 +29,14 @@ from toktoktok.token_files.megatron import (
     MegatronIndex,
     megatron_dtype,
     megatron_index,
+    read_megatron,
     read_megatron_index,
 )
-from toktoktok.token_files.npy import HEADER_BYTES, ShardWriter, npy_header, shard_dtype
+from toktoktok.token_files.npy import HEADER_BYTES, ShardWriter, npy_header, read_npy, shard_dtype
 
 __all__ = [
     "BIN_DTYPES", "FlatWriter", "bin_dtype", "read_flat",
     "MEGATRON_CODES", "MEGATRON_MAGIC", "MEGATRON_UINT16_BELOW", "MEGATRON_VERSION", "MegatronIndex",
-    "megatron_dtype", "megatron_index", "read_megatron_index",
-    "HEADER_BYTES", "ShardWriter", "npy_header", "shard_dtype",
+    "megatron_dtype", "megatron_index", "read_megatron", "read_megatron_index",
+    "HEADER_BYTES", "ShardWriter", "npy_header", "read_npy", "shard_dtype",
 ]

@@ -21,13 +21,13 @@ rather than wrapped around (``bin_dtype``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from toktoktok.atomic import atomic_path
+from toktoktok.atomic import atomic_path, naming_errors
 from toktoktok.errors import UsageError
 
 BIN_DTYPES = ("uint16", "uint32")
@@ -36,11 +36,17 @@ BIN_DTYPES = ("uint16", "uint32")
 class FlatWriter:
     """Writes a stream of tokens into one headerless file of ``dtype`` ids (a nanoGPT
     ``.bin``, a Megatron data file), under a temporary name until ``finish``;
-    keeps each document's length (what a Megatron index needs: 8 bytes a document)."""
+    keeps each document's length (what a Megatron index needs: 8 bytes a document).
 
-    def __init__(self, path: Path, dtype: np.dtype) -> None:
+    ``before_rename`` is called once the file is written and closed, just
+    before it is renamed into place (``toktok encode`` clears the earlier
+    set there). A failed write names the file (``atomic.naming_errors``).
+    """
+
+    def __init__(self, path: Path, dtype: np.dtype, before_rename: Callable[[], None] | None = None) -> None:
         self.path, self.dtype = path, dtype
         self.tokens = 0
+        self._before_rename = before_rename
         self._lengths: list[np.ndarray] = []
         self._open = 0  # tokens of the document not yet ended
         self._stack = contextlib.ExitStack()
@@ -49,7 +55,8 @@ class FlatWriter:
 
     def write(self, tokens: np.ndarray, ends: Sequence[int]) -> None:
         """Append ``tokens``; ``ends`` are the offsets in it just after each document's last token."""
-        self._fh.write(memoryview(np.ascontiguousarray(tokens, dtype=self.dtype)))
+        with naming_errors(self.path):
+            self._fh.write(memoryview(np.ascontiguousarray(tokens, dtype=self.dtype)))
         self.tokens += len(tokens)
         if len(ends):
             at = np.asarray(ends, dtype=np.int64)
@@ -66,6 +73,10 @@ class FlatWriter:
 
     def finish(self) -> dict[str, Any]:
         """Rename the complete file into place; returns its entry (file, tokens, documents)."""
+        with naming_errors(self.path):
+            self._fh.close()  # its last bytes written before anything is renamed
+        if self._before_rename is not None:
+            self._before_rename()
         self._stack.close()
         return {"file": self.path.name, "tokens": self.tokens, "documents": int(len(self.lengths()))}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from toktoktok.errors import TokenFileError
+from toktoktok.token_files.flat import read_flat
 
 MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_VERSION = 1
@@ -83,7 +84,10 @@ class MegatronIndex:
 
 
 def read_megatron_index(source: bytes | Path) -> MegatronIndex:
-    """Parse an ``.idx`` (its bytes or its path); a file that is not one is a ``TokenFileError``."""
+    """Parse an ``.idx`` (its bytes or its path) and check it holds together: integer
+    ids, no negative size, each sequence right after the one before (as
+    Megatron-LM writes them) and a document index from 0 to the sequence count,
+    never going back. Anything else is a ``TokenFileError`` naming the file."""
     data = source if isinstance(source, bytes) else Path(source).read_bytes()
     name = "the index" if isinstance(source, bytes) else str(source)
     if len(data) < _HEAD.size:
@@ -94,10 +98,38 @@ def read_megatron_index(source: bytes | Path) -> MegatronIndex:
     names = {c: n for n, c in MEGATRON_CODES.items()}
     if code not in names:
         raise TokenFileError(f"{name}: unknown dtype code {code}")
+    dtype = np.dtype(names[code])
+    if dtype.kind not in "iu":
+        raise TokenFileError(f"{name}: dtype code {code} is {dtype.name}, not an integer type: token ids are integers")
     need = _HEAD.size + 12 * count + 8 * entries
-    if len(data) < need:
+    if len(data) != need:
         raise TokenFileError(f"{name}: {len(data)} bytes, but its header announces {need}")
     sizes = np.frombuffer(data, dtype="<i4", count=count, offset=_HEAD.size)
     pointers = np.frombuffer(data, dtype="<i8", count=count, offset=_HEAD.size + 4 * count)
     documents = np.frombuffer(data, dtype="<i8", count=entries, offset=_HEAD.size + 12 * count)
-    return MegatronIndex(np.dtype(names[code]), sizes, pointers, documents)
+    if count and int(sizes.min()) < 0:
+        raise TokenFileError(f"{name}: sequence {int(np.argmax(sizes < 0))} has a negative length")
+    expected = np.zeros(count, dtype=np.int64)
+    np.cumsum(sizes[:-1].astype(np.int64) * dtype.itemsize, out=expected[1:])
+    if (bad := np.flatnonzero(pointers != expected)).size:
+        raise TokenFileError(f"{name}: sequence {int(bad[0])} starts at byte {int(pointers[bad[0]])}, but the "
+                             f"sequences before it end at byte {int(expected[bad[0]])}")
+    if not entries or documents[0] != 0 or documents[-1] != count or bool(np.any(np.diff(documents) < 0)):
+        raise TokenFileError(f"{name}: its document index does not run from 0 to its {count} sequences in order")
+    return MegatronIndex(dtype, sizes, pointers, documents)
+
+
+def read_megatron(path: Path) -> tuple[MegatronIndex, np.ndarray]:
+    """A Megatron-LM data file ``PREFIX.bin`` and its ``PREFIX.idx``, checked against
+    each other: the data file holds exactly the ids its index describes, so a
+    truncated one, or one beside another run's index, is a ``TokenFileError``."""
+    path = Path(path)
+    idx = path.with_suffix(".idx")
+    index = read_megatron_index(idx)
+    need = int(index.sizes.astype(np.int64).sum()) * index.dtype.itemsize
+    size = path.stat().st_size
+    if size != need:
+        raise TokenFileError(f"{path}: {size} bytes, but {idx.name} describes {need} ({len(index.sizes)} sequences "
+                             f"of {index.dtype.name} ids): the data file is cut short, or is not the one this index "
+                             f"was written for")
+    return index, read_flat(path, index.dtype)

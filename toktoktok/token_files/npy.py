@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from toktoktok.atomic import atomic_path
+from toktoktok.atomic import atomic_path, naming_errors
+from toktoktok.errors import TokenFileError, one_line
 
 HEADER_BYTES = 128  # the fixed size of every shard's .npy header
 
@@ -53,10 +54,14 @@ class ShardWriter:
         >>> writer.write(np.arange(3), [1, 3])  # two documents: [0] and [1, 2]
         >>> writer.finish()
         [{'file': 's-00.npy', 'tokens': 2, 'documents': 1}, {'file': 's-01.npy', 'tokens': 1, 'documents': 1}]
+
+    ``before_rename`` and a failed write: as ``flat.FlatWriter``'s, for each shard.
     """
 
-    def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int, name: str) -> None:
+    def __init__(self, folder: Path, dtype: np.dtype, shard_tokens: int, name: str,
+                 before_rename: Callable[[], None] | None = None) -> None:
         self.folder, self.dtype, self.cap, self.name = folder, dtype, shard_tokens, name
+        self._before_rename = before_rename
         self.shards: list[dict[str, Any]] = []
         self._stack: contextlib.ExitStack | None = None
         self._fh: Any = None
@@ -75,7 +80,8 @@ class ShardWriter:
             if self._fh is None or self._filled == self.cap:
                 self._next()
             n = min(self.cap - self._filled, len(tokens) - pos)
-            self._fh.write(memoryview(np.ascontiguousarray(tokens[pos : pos + n], dtype=self.dtype)))
+            with naming_errors(self.folder / self.shards[-1]["file"]):
+                self._fh.write(memoryview(np.ascontiguousarray(tokens[pos : pos + n], dtype=self.dtype)))
             self._filled += n
             pos += n
 
@@ -85,18 +91,23 @@ class ShardWriter:
         self._stack = contextlib.ExitStack()
         tmp = self._stack.enter_context(atomic_path(self.folder / name))
         self._fh = self._stack.enter_context(open(tmp, "wb"))
-        self._fh.write(npy_header(self.dtype, 0))
         self.shards.append({"file": name, "tokens": 0, "documents": 0})
+        with naming_errors(self.folder / name):
+            self._fh.write(npy_header(self.dtype, 0))
 
     def _close(self) -> None:
         if self._fh is None:
             return
-        self._fh.seek(0)
-        self._fh.write(npy_header(self.dtype, self._filled))
+        with naming_errors(self.folder / self.shards[-1]["file"]):
+            self._fh.seek(0)
+            self._fh.write(npy_header(self.dtype, self._filled))
+            self._fh.close()  # its last bytes written before anything is renamed
+        if self._before_rename is not None:
+            self._before_rename()
         self.shards[-1].update(tokens=self._filled, documents=self._documents)
         self._documents = self._filled = 0
         stack, self._stack, self._fh = self._stack, None, None
-        stack.close()  # closes the file, then fsyncs and renames it into place
+        stack.close()  # fsyncs the file and renames it into place
 
     def finish(self) -> list[dict[str, Any]]:
         """Close the last shard; returns every shard's entry (file, tokens, documents)."""
@@ -109,3 +120,35 @@ class ShardWriter:
             stack, self._stack, self._fh = self._stack, None, None
             with contextlib.suppress(Exception):
                 stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def read_npy(path: Path) -> np.ndarray:
+    """The array of a ``.npy`` file, mapped, never unpickled: a file that is not one,
+    holds Python objects or does not hold the bytes its header announces is a
+    ``TokenFileError`` naming it."""
+    from numpy.lib import format as npy_format
+
+    path = Path(path)
+    readers = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}
+    with open(path, "rb") as fh:
+        try:
+            version = npy_format.read_magic(fh)
+        except ValueError:
+            raise TokenFileError(f"{path}: not a .npy file (it does not start with NumPy's magic bytes)") from None
+        if version not in readers:
+            raise TokenFileError(f"{path}: .npy format version {version[0]}.{version[1]}, expected 1.0 or 2.0")
+        try:
+            shape, fortran, dtype = readers[version](fh)
+        except ValueError as exc:
+            raise TokenFileError(f"{path}: not a readable .npy header ({one_line(exc)})") from None
+        offset = fh.tell()
+    if dtype.hasobject:
+        raise TokenFileError(f"{path}: holds Python objects (pickled data), not token ids")
+    need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = path.stat().st_size
+    if size != need:
+        raise TokenFileError(f"{path}: {size} bytes, but its header announces {need} ({dtype} of shape {shape}): "
+                             f"the file is cut short or has bytes after its array")
+    if need == offset:  # an empty array: nothing to map
+        return np.zeros(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
