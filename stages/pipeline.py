@@ -85,6 +85,9 @@ def _prepare(cfg: Config, progress: Progress) -> Work:
     # swallows it): it is held until the imports are done
     numba, workdir = uninterrupted(_import_stages)
     work, warnings = workdir.Work(cfg).check_ready()
+    from .ingest import check_engine
+
+    uninterrupted(lambda: check_engine(work.cfg))  # Ray imported, if chosen: held as the imports above
     for warning in warnings:
         progress.note(f"warning: {warning}")
     numba.set_num_threads(min(resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
