@@ -20,7 +20,7 @@ import click
 
 from toktoktok import memory
 from toktoktok.errors import Interrupted, ToktokError, one_line
-from toktoktok.interrupts import interrupt_as, on_interrupt
+from toktoktok.interrupts import interrupt_as, on_interrupt, set_handler
 
 
 def guarded(action: Callable[[], Any], verbose: bool) -> Any:
@@ -70,7 +70,7 @@ def start(command: click.Command, prog_name: str) -> None:
     _plain_warnings()
     gc.freeze()  # the imported modules: no collection needs to scan them (see workdir.peak.release_memory)
     memory.configure_allocators()
-    signal.signal(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted)
+    set_handler(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted), unless ignored
     try:
         code = _run_command(command, prog_name)
     finally:  # the command has ended and said so: a Ctrl-C while Python shuts down changes nothing
