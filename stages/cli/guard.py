@@ -28,22 +28,24 @@ from toktoktok.errors import Interrupted, ToktokError, one_line
 from toktoktok.interrupts import interrupt_as, on_interrupt, set_handler
 
 
-def guarded(action: Callable[[], Any], verbose: bool) -> Any:
+def guarded(action: Callable[[], Any], verbose: bool, *, writes: bool = False) -> Any:
     """Run ``action`` and turn every failure into a message and an exit code.
 
     One line on stderr (line breaks in a message folded): a toktoktok error
     with its own exit code (``toktoktok.errors``), an ``OSError`` as ``FILE:
     reason`` (exit 1), anything else as unexpected (exit 1). A Ctrl-C, also
     one a library turned into an error of its own, exits 130 with the word
-    on what was kept (``toktoktok.interrupts.interrupt_as``).
+    on what was kept (``toktoktok.interrupts.interrupt_as``): a command that
+    ``writes`` nothing has nothing kept, and says only ``interrupted``.
     """
     try:
-        with interrupt_as(lambda: "stopped; rerun the same command to go on"):
+        with interrupt_as(lambda: "stopped; rerun the same command to go on" if writes else ""):
             return action()
     except Interrupted as exc:
         if verbose:
             traceback.print_exc()
-        click.echo(f"\ninterrupted: {one_line(exc)}", err=True)
+        said = one_line(exc)
+        click.echo(f"\ninterrupted: {said}" if said else "\ninterrupted", err=True)
         sys.exit(exc.exit_code)
     except ToktokError as exc:
         _fail(one_line(exc), exc.exit_code, verbose)
