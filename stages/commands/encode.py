@@ -330,7 +330,7 @@ def encode_corpus(
         val_share = DEFAULT_BIN_VAL_SHARE if fmt == "bin" else 0.0
     if not 0 <= val_share < 1:
         raise UsageError(f"--val-share must be at least 0 and below 1, got {val_share}")
-    enc = load_tokenizer(tokenizer, pattern)
+    enc = load_tokenizer(tokenizer, pattern, override=True)
     sep = special_id(enc, separator, "--separator")
     bos_id = special_id(enc, bos, "--bos")
     ids = output_dtype(enc, fmt, dtype)

@@ -7,6 +7,10 @@
 - ``file://otherhost/path``: a message about the host.
 - ``toktok compare`` (no stages, nothing written) interrupted: "interrupted"
   with no word about stages.
+- ``--pattern`` with a tokenizer that has a companion: show, encode and decode
+  apply it as ``toktoktok.load(pattern=...)`` does.
+- ``toktoktok.load(special_tokens=[...])``: one line saying it takes a dict.
+- ``train_texts`` refusing its arguments, or failing, leaves no ``NAME.input/``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import time
 
 import pytest
 
+import toktoktok
+from toktoktok.errors import UsageError
+from toktoktok_stages.pipeline import train_texts
 from tests.processes import TOKTOK, cli, error_line, phase, signal_group, start, finish, write_config
 
 
@@ -99,3 +106,43 @@ def test_compare_interrupted_says_nothing_of_stages(tmp_path, trained):
     assert said, "compare ended before every interrupt"
     for line in said:
         assert line.startswith("interrupted") and "stage" not in line and "rerun" not in line, line
+
+
+def test_pattern_with_a_companion_is_applied_as_load_applies_it(tmp_path, trained):
+    _, _, tok = trained
+    text = "DON'T stop   the cat's 12345 mat"
+    mine = toktoktok.load(tok, pattern="gpt2")
+    assert mine.encode_ordinary(text) != toktoktok.load(tok).encode_ordinary(text)  # the pattern matters here
+    shown = cli("show", "-t", tok, "--pattern", "gpt2", "--color", "never", text)
+    assert shown.code == 0, shown
+    ids = next(line for line in shown.out.splitlines() if line.startswith("ids: "))
+    assert ids == f"ids: {mine.encode_ordinary(text)}", shown.out
+    (tmp_path / "t.txt").write_text(text)
+    enc = cli("encode", tmp_path / "t.txt", "-t", tok, "--pattern", "gpt2", "-o", tmp_path / "enc")
+    assert enc.code == 0, enc
+    import numpy as np
+
+    shards = sorted((tmp_path / "enc").glob("*.npy"))
+    assert np.concatenate([np.load(s) for s in shards]).tolist()[: len(mine.encode_ordinary(text))] == \
+        mine.encode_ordinary(text)
+
+
+def test_load_with_a_list_of_special_tokens_says_it_takes_a_dict(trained):
+    _, _, tok = trained
+    with pytest.raises(UsageError) as caught:
+        toktoktok.load(tok, special_tokens=["<|x|>"])
+    message = str(caught.value)
+    assert "\n" not in message and "dict of token -> id" in message and "list" in message, message
+
+
+@pytest.mark.parametrize("bad", [
+    {"output": "OUT/x.txt"}, {"merges": "ten"}, {"special_tokens": "<|x|>"}, {"heldout_share": 0.9},
+    {"texts": ["fine", 7]},
+])
+def test_train_texts_refusing_leaves_no_input_folder(tmp_path, bad):
+    kwargs = {"output": str(tmp_path / "tok.tiktoken"), "merges": 10, "texts": ["hello world"] * 3, **bad}
+    kwargs["output"] = kwargs["output"].replace("OUT", str(tmp_path))
+    texts = kwargs.pop("texts")
+    with pytest.raises((UsageError, TypeError, ValueError)):
+        train_texts(texts, **kwargs)
+    assert not any(p.name.endswith(".input") for p in tmp_path.iterdir()), list(tmp_path.iterdir())
