@@ -78,6 +78,9 @@ def _prepare(cfg: Config, progress: Progress) -> Work:
     # swallows it): it is held until the imports are done
     numba, workdir = uninterrupted(_import_stages)
     work, warnings = workdir.Work(cfg).check_ready()
+    from .ingest import check_engine
+
+    uninterrupted(lambda: check_engine(work.cfg))  # Ray imported, if chosen: held as the imports above
     for warning in warnings:
         progress.note(f"warning: {warning}")
     numba.set_num_threads(min(resolve_threads(cfg.threads), numba.config.NUMBA_NUM_THREADS))
@@ -321,21 +324,29 @@ def train_texts(texts: Any, *, output: str | os.PathLike[str], merges: int, spec
     are written, streamed, to ``NAME.input/texts.jsonl`` beside the output (one
     ``{"text": ...}`` a line, ASCII-escaped so lone surrogates survive as
     U+FFFD), with the config beside them (``NAME.input/config.yaml``); ``options`` are top-level config
-    options (``hardcoded_merges``, ``heldout_share``, ``pattern``, ...).
+    options (``hardcoded_merges``, ``heldout_share``, ``pattern``, ...). The arguments
+    are checked before anything is written (``UsageError``), and a call that fails
+    leaves no ``NAME.input/`` it made.
     """
     import json
+    import shutil
 
     import yaml
 
-    from toktoktok.config import TOP_KEYS
+    from toktoktok.config import TOP_KEYS, check_settings
 
     out = Path(output).expanduser().absolute()
     folder = out.with_name(out.name.removesuffix(".tiktoken") + ".input")
-    folder.mkdir(parents=True, exist_ok=True)
     data, config_file = folder / "texts.jsonl", folder / "config.yaml"
     for key in options:
         if key not in TOP_KEYS or key in ("phases", "output", "special_tokens"):
             raise UsageError(f"train_texts(): {key!r} is not an option here")
+    if not out.name.endswith(".tiktoken") or out.name == ".tiktoken" or out.is_dir():
+        raise UsageError(f"train_texts(): output must be a file name ending in .tiktoken, got {str(output)!r}")
+    if isinstance(merges, bool) or not isinstance(merges, int) or merges < 1:
+        raise UsageError(f"train_texts(): merges must be an integer >= 1, got {merges!r}")
+    if isinstance(special_tokens, str):
+        raise UsageError(f"train_texts(): special_tokens must be a list of strings, got one string {special_tokens!r}")
     doc: dict[str, Any] = {"output": str(out), **options}
     if isinstance(doc.get("warm_start"), (str, os.PathLike)):
         doc["warm_start"] = {"file": doc["warm_start"]}
@@ -343,11 +354,22 @@ def train_texts(texts: Any, *, output: str | os.PathLike[str], merges: int, spec
         doc["warm_start"] = {**doc["warm_start"], "file": str(Path(doc["warm_start"]["file"]).expanduser().absolute())}
     if special_tokens:
         doc["special_tokens"] = list(special_tokens)
+    try:
+        check_settings({k: v for k, v in doc.items() if k != "output"}, where="train_texts()")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     doc["phases"] = [{"name": "train", "merges": merges, "sources": [{"file": str(data)}]}]
-    with open(data, "w", encoding="ascii") as fh:
-        for count, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"train_texts(): texts[{count}] is {type(text).__name__}, expected a string")
-            fh.write(json.dumps({"text": text}, ensure_ascii=True) + "\n")
-    config_file.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return train_config(config_file)
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(data, "w", encoding="ascii") as fh:
+            for count, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise TypeError(f"train_texts(): texts[{count}] is {type(text).__name__}, expected a string")
+                fh.write(json.dumps({"text": text}, ensure_ascii=True) + "\n")
+        config_file.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        return train_config(config_file)
+    except BaseException:
+        if made:  # refused or failed: the folder this call made goes with it
+            shutil.rmtree(folder, ignore_errors=True)
+        raise

@@ -8,7 +8,9 @@ out as a ``TypeError``; a config check turns pyarrow's errors into a
 ``ConfigError``): ``interrupt_as`` takes any error raised after a counted
 Ctrl-C as the Ctrl-C itself. ``uninterrupted`` holds Ctrl-C back while numba
 loads its kernels, where an interrupt inside llvmlite leaves an object half
-made whose destructor prints a traceback at exit.
+made whose destructor prints a traceback at exit. A signal the process was
+started with ignored (SIGINT in a ``&`` job of a script) stays ignored for its
+whole life: ``set_handler`` installs nothing over ``SIG_IGN``.
 
     >>> try:
     ...     with interrupt_as(lambda: "kept everything"):
@@ -34,6 +36,23 @@ from toktoktok.errors import Interrupted
 T = TypeVar("T")
 
 _INTERRUPTS = [0]  # Ctrl-Cs this process took through on_interrupt, or held by interrupts_held
+
+
+def set_handler(sig: int, handler: Callable[[int, object], None]) -> object:
+    """``signal.signal(sig, handler)`` unless ``sig`` is ignored (``SIG_IGN``, as the
+    process inherited it): then nothing changes, so that a job its shell started
+    with Ctrl-C ignored keeps ignoring it. Returns the handler to restore.
+
+        >>> previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        >>> set_handler(signal.SIGUSR1, on_interrupt) is signal.SIG_IGN
+        True
+        >>> signal.getsignal(signal.SIGUSR1) is signal.SIG_IGN
+        True
+        >>> _ = signal.signal(signal.SIGUSR1, previous)
+    """
+    if signal.getsignal(sig) is signal.SIG_IGN:
+        return signal.SIG_IGN
+    return signal.signal(sig, handler)
 
 
 def on_interrupt(signum: int, frame: object) -> None:
@@ -88,12 +107,13 @@ def interrupts_held() -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
-    previous = {sig: signal.signal(sig, lambda s, f: _held(held, s)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: set_handler(sig, lambda s, f: _held(held, s)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield held
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            if handler is not signal.SIG_IGN:  # an ignored signal was left as it was
+                signal.signal(sig, handler)
 
 
 def uninterrupted(work: Callable[[], T]) -> T:

@@ -33,7 +33,7 @@ from typing import Any
 
 import tiktoken
 
-from toktoktok.errors import CompanionMismatch, TokenizerFileError
+from toktoktok.errors import CompanionMismatch, TokenizerFileError, UsageError
 from toktoktok.known_bases import recognise
 from toktoktok.patterns import NAMED_PATTERNS, checked_pattern, resolve_pattern
 from toktoktok.tiktoken_file import read_tiktoken, validate_special_tokens
@@ -158,7 +158,9 @@ def load(
 
     ``pattern`` and ``special_tokens`` override the companion file (or, for
     OpenAI's files without one, what they are known to use), each replacing
-    that part of it whole (``special_tokens={}``: no special tokens).
+    that part of it whole (``special_tokens={}``: no special tokens);
+    ``special_tokens`` is a dict of token -> id, and anything else (a list of
+    names: the ids would be guesses) raises ``UsageError``, a ``ValueError``.
     ``pattern`` takes what a config's ``pattern:`` takes, a name (``"default"``,
     ``"cl100k"``, ``"o200k"``, ``"gpt2"``) or a regex, checked as a config's is
     (``checked_pattern``): a regex that can match the empty string or leaves a
@@ -177,6 +179,9 @@ def load(
     (``TokenizerFileError`` for the ``.tiktoken`` itself, a missing one
     included).
     """
+    if special_tokens is not None and not isinstance(special_tokens, dict):
+        raise UsageError(f"load(): special_tokens takes a dict of token -> id (e.g. {{'<|endoftext|>': 50256}}), "
+                         f"got a {type(special_tokens).__name__}; leave it out to keep the file's own")
     ranks = read_tiktoken(path)
     companion = meta_path(path)
     meta = read_meta(companion) if companion.is_file() else {}

@@ -53,7 +53,7 @@ def run(config: Path, verbose: bool, force: bool, engine: str | None) -> None:
     and the outputs OUTPUT.tiktoken and OUTPUT.meta.json.
     """
     cfg, progress = config_of(config, verbose, engine)
-    result = guarded(lambda: pipeline.run(cfg, force=force, progress=progress), verbose)
+    result = guarded(lambda: pipeline.run(cfg, force=force, progress=progress), verbose, writes=True)
     click.echo(pipeline.summary(cfg, result))
 
 
@@ -69,7 +69,7 @@ def ingest(config: Path, verbose: bool, phase: str | None, force: bool, engine: 
     count), heldout.arrow (text) and manifest.json.
     """
     cfg, progress = config_of(config, verbose, engine)
-    done = guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose)
+    done = guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose, writes=True)
     for m in done:
         c = m["counts"]
         click.echo(f"ingest {m['phase']}: {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
@@ -88,7 +88,7 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     manifest.json.
     """
     cfg, progress = config_of(config, verbose)
-    done = guarded(lambda: pipeline.train(cfg, phase=phase, force=force, progress=progress), verbose)
+    done = guarded(lambda: pipeline.train(cfg, phase=phase, force=force, progress=progress), verbose, writes=True)
     for m in done:
         c = m["counts"]
         click.echo(f"train {m['phase']}: {c['merges_made']}/{c['merges_requested']} merges, "
@@ -108,7 +108,7 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     WORK/export/manifest.json.
     """
     cfg, progress = config_of(config, verbose)
-    m = guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose)
+    m = guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose, writes=True)
     c = m["counts"]
     click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
                f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
@@ -228,7 +228,7 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     index = guarded(lambda: encoding.encode_corpus(
         tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
         threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose),
-        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose)
+        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose, writes=True)
     click.echo(encoding.summary(index, out))
 
 
@@ -370,7 +370,7 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
             return
     from ..workdir import Work
 
-    guarded(lambda: remove_work_dir(Work(cfg)), verbose)
+    guarded(lambda: remove_work_dir(Work(cfg)), verbose, writes=True)
     click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
 
 

@@ -83,4 +83,4 @@ def tokenizer_of(tokenizer: Path | None, config: Path | None, pattern: str | Non
     from ..commands.texts import load_tokenizer
 
     path = guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
-    return guarded(lambda: load_tokenizer(path, pattern), verbose)
+    return guarded(lambda: load_tokenizer(path, pattern, override=True), verbose)

@@ -99,7 +99,7 @@ def loaded_tokenizer(path: Path, pattern: str | None, tries: int = 3) -> tuple[t
             before = file_digest(Path(path))
         except OSError:
             before = None  # missing or unreadable: load_tokenizer says so, naming it
-        enc = load_tokenizer(path, pattern)
+        enc = load_tokenizer(path, pattern, override=True)
         if before is not None and file_digest(Path(path)) == before:
             return enc, before
     raise TokenizerFileError(path, "changed while it was being read: run the command again once it is written")

@@ -86,9 +86,11 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     """
     from toktoktok import memory
 
+    from ..ingest import check_engine
     from ..workdir import Work
 
     work, warnings = Work(cfg).check_ready()
+    check_engine(work.cfg)
     cfg = work.cfg
     phases = [phase_plan(work, phase) for phase in cfg.phases]
     layout = id_layout(work)

@@ -29,15 +29,18 @@ PART_CHARS = 1 << 20  # a longer document is cut into parts of about this many c
 MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut anyway (counted)
 
 
-def load_tokenizer(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
-    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion.
+def load_tokenizer(path: Path, pattern: str | None = None, *, override: bool = False) -> tiktoken.Encoding:
+    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion
+    (``compare``: a pattern for the bare files among several), or, with ``override``,
+    in place of the companion's as ``toktoktok.load(path, pattern=...)`` puts it
+    (``show``, ``encode``, ``decode``: one tokenizer, the user's pattern).
 
     Without a companion and ``pattern``, ``load`` gives OpenAI's cl100k_base
     and o200k_base (recognised by content) their own pattern and special
     tokens, any other file the default pattern and none.
     """
     path = Path(path)
-    if meta_path(path).is_file():
+    if meta_path(path).is_file() and not override:
         return load(path)
     return load(path, pattern=pattern)
 

@@ -62,6 +62,15 @@ def special_token_warnings(cfg: Config, phase: Phase, found: dict[str, int], doc
     return out
 
 
+def check_engine(cfg: Config) -> None:
+    """``engine: ray`` needs Ray importable: a ``ConfigError`` (exit 2) before any
+    work otherwise, the same for ``toktok plan`` as for the stage commands."""
+    if cfg.engine == "ray":
+        from .ray_engine import import_ray
+
+        import_ray(cfg)
+
+
 def engine(cfg: Config) -> Callable[..., Batcher]:
     """The engine's ``read_all``: this process's threads (``local``), or Ray tasks over
     files and byte ranges whose sums meet in a tree (``ray_engine``, imported only

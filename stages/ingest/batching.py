@@ -19,6 +19,7 @@ import pyarrow as pa
 from toktoktok import counts, documents, piece_order, scanner, unicode_classes
 from toktoktok.config import Config
 from toktoktok.errors import PatternMiss, PatternTimeout
+from toktoktok.interrupts import set_handler
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import special_occurrences
 from toktoktok.summing import RunningSum
@@ -369,12 +370,13 @@ def sigint_blocked() -> Iterator[None]:
         yield
         return
     came: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    previous = set_handler(signal.SIGINT, lambda signum, frame: came.append(signum))  # ignored: stays so
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        signal.signal(signal.SIGINT, previous)
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
     if came:
         raise KeyboardInterrupt

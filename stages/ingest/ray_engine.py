@@ -53,6 +53,8 @@ RANGE_BYTES = 64 << 20  # a .txt file larger than this is read by several tasks
 MIN_RANGE_BYTES = 4 << 20  # a file is cut for idle CPUs only into ranges at least this large
 FAN_IN = 8  # tables summed by one reduce task
 LONG_TEXT = 1 << 20  # PartCutter's part_chars: a unit's text longer than this may be cut by force where it was fed
+STORE_SHARE = 0.3  # a local instance's object store: at most this share of the memory available (Ray's default)
+MIN_STORE_MB = 256  # and at least this much, when the share leaves room for it
 LOCAL_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # a single-node instance: listen and connect on 127.0.0.1 only
     "RAY_USAGE_STATS_ENABLED": "0",  # no usage statistics sent or announced
@@ -60,13 +62,47 @@ LOCAL_ENV = {
 }
 
 
-def import_ray() -> Any:
-    """Ray, or a configuration error saying how to install it (exit 2)."""
+def import_ray(cfg: Config) -> Any:
+    """Ray, or a configuration error saying how to install it (exit 2). Without
+    ``ray.address`` the settings of a local instance are set first: Ray reads
+    them when it is imported (``toktok plan`` imports it too, to check it is there)."""
+    for key, value in LOCAL_ENV.items() if cfg.ray.address is None else ():
+        os.environ.setdefault(key, value)
     try:
         import ray
-    except ImportError:
-        raise ConfigError("engine: ray needs Ray: pip install 'toktoktok[ray]' (or use engine: local)") from None
+    except ImportError as exc:
+        raise ConfigError(f"engine: ray needs Ray, which cannot be imported ({exc}): "
+                          "pip install 'toktoktok[ray]' (or use engine: local)") from None
     return ray
+
+
+def available_mb() -> int:
+    """The memory available now, as Ray measures it (its limits in a container), in MiB."""
+    try:
+        from ray._private.utils import estimate_available_memory
+
+        return int(estimate_available_memory()) >> 20
+    except (ImportError, AttributeError, OSError):  # Ray's private helper moved: the kernel's own count
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+
+
+def object_store_mb(working_set_mb: int, available: int) -> tuple[int, str | None]:
+    """A local instance's object store in MiB: what the run needs (``working_set_mb``,
+    at least ``MIN_STORE_MB``), but at most ``STORE_SHARE`` of the memory ``available``
+    (MiB), so that Ray keeps the rest for its processes (past the store it spills
+    to disk); with the line that says so when the share is the limit.
+
+        >>> object_store_mb(2048, 24000)
+        (2048, None)
+        >>> object_store_mb(4 << 20, 24000)[0]
+        7200
+    """
+    wanted = max(MIN_STORE_MB, working_set_mb)
+    cap = max(75, int(available * STORE_SHARE))  # 75 MiB: the smallest store Ray accepts
+    if wanted <= cap:
+        return wanted, None
+    return cap, (f"note: Ray's object store is {cap} MiB ({STORE_SHARE:.0%} of the {available} MiB of memory "
+                 f"available), less than the {wanted} MiB working_set_mb asks for: Ray spills the rest to disk")
 
 
 class Session:
@@ -74,12 +110,13 @@ class Session:
     stops only what it started.
 
     Without ``ray.address``, a local instance with ``num_cpus`` CPUs (all when
-    left out), bound to 127.0.0.1, its temporary files in a short folder of
-    its own, guarded so that no process it starts outlives this one
-    (``ray_guard``); ``address: auto`` or ``ray://host:port`` joins a running
-    cluster, whose workers must have toktoktok installed and the sources at
-    the same paths. An instance already initialised in this process (a test
-    session, a notebook) is used as it is and left running.
+    left out), bound to 127.0.0.1, its object store ``object_store_mb``, its
+    temporary files in a short folder of its own, guarded so that no process
+    it starts outlives this one (``ray_guard``); ``address: auto`` or
+    ``ray://host:port`` joins a running cluster as it is (nothing sized),
+    whose workers must have toktoktok installed and the sources at the same
+    paths. An instance already initialised in this process (a test session, a
+    notebook) is used as it is and left running.
 
     The local instance's settings are the prototype's (docs/decisions.md): even
     so Ray takes seconds to start and runs processes of its own besides the
@@ -90,16 +127,16 @@ class Session:
         self.owned = False
         self.guard = None
         self.temp: str | None = None
-        for key, value in LOCAL_ENV.items() if cfg.ray.address is None else ():
-            os.environ.setdefault(key, value)  # read when ray is imported: before that
-        ray = self.ray = import_ray()
+        self.note: str | None = None  # the line saying the object store was made smaller than asked
+        ray = self.ray = import_ray(cfg)
         if ray.is_initialized():
             return
         if cfg.ray.address is None:
+            store_mb, self.note = object_store_mb(cfg.working_set_mb, available_mb())
             self.temp = tempfile.mkdtemp(prefix="tt-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
             self.guard = ray_guard.start(self.temp)
             ray.init(address="local", num_cpus=cfg.ray.num_cpus, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False, object_store_memory=max(256, cfg.working_set_mb) << 20,
+                     configure_logging=False, object_store_memory=store_mb << 20,
                      _temp_dir=self.temp)  # a short path: Ray's sockets live there (107 bytes at most)
         else:
             ray.init(address=cfg.ray.address, log_to_driver=False, configure_logging=False)
@@ -215,6 +252,8 @@ def read_all(cfg: Config, phase: Phase, files: list[tuple[Source, Path]], chunke
     started = time.perf_counter()
     with Session(cfg) as session:
         ray = session.ray
+        if session.note:
+            progress.note(session.note)
         ready = time.perf_counter()
         threads = cfg.threads if cfg.threads > 0 else 1
         counter = ray.remote(count_task).options(num_returns=2, num_cpus=threads, max_retries=3)

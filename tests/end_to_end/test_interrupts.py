@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import polars as pl
 import pytest
 
 from tests.processes import (
+    TOKTOK,
     children,
     cli,
     finish,
@@ -37,6 +39,25 @@ from tests.processes import (
 SLOW_PATTERN = r"(?:a|aa)+b|\s+|[^\sa]+|a"
 
 
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, whatever its folder is named
+
+
+def frames_of_ours(err: str, root: Path = ROOT) -> list[str]:
+    """The traceback lines of ``err`` in our packages: files under ``root/toktoktok/``
+    or ``root/stages/``, matched below the checkout (a clone named ``toktoktok`` has
+    that name in every path, its virtual environment's included).
+    """
+    ours = []
+    for line in err.splitlines():
+        line = line.strip()
+        if not line.startswith('File "'):
+            continue
+        path = Path(line[len('File "'):].split('"', 1)[0])
+        if path.is_relative_to(root) and path.relative_to(root).parts[:1] in (("toktoktok",), ("stages",)):
+            ours.append(line)
+    return ours
+
+
 def _interrupted(result) -> str:
     if result.code in (-signal.SIGINT, 1) and result.out == "" and "interrupted" not in result.err and (
             result.err == "" or result.err.rstrip().endswith(("KeyboardInterrupt", "KeyboardInterrupt:"))):
@@ -45,8 +66,7 @@ def _interrupted(result) -> str:
         # .pth, or setting up __main__): nothing said, or Python's own traceback, in which no line of
         # toktoktok's ran yet (the import machinery finding the package: a few milliseconds; a frame of ours
         # at line 0 is a module entered, none of its lines run)
-        frames = [line for line in result.err.splitlines() if line.strip().startswith("File ")]
-        ours = [f for f in frames if "/stages/" in f or "/toktoktok/" in f]
+        ours = frames_of_ours(result.err)
         assert all(", line 0, in <module>" in f for f in ours), result
         return ""
     if result.code == 1 and result.err.startswith("Fatal Python error: init_"):  # the interpreter's own start
@@ -57,6 +77,22 @@ def _interrupted(result) -> str:
     lines = [line for line in result.err.splitlines() if line.strip()]
     assert lines and lines[-1].startswith("interrupted"), result.err
     return lines[-1]
+
+
+def test_frames_of_ours_whatever_the_clone_is_named():
+    root = Path("/x/toktoktok")
+    err = "\n".join([
+        'Traceback (most recent call last):',
+        '  File "/x/toktoktok/.venv/bin/toktok", line 5, in <module>',
+        '  File "/x/toktoktok/.venv/lib/python3.11/site-packages/click/core.py", line 9, in main',
+        '  File "/x/toktoktok/stages/cli/entry.py", line 0, in <module>',
+        '  File "/x/toktoktok/toktoktok/__init__.py", line 3, in <module>',
+        '  File "/elsewhere/stages/x.py", line 1, in f',
+    ])
+    assert frames_of_ours(err, root) == [
+        'File "/x/toktoktok/stages/cli/entry.py", line 0, in <module>',
+        'File "/x/toktoktok/toktoktok/__init__.py", line 3, in <module>',
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +136,28 @@ def test_ctrl_c_at_any_moment_of_any_command(tmp_path, small, command):
         interrupted += 1
     assert interrupted >= 1
     assert cli("run", "-c", config).code == 0, "a rerun after the interrupts finishes"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["run", "--force"], ["encode", "DATA", "-t", "OUT", "-o", "ENC"]],
+                         ids=lambda c: c[0])
+def test_started_with_ctrl_c_ignored_it_stays_ignored(tmp_path, small, command):
+    """A ``&`` job of a script inherits SIGINT ignored: Ctrl-C sent all its life changes nothing."""
+    config, data = small
+    out = work(config).parent / "tok.tiktoken"
+    args = [str({"OUT": out, "DATA": data, "ENC": tmp_path / "enc"}.get(a, a)) for a in command]
+    if command[0] == "run":
+        args += ["-c", str(config)]
+    proc = subprocess.Popen([str(TOKTOK), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    sent = 0
+    while proc.poll() is None and sent < 600:
+        signal_group(proc, signal.SIGINT)
+        sent += 1
+        time.sleep(0.05)
+    result = finish(proc)
+    assert sent > 10, "the command ended before it could be tried"
+    assert result.code == 0 and "interrupted" not in result.err, result
 
 
 def test_a_pattern_that_never_ends_stops_at_its_timeout(tmp_path):

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import SHARED, stdlib_sources, stdlib_text
-from tests.processes import TOKTOK, finish, phase, read_arrow, signal_group, start, wait_for, write_config
+from tests.processes import TOKTOK, cli, finish, phase, read_arrow, signal_group, start, wait_for, write_config
 
 pytest.importorskip("ray")
 
@@ -283,6 +283,18 @@ def test_ctrl_c_exits_130_and_leaves_no_process(tmp_path):
     assert result.code == 130, result
     assert "Traceback" not in result.err and result.err.strip().splitlines()[-1].startswith("interrupted"), result.err
     assert wait_for(lambda: not alive(seen), None, timeout=30, every=0.2), f"left running: {alive(seen)}"
+
+
+def test_a_working_set_above_the_memory_sizes_the_object_store_to_the_machine(tmp_path, corpus):
+    """A command of its own (its own Ray instance): 4 TiB asked, as the docs allow,
+    gives a store of a share of the memory available, said in one line."""
+    config = write_config(tmp_path / "p", [phase("A", 10, {"file": str(corpus / "b.txt")})],
+                          working_set_mb=4 << 20, ray={"num_cpus": 1})
+    result = cli("ingest", "--engine", "ray", "-c", config)
+    assert result.code == 0, result
+    notes = [line for line in result.err.splitlines() if "object store" in line]
+    assert len(notes) == 1 and "working_set_mb" in notes[0] and "spills" in notes[0], result.err
+    assert "less than -" not in result.err
 
 
 def test_bad_file_fails_with_its_name(tmp_path):

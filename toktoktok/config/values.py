@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,8 @@ def uri_path(ctx: Context, path: KeyPath, uri: str) -> Path | RemotePath:
 
         >>> uri_path(Context("c.yaml", Path(".")), ("file",), "file:///data/a%20b.txt")
         PosixPath('/data/a b.txt')
+        >>> uri_path(Context("c.yaml", Path(".")), ("file",), "file://localhost/data/a.txt")
+        PosixPath('/data/a.txt')
         >>> uri_path(Context("c.yaml", Path(".")), ("file",), "s3://bucket/data/?region=eu-west-1")
         RemotePath('s3://bucket/data')
     """
@@ -172,6 +175,12 @@ def uri_path(ctx: Context, path: KeyPath, uri: str) -> Path | RemotePath:
         if not rest.partition("?")[0].partition("/")[0]:
             raise ctx.error(path, f"is a {scheme}:// URI without a bucket or host")
         return RemotePath(uri)
+    host = rest.partition("/")[0]
+    if host.lower() == "localhost":  # RFC 8089: the same file as file:///path, which pyarrow alone accepts
+        uri, host = f"{scheme}:///{rest.partition('/')[2]}", ""
+    if host:
+        raise ctx.error(path, f"names the host {host!r}: a file:// URI is a file on this machine, written "
+                        "file:///path (no host) or file://localhost/path; mount a shared folder and give its path")
     try:
         filesystem, inner = fs.FileSystem.from_uri(uri)
     except Exception as exc:  # noqa: BLE001 - pyarrow's ArrowInvalid and friends: one message
@@ -190,6 +199,25 @@ def choice(ctx: Context, path: KeyPath, value: Any, choices: tuple[str, ...]) ->
     return value
 
 
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def special_kind(path: Path | str) -> str | None:
+    """What a path that exists but is neither a regular file nor a folder is (links
+    followed), e.g. ``"a FIFO (named pipe)"``; None for anything else. Such a file
+    is refused where a file is read whole: reading a FIFO waits for a writer.
+
+        >>> special_kind("/dev/null"), special_kind("/")
+        ('a character device', None)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((name for test, name in _SPECIAL_KINDS if test(mode)), None)
+
+
 def existing(ctx: Context, path: KeyPath, value: Any, want_dir: bool, remote: bool = False) -> Path:
     """A path that exists, is readable and is a directory (want_dir) or a file
     (``remote``: or a ``pyarrow.fs`` URI, asked the same through its filesystem)."""
@@ -199,6 +227,8 @@ def existing(ctx: Context, path: KeyPath, value: Any, want_dir: bool, remote: bo
         return _existing_remote(ctx, path, resolved, want_dir)
     if not resolved.exists():
         raise ctx.error(path, f"does not exist: {resolved}")
+    if (special := special_kind(resolved)) is not None:
+        raise ctx.error(path, f"is not a regular file but {special}: {resolved}")
     if resolved.is_dir() != want_dir:
         key = "path" if not want_dir else "file"
         raise ctx.error(path, f"is a {other}, not a {kind}: {resolved} (use `{key}:` for a {other})")

@@ -30,6 +30,7 @@ from pathlib import Path
 import regex
 
 from toktoktok.config import Source
+from toktoktok.config.values import special_kind
 from toktoktok.sources.reads import SourceError, cannot_read
 from toktoktok.sources.streams import SUFFIXES, as_path, file_format, open_binary
 from toktoktok.uris import RemotePath, is_remote
@@ -149,7 +150,8 @@ def list_source_files(source: Source, *, strict: bool = False,
     path = as_path(source.path)
     if not source.is_dir:
         if not path.is_file():
-            raise SourceError(f"{path}: no such file")
+            special = special_kind(path) if not is_remote(path) else None
+            raise SourceError(f"{path}: is not a regular file but {special}" if special else f"{path}: no such file")
         file_format(path)
         if strict:
             _check_openable(path)
