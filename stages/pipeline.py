@@ -4,7 +4,9 @@ every stage whose inputs and settings did not change.
 Each phase has its own ingest and train folder, so changing one phase's
 sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
-file in the work directory keeps two runs from writing there at once. Each
+file in the work directory keeps two runs from writing there at once, and one
+beside the output (``DIR/.NAME.lock``, held while exporting) two configs
+from publishing to one output at once. Each
 command makes one ``workdir.Work`` and hands it to every stage it runs, so
 a key is computed, and a manifest read and checked, once a command.
 
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toktoktok.config import Config
-from toktoktok.errors import Busy, ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
+from toktoktok.errors import ConfigError, ExportFailed, Interrupted, MissingInput, UsageError
 from toktoktok.interrupts import interrupt_as
 from toktoktok.tuning import resolve_threads
 
@@ -55,16 +56,23 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def locked(work: Work) -> Iterator[None]:
     """Hold the work directory's lock, or fail at once if another run holds it."""
-    work.lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(work.lock, os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Busy(f"another toktoktok run is using {work.cfg.work_dir}; wait for it to finish") from None
+    from .workdir.locks import hold
+
+    with hold(work.lock, lambda who: f"another toktoktok run is using {work.cfg.work_dir}; wait for it to finish"):
         yield
-    finally:
-        os.close(fd)
+
+
+@contextlib.contextmanager
+def output_locked(work: Work) -> Iterator[None]:
+    """Hold the output set's lock (``DIR/.NAME.lock``, removed on release), or fail
+    at once naming it and its holder: configs with their own work folders may
+    share an ``output:``, and two publishes into one set would mix it."""
+    from .workdir.locks import hold
+
+    lock = work.output_lock
+    with hold(lock, lambda who: f"another toktoktok export is publishing to {work.cfg.output} ({who} holds "
+                                f"{lock}); wait for it to finish", remove=True):
+        yield
 
 
 def _import_stages() -> tuple[Any, Any]:
@@ -185,7 +193,8 @@ def _work_folder(work: Work, progress: Progress) -> Iterator[None]:
     from toktoktok import publish_journal
 
     with locked(work):
-        done = publish_journal.recover(work.publish_journal)
+        with output_locked(work) if work.publish_journal.exists() else contextlib.nullcontext():
+            done = publish_journal.recover(work.publish_journal)
         if done:
             progress.note(f"{done} ({work.cfg.output})")
         yield
@@ -222,7 +231,8 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
     with _interruptible(cfg) as step:
         work = _prepare(cfg, progress)
         with _work_folder(work, progress):
-            manifest = step("export", _export, work, force=force, progress=progress)
+            with output_locked(work):
+                manifest = step("export", _export, work, force=force, progress=progress)
             _report(progress, "export", manifest)
             return manifest
 
@@ -244,7 +254,8 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
             for p in phases:
                 trained.append(step(f"train {p.name!r}", run_train, work, p, force=force, progress=progress))
                 _report(progress, f"train {p.name}", trained[-1])
-            exported = step("export", _export, work, force=force, progress=progress)
+            with output_locked(work):
+                exported = step("export", _export, work, force=force, progress=progress)
             _report(progress, "export", exported)
             return {"ingest": ingested, "train": trained, "export": exported}
 
