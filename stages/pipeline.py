@@ -5,10 +5,9 @@ Each phase has its own ingest and train folder, so changing one phase's
 sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
 file in the work directory keeps two runs from writing there at once, and one
-beside the output (``DIR/.NAME.lock``, held while exporting) two configs
-from publishing to one output at once. Each
-command makes one ``workdir.Work`` and hands it to every stage it runs, so
-a key is computed, and a manifest read and checked, once a command.
+beside the output (``DIR/.NAME.lock``) two configs from exporting to it at
+once. Each command makes one ``workdir.Work`` for every stage it runs, so a
+key is computed, and a manifest read and checked, once a command.
 
 The orchestrator, not the export stage, writes the report: ``export.build``
 writes and validates the tokenizer in the work folder, ``report.write_report``
