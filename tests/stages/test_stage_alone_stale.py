@@ -105,7 +105,7 @@ def test_a_stale_earlier_training_is_refused(tmp_path, project):
     _refused(toktok("export", "-c", config), "A", "train", config)
 
 
-def test_a_moved_ingest_of_one_phase_is_refused_in_place_of_a_missing_one(tmp_path, project):
+def test_another_phases_ingest_folder_in_its_place_is_refused(tmp_path, project):
     """Phase B's folder replaced by phase A's (manifest included); A is current."""
     config = _copy(project, tmp_path / "p")
     ingest = work_of(config) / "ingest"
