@@ -353,13 +353,17 @@ def publish(work: Work, built: Built, *, progress: Progress) -> dict[str, Any]:
               for path in sorted(built.folder.rglob("*")) if path.is_file()}
     order = sorted(staged, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, .tiktoken last
     stale = [p for p in work.output_set() if p not in staged and p.is_file()]
+    # what this export staged, not what is at the path afterwards: another config's
+    # export to the same output must never be recorded as this one's
+    outputs = [_output_entry(t, staged[t]) for t in order]
     publish_journal.publish([(staged[t], t) for t in order], remove=stale, journal=work.publish_journal)
     for path in stale:
         progress.note(f"removed {path}: left by an earlier export, it does not match this one")
     shutil.rmtree(built.folder)
-    outputs = [_output_entry(p) for p in order]
     return work.export.finish({**built.manifest, "outputs": outputs})
 
 
-def _output_entry(path: Path) -> dict[str, Any]:
-    return {"name": path.name, "path": str(path), "bytes": path.stat().st_size, "sha256": artifacts.file_digest(path)}
+def _output_entry(path: Path, staged: Path) -> dict[str, Any]:
+    """The manifest's entry of the output ``path``, from the file ``staged`` for it."""
+    return {"name": path.name, "path": str(path), "bytes": staged.stat().st_size,
+            "sha256": artifacts.file_digest(staged)}

@@ -4,9 +4,10 @@ every stage whose inputs and settings did not change.
 Each phase has its own ingest and train folder, so changing one phase's
 sources redoes that phase's ingest and the training of that phase and every
 later one (they start from its vocabulary), never an earlier phase. A lock
-file in the work directory keeps two runs from writing there at once. Each
-command makes one ``workdir.Work`` and hands it to every stage it runs, so
-a key is computed, and a manifest read and checked, once a command.
+file in the work directory keeps two runs from writing there at once, and one
+beside the output (``DIR/.NAME.lock``) two configs from exporting to it at
+once. Each command makes one ``workdir.Work`` for every stage it runs, so a
+key is computed, and a manifest read and checked, once a command.
 
 The orchestrator, not the export stage, writes the report: ``export.build``
 writes and validates the tokenizer in the work folder, ``report.write_report``
@@ -40,7 +41,7 @@ from toktoktok.errors import ConfigError, ExportFailed, Interrupted, MissingInpu
 from toktoktok.interrupts import interrupt_as
 from toktoktok.tuning import resolve_threads
 
-from .workdir.locks import holding
+from .workdir.locks import hold
 from .workdir.progress import Progress
 
 if TYPE_CHECKING:
@@ -55,8 +56,19 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def locked(work: Work) -> Iterator[None]:
     """Hold the work directory's lock, or fail at once if another run holds it."""
-    work.lock.parent.mkdir(parents=True, exist_ok=True)
-    with holding(work.lock, f"another toktoktok run is using {work.cfg.work_dir}"):
+    with hold(work.lock, lambda who: f"another toktoktok run is using {work.cfg.work_dir} ({who} holds "
+                                     f"{work.lock}); wait for it to finish"):
+        yield
+
+
+@contextlib.contextmanager
+def output_locked(work: Work) -> Iterator[None]:
+    """Hold the output set's lock (``DIR/.NAME.lock``, removed on release), or fail
+    at once naming it and its holder: configs with their own work folders may
+    share an ``output:``, and two publishes into one set would mix it."""
+    lock = work.output_lock
+    with hold(lock, lambda who: f"another toktoktok export is publishing to {work.cfg.output} ({who} holds "
+                                f"{lock}); wait for it to finish", remove=True):
         yield
 
 
@@ -181,7 +193,8 @@ def _work_folder(work: Work, progress: Progress) -> Iterator[None]:
     from toktoktok import publish_journal
 
     with locked(work):
-        done = publish_journal.recover(work.publish_journal)
+        with output_locked(work) if work.publish_journal.exists() else contextlib.nullcontext():
+            done = publish_journal.recover(work.publish_journal)
         if done:
             progress.note(f"{done} ({work.cfg.output})")
         yield
@@ -218,7 +231,8 @@ def export(cfg: Config, *, force: bool = False, hf: bool = False, progress: Prog
     with _interruptible(cfg) as step:
         work = _prepare(cfg, progress)
         with _work_folder(work, progress):
-            manifest = step("export", _export, work, force=force, progress=progress)
+            with output_locked(work):
+                manifest = step("export", _export, work, force=force, progress=progress)
             _report(progress, "export", manifest)
             return manifest
 
@@ -240,7 +254,8 @@ def run(cfg: Config, *, force: bool = False, progress: Progress) -> dict[str, An
             for p in phases:
                 trained.append(step(f"train {p.name!r}", run_train, work, p, force=force, progress=progress))
                 _report(progress, f"train {p.name}", trained[-1])
-            exported = step("export", _export, work, force=force, progress=progress)
+            with output_locked(work):
+                exported = step("export", _export, work, force=force, progress=progress)
             _report(progress, "export", exported)
             return {"ingest": ingested, "train": trained, "export": exported}
 

@@ -155,6 +155,12 @@ class DamagedArtifact(MissingInput):
     message names it (and, for a stage's input, the command that makes it anew)."""
 
 
+class StaleInput(MissingInput):
+    """An upstream stage's artifact made from other inputs or settings than the
+    config gives now; the message names the phase, the stage and the command
+    that redoes it."""
+
+
 class TooFewMerges(ToktokError, RuntimeError):
     """A phase that could not make the merges ``vocab_size`` needs of it."""
 

@@ -348,15 +348,19 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
     Reads the config (its work_dir, default OUTPUT_NAME.work/); removes that
     folder only if it holds nothing but ingest/, train/, export/ and .lock,
     after asking (unless --yes). The outputs (.tiktoken, .meta.json, reports)
-    are kept. Prints what was removed.
+    are kept; the lock file beside them (.NAME.lock) that a killed export
+    left is removed, a held one never. Prints what was removed.
     """
-    from ..commands.clean import remove_work_dir, work_dir_contents
+    from ..commands.clean import remove_output_lock, remove_work_dir, work_dir_contents
     from ..commands.inspect import refuse
+    from ..workdir import Work
 
     cfg, _ = config_of(config, verbose)
     work = cfg.work_dir
     if not work.exists():
         click.echo(f"nothing to clean: {work} does not exist")
+        if note := remove_output_lock(Work(cfg)):
+            click.echo(note)
         return
     files, size = guarded(lambda: work_dir_contents(work), verbose)
     if not yes:
@@ -372,6 +376,8 @@ def clean(config: Path, verbose: bool, yes: bool) -> None:
 
     guarded(lambda: remove_work_dir(Work(cfg)), verbose, writes=True)
     click.echo(f"removed {work} ({files} files, {human_bytes(size)})")
+    if note := remove_output_lock(Work(cfg)):
+        click.echo(note)
 
 
 def main() -> None:

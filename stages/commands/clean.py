@@ -2,11 +2,14 @@
 
 It removes a work directory only when it holds nothing but ``ingest/``,
 ``train/``, ``export/`` and ``.lock`` (anything else may be the user's), and
-only while no run holds its lock. The outputs are kept.
+only while no run holds its lock. The outputs are kept; the output set's
+lock file (``DIR/.NAME.lock``) that a killed export left is removed, a held
+one never.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +18,7 @@ from toktoktok import publish_journal
 from toktoktok.errors import Busy, UsageError
 
 from ..workdir.layout import LOCK, STAGE_FOLDERS
+from ..workdir.locks import hold, remove_if_free
 
 if TYPE_CHECKING:
     from ..workdir import Work
@@ -68,9 +72,21 @@ def remove_work_dir(work: Work) -> tuple[int, int]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise Busy(f"another toktoktok run is using {folder}; nothing removed") from None
-        publish_journal.recover(work.publish_journal)
+        lock = work.output_lock
+        busy = f"another toktoktok export is publishing to {work.cfg.output} ({{}} holds {lock}); nothing removed"
+        # a publish to undo touches the outputs: under their lock, as a run's export
+        with hold(lock, busy.format, remove=True) if work.publish_journal.exists() else contextlib.nullcontext():
+            publish_journal.recover(work.publish_journal)
         shutil.rmtree(folder)
     finally:
         if fd is not None:
             os.close(fd)
     return files, size
+
+
+def remove_output_lock(work: Work) -> str | None:
+    """Remove the output set's lock file when no process holds it (a killed
+    export left it); says so, or None (no such file, or it is held)."""
+    if remove_if_free(work.output_lock):
+        return f"removed {work.output_lock}: the lock of an export that did not end"
+    return None

@@ -38,10 +38,11 @@ class Chunker:
 
     Two running sums (``toktoktok.summing.RunningSum``): the file being read,
     and the finished files. They are kept apart so that the counts of a file
-    that fails half way (``on_bad_file: skip``) can be dropped; a single file
-    whose own sum passes ``chunk_bytes`` is written in the middle (checked each
-    time counts are added), and such a file that then fails keeps what was
-    written (the manifest says so). A chunk's rows are sorted by piece, so a
+    that fails half way (``on_bad_file: skip``) can be dropped whole; a single
+    file whose own sum passes ``chunk_bytes`` is written in the middle (checked
+    each time counts are added), in chunk files of its own counts alone, which
+    ``drop`` deletes: simpler than holding a file's counts unbounded until its
+    end, and the result is the Ray engine's. A chunk's rows are sorted by piece, so a
     chunk depends only on what was counted before it was written, never on the
     order in which worker threads counted it (nor, then, on ``threads``).
     Group sums are added as they come, never held and summed at once: holding
@@ -54,7 +55,8 @@ class Chunker:
         self._done = RunningSum()  # sum over the finished files
         self._file = RunningSum()  # sum of the file being read
         self.outputs: list[dict[str, Any]] = []
-        self.flushed_files: set[int] = set()
+        self._file_start = 0  # the first output of the file being read (later ones hold its counts alone)
+        self._file_pieces = 0  # weighted pieces in those
         self.pieces = 0  # weighted pieces in the written chunks
 
     @property
@@ -72,8 +74,7 @@ class Chunker:
             else:
                 self._file.add(table)
         if self._file.table_bytes > self.limit:
-            self._write(self._file)
-            self.flushed_files.add(file_index)
+            self._file_pieces += self._write(self._file)
             self._file = RunningSum()
 
     def file_done(self) -> None:
@@ -84,20 +85,30 @@ class Chunker:
             self._file = RunningSum()
         if self._done.table_bytes > self.limit:
             self.flush()
+        self._file_start, self._file_pieces = len(self.outputs), 0
 
     def drop(self, file_index: int) -> bool:
-        """Forget the current file's counts; False if some were already written."""
+        """Forget the current file's counts, deleting the chunk files written of
+        them; True: nothing of the file stays (the batcher's contract)."""
         self._file = RunningSum()
-        return file_index not in self.flushed_files
+        for output in self.outputs[self._file_start:]:
+            (self.folder / output["name"]).unlink(missing_ok=True)
+        del self.outputs[self._file_start:]
+        self.pieces -= self._file_pieces
+        self._file_pieces = 0
+        return True
 
     def flush(self) -> None:
         if self._done.rows:
             self._write(self._done)
         self._done = RunningSum()
 
-    def _write(self, total: RunningSum) -> None:
+    def _write(self, total: RunningSum) -> int:
+        """Write a chunk file of ``total``; returns its weighted pieces."""
         name = f"chunk-{len(self.outputs):05d}.arrow"
         table = sorted_table(*total.arrays())
         self.outputs.append(artifacts.write_ipc(self.folder / name, table.cast(CHUNK_SCHEMA)))
-        self.pieces += int(pc.sum(table["count"]).as_py() or 0)
+        pieces = int(pc.sum(table["count"]).as_py() or 0)
+        self.pieces += pieces
+        return pieces
 

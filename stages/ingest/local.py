@@ -21,8 +21,9 @@ from .routing import Tally, ingest_file
 def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
               progress: Progress, share: float) -> Batcher:
     """Read every file of the phase through the workers; returns the batcher (its
-    counters). A bad file is skipped with ``on_bad_file: skip``: what it had
-    counted is taken back out of the tally unless part of it was already written."""
+    counters). A bad file is skipped with ``on_bad_file: skip``: dropped whole, as
+    the Ray engine drops it (its counts, chunk files written of them included,
+    its held-out units and its share of the tally)."""
     held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
         for index, (src, path) in enumerate(files):
@@ -34,14 +35,13 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
             except (SourceError, FileNotFoundError) as exc:
                 if cfg.on_bad_file == "fail":
                     raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
-                dropped = batcher.discard(index)
+                batcher.discard(index)  # its counts, written chunk files included
                 del heldout[held_before:], held_files[held_before:]
-                if dropped:  # nothing of it was written: the counts go back to what they were
-                    bad = tally.bad_files
-                    for f in dataclasses.fields(tally):
-                        setattr(tally, f.name, getattr(counted_before, f.name))
-                    tally.bad_files = bad
-                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": not dropped})
+                bad = tally.bad_files
+                for f in dataclasses.fields(tally):
+                    setattr(tally, f.name, getattr(counted_before, f.name))
+                tally.bad_files = bad
+                tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": False})
                 progress.note(f"skipped bad file {path}: {exc}")
         if tally.kept_documents == 0 and heldout:
             train_last_held(cfg, files[held_files[-1]][0].weight, held_files.pop(), heldout, batcher, tally)

@@ -12,7 +12,8 @@ their checked reading. ``WORK`` is the config's ``work_dir`` (default
 The stages never import each other: they meet here. ``work.Work`` is a
 config's work folder, handed to every stage; ``folders`` its stage folder
 objects; ``keys`` what each key is made of; ``layout`` the places and a
-phase's inputs; ``ready`` the checks before work; ``artifacts`` the files and
+phase's inputs; ``ready`` the checks before work; ``locks`` the lock files
+(the work folder's, the output set's); ``artifacts`` the files and
 manifests; ``peak`` the stages' memory measurement; ``progress`` the
 progress line. The outputs beside ``output:`` (``layout.output_set``) are the
 ``.tiktoken``, its ``.meta.json``, the report files and ``NAME.hf/``.

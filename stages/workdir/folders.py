@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from toktoktok import counts
 from toktoktok.config import Phase, Source
-from toktoktok.errors import DamagedArtifact, MissingInput
+from toktoktok.errors import DamagedArtifact, MissingInput, StaleInput
 from toktoktok.vocab import Vocab
 
 from . import artifacts, keys, layout
@@ -99,6 +99,14 @@ class StageFolder:
         if damage is not None:
             raise DamagedArtifact(f"{damage}: run `{redo}` to make it anew")
         return self.recorded
+
+    def require_key(self, manifest: dict[str, Any], key: str, what: str, redo: str) -> dict[str, Any]:
+        """``manifest`` when it was made with ``key`` (what the config gives now),
+        else StaleInput naming ``what`` (the phase and stage) and the command ``redo``."""
+        if manifest.get("key") != key:
+            raise StaleInput(f"{what} is out of date (made from other sources or settings than the config gives "
+                             f"now, or it is another phase's folder): run `{redo}` first")
+        return manifest
 
     def finished(self) -> bool:
         """Whether a finished stage is on disk now (read anew: what a Ctrl-C leaves)."""
@@ -176,6 +184,13 @@ class IngestFolder(StageFolder):
         return self.checked(f"phase '{name}' has not been ingested: run `toktok ingest -c {cfg.path}` first",
                             f"toktok ingest -c {cfg.path} --phase '{name}' --force")
 
+    def current_manifest(self) -> dict[str, Any]:
+        """The manifest, checked, if it was made from the phase's sources and
+        settings as they are now (its key); else StaleInput naming the command."""
+        cfg, name = self.work.cfg, self.phase.name
+        return self.require_key(self.manifest(), self.key(), f"phase '{name}': its ingest",
+                                f"toktok ingest -c {cfg.path} --phase '{name}'")
+
     def inventory(self) -> pa.Table:
         """The phase's distinct pieces and counts: the sum of the chunk files its
         manifest lists (rows in no particular order)."""
@@ -204,11 +219,13 @@ class TrainFolder(StageFolder):
         return keys.train_settings(self.work.cfg, self.phase, self.work.base_description())
 
     def key(self) -> str:
-        """What the merges depend on: the earlier phases' merges, this phase's pieces, settings."""
+        """What the merges depend on: the earlier phases' merges, this phase's pieces, settings.
+        Each upstream artifact must be current (``current_manifest``): a stage run
+        alone never trains on pieces or merges made with other inputs (StaleInput)."""
         if self._key is None:
             earlier = self.work.cfg.phases[: self.phase.index - 1]
-            before = [artifacts.outputs_key(self.work.train(p).manifest()) for p in earlier]
-            pieces = artifacts.outputs_key(self.work.ingest(self.phase).manifest())
+            before = [artifacts.outputs_key(self.work.train(p).current_manifest()) for p in earlier]
+            pieces = artifacts.outputs_key(self.work.ingest(self.phase).current_manifest())
             self._key = keys.train_key(self.settings(), pieces=pieces, before=before)
         return self._key
 
@@ -219,12 +236,11 @@ class TrainFolder(StageFolder):
                             f"toktok train -c {cfg.path} --phase '{name}' --force")
 
     def current_manifest(self) -> dict[str, Any]:
-        """The manifest, if it matches the phase's inputs now; else MissingInput."""
-        manifest = self.manifest()
-        if manifest.get("key") != self.key():
-            raise MissingInput(f"phase '{self.phase.name}' is not trained on its current inputs (an earlier phase "
-                               f"or its settings changed): run `toktok train -c {self.work.cfg.path}` first")
-        return manifest
+        """The manifest, checked, if it matches the phase's inputs now (its
+        ingest, the earlier phases' merges, settings); else StaleInput naming the command."""
+        cfg, name = self.work.cfg, self.phase.name
+        return self.require_key(self.manifest(), self.key(), f"phase '{name}': its training",
+                                f"toktok train -c {cfg.path} --phase '{name}'")
 
     def merges(self) -> pa.Table:
         """``merges.arrow``: rank, left, right, bytes, count."""

@@ -1,7 +1,7 @@
 """Where a config's files go, and what a phase reads: functions of the config alone.
 
 The places (``ingest_dir``, ``train_dir``, ``export_dir``, ``publish_journal``,
-``lock_path``, the outputs beside ``output:``) and a phase's inputs (its files,
+``lock_path``, the outputs beside ``output:`` and their ``output_lock``) and a phase's inputs (its files,
 their fingerprints, their text bytes, the share of them a phase keeps). They
 open no manifest: the stage folder objects (``folders``) read those, and hand
 ``measure_text`` the sizes an earlier ingest recorded.
@@ -52,6 +52,13 @@ def publish_journal(cfg: Config) -> Path:
 def lock_path(cfg: Config) -> Path:
     """``WORK/.lock``: the file a run locks while it uses the work folder."""
     return cfg.work_dir / LOCK
+
+
+def output_lock(cfg: Config) -> Path:
+    """``DIR/.NAME.lock`` for ``output: DIR/NAME.tiktoken``: the file an export locks
+    while it publishes, so that two configs never publish to one output at once."""
+    folder, name = split_name(cfg.output)
+    return folder / f".{name}.lock"
 
 
 def hf_dir(cfg: Config) -> Path:

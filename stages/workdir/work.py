@@ -157,6 +157,11 @@ class Work:
         """``WORK/.lock``: locked by the run using the work folder."""
         return layout.lock_path(self.cfg)
 
+    @property
+    def output_lock(self) -> Path:
+        """``DIR/.NAME.lock``: locked by the export publishing to ``output:`` (any config's)."""
+        return layout.output_lock(self.cfg)
+
     def finished_stages(self) -> list[str]:
         """The stages with a manifest in the work folder now (their artifacts are complete)."""
         done = [f"ingest {p.name!r}" for p in self.cfg.phases if self.ingest(p).finished()]

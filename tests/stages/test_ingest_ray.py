@@ -6,7 +6,8 @@ instance: one ``ray.init`` for all of these tests (the ``ray_local`` fixture).
   of the sum tree and 1 or 2 scanner threads per task (2 or 1 tasks at once);
   with a sample and a held-out share, in byte ranges too, the held-out text and
   the manifest's unit counts as well, the held-out cap reached across tasks, and
-  a phase whose every unit would be held out training on its last one.
+  a phase whose every unit would be held out training on its last one; a file
+  that fails after filling a chunk file is dropped whole by both.
 - Sources read through pyarrow.fs (``file://`` URIs as ``RemotePath``) in ranges.
 - A task whose worker is killed is retried, and counted once.
 - kill -9 of ``toktok ingest --engine ray`` leaves none of the processes it started;
@@ -455,6 +456,40 @@ def test_a_bad_file_skipped_as_the_local_engine_skips_it(tmp_path, corpus):
     m = manifest(config)
     assert [b["path"] for b in m["counts"]["bad_files"]] == [str(data / "bad.txt.gz")]
     assert m["counts"]["files"] == 1
+
+
+def test_a_file_failing_after_filling_a_chunk_is_dropped_whole_by_both_engines(tmp_path, monkeypatch):
+    """A truncated ``.txt.zst`` whose own counts fill a chunk file before it fails (the
+    chunks and the workers' groups made small, so a few MB do it): the local engine
+    takes that chunk back, as Ray never counts the file, so both give one tokenizer
+    and say the file's text was not kept."""
+    import random
+
+    import zstandard
+
+    from toktoktok_stages.ingest import batching, chunking
+
+    monkeypatch.setattr(chunking, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(batching, "GROUP_BATCHES", 1)
+    monkeypatch.setattr(batching, "BATCH_TEXT_CHARS", 3_000)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text(english(50_000), encoding="utf-8")
+    rnd = random.Random(0)  # words seen once: the file's own count table passes a chunk early
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(3, 9)))
+             for _ in range(400_000)]
+    documents = "\n\n".join(" ".join(words[i: i + 100]) for i in range(0, len(words), 100))
+    packed = zstandard.ZstdCompressor().compress(documents.encode())
+    (data / "big.txt.zst").write_bytes(packed[: len(packed) * 9 // 10])  # read in blocks: fails near its end
+    local = run(tmp_path / "local", data, "local", on_bad_file="skip")
+    ray = run(tmp_path / "ray", data, "ray", on_bad_file="skip")
+    expected, got = results(local), results(ray)
+    for what in expected:
+        assert got[what] == expected[what], what
+    for config in (local, ray):
+        bad = manifest(config)["counts"]["bad_files"]
+        assert [(b["path"], b["text_read_kept"]) for b in bad] == [(str(data / "big.txt.zst"), False)]
+        assert manifest(config)["counts"]["files"] == 1
 
 
 def test_with_on_bad_file_skip_a_file_is_one_task(tmp_path):
