@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -69,6 +70,78 @@ def test_a_failed_rename_restores_the_old_set(tmp_path):
         publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
     assert _files(out) == before
     assert sorted(p.name for p in out.iterdir()) == ["a.md", "b.json", "c.tiktoken"], "no temporary file left"
+
+
+def _hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob(".*"))
+
+
+def test_a_failed_rename_leaves_no_publish_old_beside_the_restored_file(tmp_path, monkeypatch):
+    """The old file is linked aside before the rename over it: undoing a rename
+    that failed must remove that second link (renaming one link of a file over
+    another link of it does nothing)."""
+    out, _, pairs = _old_and_new(tmp_path)
+    before = _files(out)
+    real_replace = os.replace
+
+    def failing(src, dst, *args, **kwargs):
+        if Path(dst) == out / "c.tiktoken" and Path(src).name.endswith(publish_journal.NEW):
+            raise OSError(errno.EIO, "Input/output error", str(src))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(PublishError, match="previous outputs are restored as they were") as err:
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    assert _files(out) == before
+    assert _hidden(out) == []
+    assert not err.value.committed
+
+
+def test_outputs_another_process_replaced_meanwhile_are_named_not_called_restored(tmp_path, monkeypatch):
+    """Another publish to the same outputs runs between two of ours (it takes our
+    staged names and removes our old ones): the rollback finds files it did not
+    put there, leaves them as found, and says so."""
+    out, _, pairs = _old_and_new(tmp_path)
+    real_replace = os.replace
+    renames = []
+
+    def another_process_between(src, dst, *args, **kwargs):
+        if Path(src).name.endswith(publish_journal.NEW):
+            renames.append(dst)
+            if len(renames) == 3:
+                for hidden in out.glob(".*"):
+                    hidden.unlink()
+                for name in ("a.md", "b.json", "c.tiktoken", "d.extra"):
+                    (out / f"{name}.theirs").write_text(f"theirs {name}")
+                    real_replace(out / f"{name}.theirs", out / name)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", another_process_between)
+    with pytest.raises(PublishError) as err:
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    assert "another process changed" in str(err.value) and "as they were" not in str(err.value)
+    assert _files(out) == {n: f"theirs {n}".encode() for n in ("a.md", "b.json", "c.tiktoken", "d.extra")}
+    assert _hidden(out) == []
+
+
+def test_an_error_after_the_commit_says_the_new_set_is_in_place(tmp_path, monkeypatch):
+    out, _, pairs = _old_and_new(tmp_path)
+    real_unlink = Path.unlink
+
+    def failing(self, missing_ok=False):
+        if self.name.endswith(publish_journal.OLD) and self.exists():
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", failing)
+    with pytest.raises(PublishError, match="the new outputs are in place") as err:
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    assert err.value.committed and "restored" not in str(err.value) and "kept" not in str(err.value)
+    monkeypatch.undo()
+    assert publish_journal.recover(tmp_path / "j.json").startswith("finished")
+    assert _files(out) == {"a.md": b"new a.md", "b.json": b"new b.json", "c.tiktoken": b"new c.tiktoken",
+                           "d.extra": b"new only"}
+    assert _hidden(out) == []
 
 
 PUBLISH_CHILD = """
