@@ -125,6 +125,9 @@ def read_checked(path: str | os.PathLike[str], *, data: bytes | None = None) -> 
     ``data``: the file's ``decompressed_bytes``, already read."""
     companion = meta_path(path)
     meta = read_meta(companion) if companion.is_file() else {}
+    if meta and not Path(path).exists():
+        raise TokenizerFileError(path, f"no such file, though its companion {companion.name} is there (a first "
+                                 "export cut short?): rerun `toktok run` (or `toktok export`) to finish it")
     if meta:
         check_companion(path, meta)
     ranks = read_tiktoken(path, data=data)

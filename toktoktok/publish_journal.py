@@ -99,8 +99,20 @@ def publish(pairs: Sequence[tuple[Path, Path]], *, remove: Sequence[Path], journ
 def _error(exc: OSError, what: str, *, committed: bool) -> PublishError:
     """A ``PublishError`` saying ``what`` is on disk; ``reason`` keeps the cause alone."""
     err = PublishError(exc.errno, f"{what}: {exc}")
-    err.committed, err.reason = committed, str(exc)
+    err.committed, err.reason = committed, _cause(exc)
     return err
+
+
+def _cause(exc: OSError) -> str:
+    """An ``OSError``'s reason and files, without its ``[Errno N]``.
+
+        >>> _cause(OSError(5, "Input/output error", "a", None, "b"))
+        "Input/output error: 'a' -> 'b'"
+    """
+    if not exc.strerror:
+        return str(exc)
+    files = " -> ".join(repr(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
+    return f"{exc.strerror}: {files}" if files else exc.strerror
 
 
 def undone(changed: Sequence[str]) -> str:
