@@ -12,13 +12,10 @@ companion, the reports, ``NAME.hf/``); POSIX renames one file at a time, so
    old file is linked aside (``.NAME.publish-old``) and the new one renamed over it.
 3. **clean**: the journal says ``committed``; the old files and the journal go.
 
-An error or Ctrl-C before ``committed`` is undone on the spot (``rollback``;
-a Ctrl-C during the renames waits until they are undone), and the message
-says whether every old file came back as it was (an output another process
-replaced meanwhile is left as found and named). An error after ``committed``
+An error or Ctrl-C before ``committed`` is undone on the spot (``rollback``,
+which names an output another process replaced meanwhile); an error after it
 says the new set is in place. After a kill -9 the next run's ``recover``
-undoes the publish, or finishes it if it committed; until then readers tell
-a mixed set by the companion's digests (``loading``).
+undoes or finishes the publish; meanwhile readers refuse a mixed set (``loading``).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())

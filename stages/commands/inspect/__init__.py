@@ -14,15 +14,8 @@ what is shown of it, and the module that shows it:
   vocabulary's layout (single bytes, hardcoded merges or a warm start's base,
   each phase, special tokens) and the longest tokens (``vocabulary``);
 - a training report ``NAME.report.json``: each of its tables (``report_file``).
-
-A file that is not what its record says (a work-folder file unlike its
-folder's manifest, a report unlike the digest its companion ``.meta.json``
-records) is shown with a warning naming it (``InspectWarning``), not refused:
-inspect only looks, and a damaged or replaced file is what a user inspects to
-see; the stage commands refuse it. A ``.tiktoken`` unlike its companion is
-refused: the companion's special tokens and phases would be shown as its own.
-
-The options (``--top``, ``--search``, ``--id``) are in docs/cli.md. Tokens are
+A file unlike its record (manifest, companion) is shown with a warning
+(``InspectWarning``); a ``.tiktoken`` unlike its companion is refused. The options (``--top``, ``--search``, ``--id``) are in docs/cli.md. Tokens are
 shown as double-quoted, escaped text (``shown``), so spaces and line breaks
 are visible; ``--search`` reads the same escapes back. Every table is a polars
 DataFrame printed without shape and dtypes; counts are plain integers (no
@@ -53,7 +46,13 @@ DEFAULT_TOP = 20
 
 
 class InspectWarning(UserWarning):
-    """A file inspected that is not what its manifest or companion records."""
+    """A file inspected that is not what its manifest or companion records.
+
+    A warning, not a refusal: inspect only looks, and a damaged or replaced
+    file is often what a user inspects to see (the stage commands refuse it).
+    A ``.tiktoken`` unlike its companion is refused instead: the companion's
+    special tokens and phases would be shown as the file's own.
+    """
 
 
 def _warn_unlike_record(path: Path, kind: str) -> None:
