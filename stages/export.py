@@ -341,17 +341,21 @@ def seal(cfg: Config, built: Built) -> None:
 
 def publish(work: Work, built: Built, *, progress: Progress) -> dict[str, Any]:
     """Put the staged set in place beside ``output:`` as one change
-    (``toktoktok.publish_journal.publish``: the ``.tiktoken`` last; a member of the old
-    set this export did not make, such as a Hugging Face folder not exported
-    now, is removed and said so); then write the export manifest.
+    (``toktoktok.publish_journal.publish``: a member of the old set this export
+    did not make, such as a Hugging Face folder not exported now, is removed
+    and said so; then the other files, the companion, the ``.tiktoken`` last);
+    then write the export manifest.
 
-    A failure or Ctrl-C restores the previous set exactly and says so.
+    A failure or Ctrl-C before the publish commits restores the previous set; the
+    orchestrator says what is on disk (``pipeline._export``).
     """
     cfg = work.cfg
     seal(cfg, built)
     staged = {cfg.output.parent / path.relative_to(built.folder): path
               for path in sorted(built.folder.rglob("*")) if path.is_file()}
-    order = sorted(staged, key=lambda p: (p == meta_path(cfg.output), p == cfg.output))  # meta, .tiktoken last
+    # False sorts first: the rest, then the companion, the .tiktoken last, so a reader never finds a
+    # .tiktoken without the companion that describes it
+    order = sorted(staged, key=lambda p: (p == cfg.output, p == meta_path(cfg.output)))
     stale = [p for p in work.output_set() if p not in staged and p.is_file()]
     # what this export staged, not what is at the path afterwards: another config's
     # export to the same output must never be recorded as this one's

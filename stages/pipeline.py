@@ -149,7 +149,61 @@ def _sweep_temporary_files(paths: list[Path]) -> None:
                         stray.unlink()
 
 
-def _export_and_report(work: Work, *, force: bool, progress: Progress) -> dict[str, Any]:
+@dataclasses.dataclass
+class _Outputs:
+    """The output set as an export found it, and the companion it publishes, so a
+    message after a failure can say what is on disk then (``_on_disk``)."""
+
+    before: tuple[str | None, bytes | None]  # the .tiktoken's sha256 and the companion's bytes
+    new_meta: dict[str, Any] | None = None  # the companion this export publishes, once built
+
+
+def _pair(cfg: Config) -> tuple[str | None, bytes | None]:
+    from toktoktok.loading import file_sha256, meta_path
+
+    companion = meta_path(cfg.output)
+    return (file_sha256(cfg.output) if cfg.output.is_file() else None,
+            companion.read_bytes() if companion.is_file() else None)
+
+
+def _on_disk(work: Work, seen: _Outputs) -> str:
+    """What an export that failed or was interrupted leaves beside ``output:``, read
+    from the disk now: the previous set, this export's, nothing, a publish left half
+    done, or a set another process put there meanwhile."""
+    import json
+
+    cfg, journal = work.cfg, work.publish_journal
+    try:
+        state = json.loads(journal.read_text(encoding="utf-8")).get("state") if journal.is_file() else None
+        now = _pair(cfg)
+    except (OSError, ValueError, AttributeError):
+        return f"the outputs ({cfg.output} and its companions) could not be read to say what they are"
+    if state == "prepared":
+        return (f"a publish was left half done ({journal}): the next toktok command puts the previous outputs "
+                "back; until then readers refuse the mixed set")
+    new = seen.new_meta
+    if new is not None and now[1] is not None and now[0] == new["tiktoken"]["sha256"] \
+            and _json_or_none(now[1]) == new:
+        cleaning = "; the next toktok command removes what the publish left beside them" if state else ""
+        return (f"this export's outputs ({cfg.output} and its companions) are in place{cleaning}; they are not "
+                f"recorded in {work.export.path / 'manifest.json'}: the next `toktok export` exports again")
+    if now == seen.before:
+        return (f"the previous outputs ({cfg.output} and its companions) are kept as they were" if now[0]
+                else f"no output was written ({cfg.output})")
+    return (f"{cfg.output} and its companion are neither the previous outputs nor this export's: another "
+            "process changed them meanwhile, they are left as found")
+
+
+def _json_or_none(data: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def _export_and_report(work: Work, seen: _Outputs, *, force: bool, progress: Progress) -> dict[str, Any]:
     """Export unless current: build and validate (``export.build``), write the
     report beside the staged files (``report.write_report``), publish."""
     import time
@@ -160,6 +214,7 @@ def _export_and_report(work: Work, *, force: bool, progress: Progress) -> dict[s
     if not force and (manifest := export.up_to_date(work, key, progress)) is not None:
         return manifest
     built = export.build(work, key=key, progress=progress)
+    seen.new_meta = built.meta  # the same dict the publish seals and writes as the companion
     report.write_report(work, built.folder, meta=built.meta,
                         export_seconds=round(time.perf_counter() - built.started, 3))
     return export.publish(work, built, progress=progress)
@@ -169,22 +224,26 @@ def _export(work: Work, *, force: bool, progress: Progress) -> dict[str, Any]:
     """``_export_and_report``, with a word on the outputs if it fails.
 
     Nothing beside ``output:`` changes until the publish, which is all or
-    nothing (``toktoktok.publish_journal``): a failure or Ctrl-C at any point leaves
-    the previous outputs exactly as they were, and the message says so.
+    nothing (``toktoktok.publish_journal``). A failure or Ctrl-C says what is
+    on disk at that moment (``_on_disk``): before the publish commits, the
+    previous outputs; after it (cleaning up, the export manifest), the new ones.
     """
+    from toktoktok.errors import PublishError
+
     cfg = work.cfg
     _sweep_temporary_files(work.output_set())
-    kept = (f"the previous outputs ({cfg.output} and its companions) are kept as they were"
-            if cfg.output.is_file() else f"no output was written ({cfg.output})")
+    seen = _Outputs(before=_pair(cfg))
     try:
-        with interrupt_as(lambda: f"{interrupted_message(cfg, 'export')}; {kept}"):
-            return _export_and_report(work, force=force, progress=progress)
+        with interrupt_as(lambda: f"{interrupted_message(cfg, 'export')}; {_on_disk(work, seen)}"):
+            return _export_and_report(work, seen, force=force, progress=progress)
     except (ConfigError, MissingInput, Interrupted):
         raise
+    except PublishError as exc:  # its own sentence knows the publish, not the export manifest or the rest
+        raise PublishError(exc.errno, f"{exc.reason or exc.strerror}; {_on_disk(work, seen)}") from exc
     except OSError as exc:
-        raise OSError(exc.errno, f"{exc.strerror or exc}; {kept}", exc.filename) from exc
+        raise OSError(exc.errno, f"{exc.strerror or exc}; {_on_disk(work, seen)}", exc.filename) from exc
     except Exception as exc:
-        raise ExportFailed(f"{exc}; {kept}") from exc
+        raise ExportFailed(f"{exc}; {_on_disk(work, seen)}") from exc
 
 
 @contextlib.contextmanager

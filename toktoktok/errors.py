@@ -175,7 +175,11 @@ class Busy(ToktokError, RuntimeError):
 
 
 class PublishError(ToktokError, OSError):
-    """A publish that could not be completed or undone; the message says what is on disk."""
+    """A publish that could not be completed or undone; the message says what is on
+    disk, ``committed`` whether the new set is in place, ``reason`` the cause alone."""
+
+    committed = False
+    reason = ""
 
 
 class Interrupted(ToktokError, KeyboardInterrupt):

@@ -85,14 +85,17 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     return meta
 
 
-def check_companion(path: str | os.PathLike[str], meta: dict[str, Any], ranks: dict[bytes, int]) -> None:
+def check_companion(path: str | os.PathLike[str], meta: dict[str, Any],
+                    ranks: dict[bytes, int] | None = None) -> None:
     """Refuse a ``.tiktoken`` whose companion does not describe it.
 
     A ``toktoktok-meta/2`` companion records the sha256, size and rank count
     of the ``.tiktoken`` it was written with; a file that differs (a publish
-    cut short by a kill, a file copied over from elsewhere) raises
-    ``CompanionMismatch`` naming both files. A ``/1`` companion has no digest:
-    a warning says how to re-export it.
+    cut short by a kill, a file copied over from elsewhere, a file cut short)
+    raises ``CompanionMismatch`` naming both files. Called before the file is
+    parsed (``ranks`` None), so a truncated file is told by its size, not by
+    the parse error its cut line gives. A ``/1`` companion has no digest: a
+    warning says how to re-export it.
     """
     path, companion = Path(path), meta_path(path)
     if meta.get("format") in OLD_META_FORMATS:
@@ -103,13 +106,36 @@ def check_companion(path: str | os.PathLike[str], meta: dict[str, Any], ranks: d
     recorded = meta.get("tiktoken")
     if not isinstance(recorded, dict):
         raise CompanionMismatch(f"{companion}: no record of its .tiktoken (the 'tiktoken' entry is missing)")
-    actual = {"sha256": file_sha256(path), "ranks": len(ranks), "bytes": path.stat().st_size}
-    differ = [k for k in ("sha256", "ranks", "bytes") if recorded.get(k) != actual[k]]
+    actual: dict[str, Any] = {"bytes": path.stat().st_size}
+    actual["sha256"] = file_sha256(path)
+    if ranks is not None:
+        actual["ranks"] = len(ranks)
+    differ = [k for k in ("sha256", "bytes", "ranks") if k in actual and recorded.get(k) != actual[k]]
     if differ:
         raise CompanionMismatch(
             f"{path} does not match its companion {companion} ({', '.join(differ)} differ: "
-            f"{recorded.get('ranks')} ranks recorded, {len(ranks)} in the file): they come from different "
-            "exports, or a publish was cut short; rerun `toktok run` (or `toktok export`) to finish it")
+            f"{recorded.get('bytes')} bytes recorded, {actual['bytes']} on disk): they come from different "
+            "exports, a publish was cut short, or the file was changed or cut short since; rerun `toktok run` "
+            "(or `toktok export`) to write them anew")
+
+
+def read_checked(path: str | os.PathLike[str], *, data: bytes | None = None) -> tuple[dict[bytes, int], dict]:
+    """The ranks of a ``.tiktoken`` and its companion's document (``{}`` without
+    one), the pair checked (``check_companion``) before the file is parsed;
+    ``data``: the file's ``decompressed_bytes``, already read."""
+    companion = meta_path(path)
+    meta = read_meta(companion) if companion.is_file() else {}
+    if meta and not Path(path).exists():
+        raise TokenizerFileError(path, f"no such file, though its companion {companion.name} is there (a first "
+                                 "export cut short?): rerun `toktok run` (or `toktok export`) to finish it")
+    if meta:
+        check_companion(path, meta)
+    ranks = read_tiktoken(path, data=data)
+    recorded = meta.get("tiktoken")
+    if isinstance(recorded, dict) and recorded.get("ranks") != len(ranks):  # the digest matched: a bad record
+        raise CompanionMismatch(f"{path} does not match its companion {companion} (ranks differ: "
+                                f"{recorded.get('ranks')} recorded, {len(ranks)} in the file)")
+    return ranks, meta
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -182,12 +208,9 @@ def load(
     if special_tokens is not None and not isinstance(special_tokens, dict):
         raise UsageError(f"load(): special_tokens takes a dict of token -> id (e.g. {{'<|endoftext|>': 50256}}), "
                          f"got a {type(special_tokens).__name__}; leave it out to keep the file's own")
-    ranks = read_tiktoken(path)
+    ranks, meta = read_checked(path)
     companion = meta_path(path)
-    meta = read_meta(companion) if companion.is_file() else {}
-    if meta:
-        check_companion(path, meta, ranks)
-    else:
+    if not meta:
         meta = _known_meta(path)
     pat_str = checked_pattern(pattern).tiktoken if pattern is not None else _meta_pattern(meta, companion)
     if pat_str is None:

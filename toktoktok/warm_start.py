@@ -30,7 +30,7 @@ from pathlib import Path
 from toktoktok.errors import TokenizerFileError
 from toktoktok.hf import read_hf_tokenizer
 from toktoktok.known_bases import KNOWN_BASES, KnownBase, recognise_bytes
-from toktoktok.loading import check_companion, meta_path, read_meta
+from toktoktok.loading import meta_path, read_checked
 from toktoktok.tiktoken_file import decompressed_bytes, missing_single_bytes, read_tiktoken, validate_special_tokens
 from toktoktok.vocab import Vocab
 
@@ -50,11 +50,8 @@ def _read(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         if missing:
             raise TokenizerFileError(path, f"the vocabulary lacks {len(missing)} of the 256 single bytes")
         return ranks, specials
-    ranks = read_tiktoken(path, data=_file_bytes(path))
-    companion = meta_path(path)
-    if companion.is_file():
-        meta = read_meta(companion)
-        check_companion(path, meta, ranks)
+    ranks, meta = read_checked(path, data=_file_bytes(path))
+    if meta:
         return ranks, dict(meta.get("special_tokens", {}))
     known = published_base(path)
     return ranks, dict(known.special_tokens) if known is not None else {}

@@ -88,6 +88,28 @@ def damaged_output(folder: Path, manifest: dict[str, Any]) -> str | None:
     return None
 
 
+def unlike_manifest(path: Path) -> str | None:
+    """Why a file of a finished stage folder is not what the folder's manifest
+    records (not listed, other size, other sha256), or None: no manifest, or a match.
+
+    For readers that show a file rather than use it (``toktok inspect``); a stage
+    uses ``damaged_output``, which stops at the first damaged file.
+    """
+    manifest = read_manifest(path.parent)
+    if manifest is None:
+        return None
+    where = path.parent / MANIFEST
+    entry = next((o for o in manifest.get("outputs", []) if o.get("name") == path.name), None)
+    if entry is None:
+        return f"{path} is not listed in {where}: not written by the stage that finished there"
+    size = path.stat().st_size
+    if size != entry.get("bytes", size):
+        return f"{path} has {size} bytes, {where} records {entry['bytes']} (damaged or changed)"
+    if file_digest(path) != entry.get("sha256"):
+        return f"{path} does not match the sha256 {where} records (damaged or changed)"
+    return None
+
+
 def write_ipc(path: Path, table: pa.Table) -> dict[str, Any]:
     """Write ``table`` as a zstd-compressed Arrow IPC file, atomically.
 

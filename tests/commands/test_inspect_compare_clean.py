@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -227,6 +228,53 @@ def test_inspect_report_prints_its_tables(tmp_path):
     assert row_of(r.out, "B")[1:] == ["999", "1.0", "2.25"]
     assert row_of(r.out, "300")[1:] == ["A +44", "1.5", "1.25"]
     assert row_of(r.out, "documents")[1] == "17" and row_of(r.out, "1418")[1:] == ["he", "98"]
+
+
+def test_inspect_warns_on_work_files_unlike_their_manifest(trained, tmp_path):
+    """A chunk (alone or in its phase folder) or a merges file whose sha256 differs
+    from its folder's manifest is shown with a warning naming it: inspect only
+    looks, and the changed file is what the user wants to see."""
+    for stage, phase, name in (("ingest", "01-prose", "chunk-00000.arrow"), ("train", "02-more", "merges.arrow")):
+        folder = tmp_path / stage / phase
+        shutil.copytree(trained["work"] / stage / phase, folder)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # intact: not a word
+            assert toktok("inspect", folder / name).code == 0
+        table = read_arrow(folder / name)
+        changed = table.set_column(table.schema.get_field_index("count"), "count",
+                                   pa.array([c * 2 for c in table["count"].to_pylist()], pa.uint64()))
+        with pa.OSFile(str(folder / name), "wb") as sink, pa.ipc.new_file(sink, changed.schema) as w:
+            w.write_table(changed)
+        for path in (folder / name, folder):
+            with pytest.warns(UserWarning, match=f"{name} .*manifest.json.* \\(damaged or changed\\)"):
+                r = toktok("inspect", path)
+            assert r.code == 0, r.err
+
+
+def test_inspect_warns_on_a_report_unlike_its_companion(trained, tmp_path):
+    for name in ("tok.tiktoken", "tok.meta.json", "tok.report.json"):
+        shutil.copy(trained["out"].with_name(name), tmp_path / name)
+    report = tmp_path / "tok.report.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert toktok("inspect", report).code == 0
+    report.write_text(json.dumps({"format": "toktoktok-report/1", "phases": 5}))
+    with pytest.warns(UserWarning, match="tok.report.json does not match the digest its companion .*tok.meta.json"):
+        assert toktok("inspect", report).code == 0
+    r = toktok("inspect", report, real=True)
+    assert r.code == 0 and r.err.startswith("warning: ") and "tok.report.json" in r.err, r
+
+
+def test_inspect_a_truncated_tiktoken_says_it_does_not_match_its_companion(trained, tmp_path):
+    for name in ("tok.tiktoken", "tok.meta.json"):
+        shutil.copy(trained["out"].with_name(name), tmp_path / name)
+    tok = tmp_path / "tok.tiktoken"
+    data = tok.read_bytes()
+    tok.write_bytes(data[: data.rindex(b" ", 0, len(data) - 100) + 3])  # cut mid-line
+    r = toktok("inspect", tok)
+    assert r.code == 1
+    line = one_line_error(r.err)
+    assert "does not match its companion" in line and "tok.meta.json" in line and "duplicate" not in line
 
 
 # ---------------------------------------------------------------- encode

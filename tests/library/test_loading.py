@@ -163,3 +163,52 @@ def test_names_and_companion_paths() -> None:
 def test_load_is_exported_from_the_package() -> None:
     assert toktoktok.load is load
     assert "load" in toktoktok.__all__
+
+
+def _big_vocab(tmp_path: Path) -> Path:
+    """A file of 256 bytes and 2,400 merges of three-digit tokens: long enough that a
+    cut mid-line lands on a rank whose first digits are an earlier line's rank."""
+    ranks = {bytes([b]): b for b in range(256)}
+    for i in range(2400):
+        ranks[f"{i:04d}".encode()] = len(ranks)
+    path = tmp_path / "cut.tiktoken"
+    write_tiktoken(path, ranks)
+    return path
+
+
+def _cut_mid_line(path: Path) -> None:
+    data = path.read_bytes()
+    end = data.rindex(b" ", 0, len(data) - 200) + 3  # two digits into a four-digit rank
+    path.write_bytes(data[:end])
+
+
+def test_a_truncated_file_with_a_companion_is_told_by_the_companion(tmp_path: Path) -> None:
+    """Cut mid-line, the file's last rank reads as an earlier one ("duplicate rank"):
+    with a companion, the message is the size and digest it records."""
+    from toktoktok.errors import CompanionMismatch
+    from toktoktok.loading import file_sha256
+
+    path = _big_vocab(tmp_path)
+    write_meta(tmp_path, "cut", format="toktoktok-meta/2", special_tokens={},
+               tiktoken={"sha256": file_sha256(path), "ranks": 2656, "bytes": path.stat().st_size})
+    assert load(path).n_vocab == 2656
+    _cut_mid_line(path)
+    with pytest.raises(CompanionMismatch) as err:
+        load(path)
+    message = str(err.value)
+    assert "cut.tiktoken" in message and "cut.meta.json" in message and "bytes" in message
+    assert "duplicate" not in message
+
+
+def test_a_truncated_file_without_a_companion_says_it_may_be_truncated(tmp_path: Path) -> None:
+    path = _big_vocab(tmp_path)
+    _cut_mid_line(path)
+    last = len(path.read_bytes().split(b"\n"))
+    with pytest.raises(TokenizerFileError) as err:
+        load(path)
+    assert f"cut.tiktoken, line {last}:" in str(err.value)
+    assert "may be truncated" in str(err.value)
+    path.write_bytes(path.read_bytes() + b"\n")  # the same bad line, ended: a plain duplicate
+    with pytest.raises(TokenizerFileError) as err:
+        load(path)
+    assert "duplicate rank" in str(err.value) and "may be truncated" not in str(err.value)

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -28,7 +29,7 @@ import pytest
 import toktoktok
 from tests.conftest import SPECIALS, TOKTOK, english_text, toktok, write_config
 from toktoktok import publish_journal
-from toktoktok.errors import CompanionMismatch, PublishError
+from toktoktok.errors import CompanionMismatch, PublishError, TokenizerFileError
 from toktoktok.loading import OldCompanionWarning
 
 # ---------------------------------------------------------------- the file set alone
@@ -69,6 +70,79 @@ def test_a_failed_rename_restores_the_old_set(tmp_path):
         publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
     assert _files(out) == before
     assert sorted(p.name for p in out.iterdir()) == ["a.md", "b.json", "c.tiktoken"], "no temporary file left"
+
+
+def _hidden(folder: Path) -> list[str]:
+    """What a publish leaves beside its targets: ``.NAME.publish-new`` and ``.NAME.publish-old``."""
+    return sorted(p.name for p in folder.rglob(".*.publish-*"))
+
+
+def test_a_failed_rename_leaves_no_publish_old_beside_the_restored_file(tmp_path, monkeypatch):
+    """The old file is linked aside before the rename over it: undoing a rename
+    that failed must remove that second link (renaming one link of a file over
+    another link of it does nothing)."""
+    out, _, pairs = _old_and_new(tmp_path)
+    before = _files(out)
+    real_replace = os.replace
+
+    def failing(src, dst, *args, **kwargs):
+        if Path(dst) == out / "c.tiktoken" and Path(src).name.endswith(publish_journal.NEW):
+            raise OSError(errno.EIO, "Input/output error", str(src))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(PublishError, match="previous outputs are restored as they were") as err:
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    assert _files(out) == before
+    assert _hidden(out) == []
+    assert not err.value.committed
+
+
+def test_outputs_another_process_replaced_meanwhile_are_named_not_called_restored(tmp_path, monkeypatch):
+    """Another publish to the same outputs runs between two of ours (it takes our
+    staged names and removes our old ones): the rollback finds files it did not
+    put there, leaves them as found, and says so."""
+    out, _, pairs = _old_and_new(tmp_path)
+    real_replace = os.replace
+    renames = []
+
+    def another_process_between(src, dst, *args, **kwargs):
+        if Path(src).name.endswith(publish_journal.NEW):
+            renames.append(dst)
+            if len(renames) == 3:
+                for hidden in out.glob(".*"):
+                    hidden.unlink()
+                for name in ("a.md", "b.json", "c.tiktoken", "d.extra"):
+                    (out / f"{name}.theirs").write_text(f"theirs {name}")
+                    real_replace(out / f"{name}.theirs", out / name)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", another_process_between)
+    with pytest.raises(PublishError) as err:
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    assert "another process changed" in str(err.value) and "as they were" not in str(err.value)
+    assert _files(out) == {n: f"theirs {n}".encode() for n in ("a.md", "b.json", "c.tiktoken", "d.extra")}
+    assert _hidden(out) == []
+
+
+def test_an_error_after_the_commit_says_the_new_set_is_in_place(tmp_path, monkeypatch):
+    out, _, pairs = _old_and_new(tmp_path)
+    real_unlink = Path.unlink
+
+    def failing(self, missing_ok=False):
+        if self.name.endswith(publish_journal.OLD) and self.exists():
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", failing)
+    with pytest.raises(PublishError, match="the new outputs are in place") as err:
+        publish_journal.publish(pairs, remove=[], journal=tmp_path / "j.json")
+    assert err.value.committed and "restored" not in str(err.value) and "kept" not in str(err.value)
+    monkeypatch.undo()
+    assert publish_journal.recover(tmp_path / "j.json").startswith("finished")
+    assert _files(out) == {"a.md": b"new a.md", "b.json": b"new b.json", "c.tiktoken": b"new c.tiktoken",
+                           "d.extra": b"new only"}
+    assert _hidden(out) == []
 
 
 PUBLISH_CHILD = """
@@ -268,3 +342,132 @@ def test_the_companion_records_the_set_and_an_old_one_warns(tmp_path, two_sets):
     assert enc.encode("<|endoftext|>", allowed_special="all") == [meta["special_tokens"]["<|endoftext|>"]]
     r = toktok("inspect", str(out / "tok.tiktoken"), real=True)
     assert r.code == 0 and "warning:" in r.err and "toktok export" in r.err, r
+
+
+# ---------------------------------------------------------------- what a failed export says is on disk
+
+
+def _fault(monkeypatch, point: str, project: Path, order: list[str]) -> None:
+    """Make ``toktok export`` (in this process) fail at ``point``; record in ``order``
+    the names each staged file is renamed to."""
+    real_replace, real_unlink = os.replace, Path.unlink
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(src).name.endswith(publish_journal.NEW):
+            order.append(Path(dst).name)
+        if point == "manifest-enospc" and Path(dst) == project / "out" / "tok.work" / "export" / "manifest.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real_replace(src, dst, *args, **kwargs)
+
+    def unlink(self, missing_ok=False):
+        if self.exists() and (point.startswith("clean") and self.name.endswith(publish_journal.OLD)
+                              or point == "journal-eio" and self.name == "publish.json"
+                              and '"committed"' in self.read_text()):
+            if point == "clean-ctrl-c":
+                raise KeyboardInterrupt
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(Path, "unlink", unlink)
+
+
+@pytest.mark.parametrize("point", ["clean-eio", "journal-eio", "manifest-enospc", "clean-ctrl-c"])
+def test_a_failure_after_the_publish_committed_says_the_new_set_is_in_place(tmp_path, two_sets, monkeypatch, point):
+    """Removing the old files, the journal, or writing the export manifest fails
+    (or Ctrl-C comes) once every file is renamed: the new set is what is on disk,
+    and the message says so, never that the previous outputs are kept; the
+    .tiktoken was renamed last, after its companion; the next run finishes."""
+    project, _, new = two_sets
+    config = _copy_project(project, tmp_path / point)
+    order: list[str] = []
+    _fault(monkeypatch, point, config.parent, order)
+    r = toktok("export", "-c", config)
+    monkeypatch.undo()
+    assert r.code == (130 if point == "clean-ctrl-c" else 1), r.err
+    assert "this export's outputs" in r.err and "are in place" in r.err, r.err
+    assert "kept as they were" not in r.err and "restored" not in r.err, r.err
+    assert order[-2:] == ["tok.meta.json", "tok.tiktoken"], order
+    outputs = _outputs(config.parent)
+    assert outputs["tok.tiktoken"] == new["tok.tiktoken"]
+    assert toktoktok.load(config.parent / "out" / "tok.tiktoken").n_vocab == json.loads(
+        new["tok.meta.json"])["vocab_size"]
+    rerun = toktok("run", "-c", config)
+    assert rerun.code == 0, rerun.err
+    _same_tokenizer_and_whole_set(_outputs(config.parent), new)
+    assert _hidden(config.parent / "out") == []
+
+
+def test_a_failed_last_rename_keeps_the_previous_set_with_nothing_beside_it(tmp_path, two_sets, monkeypatch):
+    project, old, _ = two_sets
+    config = _copy_project(project, tmp_path / "last")
+    out = config.parent / "out"
+    real_replace = os.replace
+
+    def failing(src, dst, *args, **kwargs):
+        if Path(dst) == out / "tok.tiktoken" and Path(src).name.endswith(publish_journal.NEW):
+            raise OSError(errno.EIO, "Input/output error", str(src))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", failing)
+    r = toktok("export", "-c", config)
+    monkeypatch.undo()
+    assert r.code == 1 and "previous outputs" in r.err and "kept as they were" in r.err, r.err
+    assert _outputs(config.parent) == old
+    assert _hidden(out) == []
+
+
+def test_outputs_another_export_replaced_meanwhile_are_not_called_kept(tmp_path, two_sets, monkeypatch):
+    """Another export publishes to the same outputs between two renames of this one
+    (it takes the staged names and removes the old ones): the message says what
+    was found, and nothing of the other export's is removed."""
+    project, _, _ = two_sets
+    config = _copy_project(project, tmp_path / "cc")
+    out = config.parent / "out"
+    real_replace = os.replace
+    theirs: dict[str, bytes] = {}
+    renames = []
+
+    def another_export_between(src, dst, *args, **kwargs):
+        if Path(src).name.endswith(publish_journal.NEW):
+            renames.append(dst)
+            if len(renames) == 2:
+                for hidden in list(out.glob(".*.publish-*")):
+                    hidden.unlink()
+                for path in [p for p in out.iterdir() if p.is_file() and not p.name.startswith(".")]:
+                    theirs[path.name] = f"another export's {path.name}".encode()
+                    (out / "theirs").write_bytes(theirs[path.name])
+                    real_replace(out / "theirs", path)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", another_export_between)
+    r = toktok("export", "-c", config)
+    monkeypatch.undo()
+    assert theirs, "the other export ran"
+    assert r.code == 1, r.err
+    assert "another process" in r.err and "kept as they were" not in r.err and "restored" not in r.err, r.err
+    assert {k: v for k, v in _outputs(config.parent).items() if "/" not in k} == theirs
+    assert _hidden(out) == []
+
+
+@pytest.mark.slow
+def test_a_first_export_killed_before_its_last_rename_leaves_no_tiktoken(tmp_path, two_sets):
+    """No earlier outputs: killed before the last rename, every other file is in
+    place but the .tiktoken is not, so no reader loads it without its companion."""
+    project, _, new = two_sets
+    config = _copy_project(project, tmp_path / "first")
+    for name in [k for k in _outputs(config.parent) if "/" not in k]:
+        (config.parent / "out" / name).unlink()
+    import shutil
+
+    for folder in (config.parent / "out").glob("tok.hf"):
+        shutil.rmtree(folder)
+    proc = subprocess.Popen([str(TOKTOK), "export", "-c", str(config)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, publish_journal.STOP_AFTER: str(len(new) - 1)})
+    _wait_stopped(proc)
+    proc.kill()
+    proc.wait()
+    out = config.parent / "out"
+    assert (out / "tok.meta.json").is_file() and not (out / "tok.tiktoken").exists()
+    with pytest.raises(TokenizerFileError, match="tok.tiktoken"):
+        toktoktok.load(out / "tok.tiktoken")

@@ -160,27 +160,44 @@ def _parse_lines(data: bytes, path: str | os.PathLike[str]) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     line_of_token: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line:
             continue
+        cut = _cut_note(number, lines)
         try:
             token, rank = _parse_line(line)
         except ValueError as e:
-            raise TokenizerFileError(path, str(e), line=number) from None
+            raise TokenizerFileError(path, f"{e}{cut}", line=number) from None
         if token in ranks:
             raise TokenizerFileError(
-                path, f"duplicate token {token!r}: already on line {line_of_token[token]}", line=number
+                path, f"duplicate token {token!r}: already on line {line_of_token[token]}{cut}", line=number
             )
         if rank in line_of_rank:
             raise TokenizerFileError(
-                path, f"duplicate rank {rank}: already on line {line_of_rank[rank]}", line=number
+                path, f"duplicate rank {rank}: already on line {line_of_rank[rank]}{cut}", line=number
             )
         ranks[token] = rank
         line_of_token[token] = number
         line_of_rank[rank] = number
     return ranks
+
+
+def _cut_note(number: int, lines: list[bytes]) -> str:
+    """What to add to an error on line ``number``: a last line with no line break
+    is where a file cut short ends (a cut rank reads as an earlier rank, a cut
+    token as bad base64), so the error says the file may be truncated.
+
+        >>> _cut_note(2, [b"IQ== 0", b"IQ== 1"])
+        '; it is the last line and has no line break: the file may be truncated'
+        >>> _cut_note(2, [b"IQ== 0", b"IQ== 1", b""])
+        ''
+    """
+    if number == len(lines) and lines[-1].rstrip(b"\r"):
+        return "; it is the last line and has no line break: the file may be truncated"
+    return ""
 
 
 def _parse_line(line: bytes) -> tuple[bytes, int]:

@@ -14,8 +14,8 @@ what is shown of it, and the module that shows it:
   vocabulary's layout (single bytes, hardcoded merges or a warm start's base,
   each phase, special tokens) and the longest tokens (``vocabulary``);
 - a training report ``NAME.report.json``: each of its tables (``report_file``).
-
-The options (``--top``, ``--search``, ``--id``) are in docs/cli.md. Tokens are
+A file unlike its record (manifest, companion) is shown with a warning
+(``InspectWarning``); a ``.tiktoken`` unlike its companion is refused. The options (``--top``, ``--search``, ``--id``) are in docs/cli.md. Tokens are
 shown as double-quoted, escaped text (``shown``), so spaces and line breaks
 are visible; ``--search`` reads the same escapes back. Every table is a polars
 DataFrame printed without shape and dtypes; counts are plain integers (no
@@ -26,6 +26,8 @@ usage error (exit 2, ``UsageError``).
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 from typing import NoReturn
 
@@ -41,6 +43,45 @@ from .shown import parse_search
 from .vocabulary import inspect_tiktoken
 
 DEFAULT_TOP = 20
+
+
+class InspectWarning(UserWarning):
+    """A file inspected that is not what its manifest or companion records.
+
+    A warning, not a refusal: inspect only looks, and a damaged or replaced
+    file is often what a user inspects to see (the stage commands refuse it).
+    A ``.tiktoken`` unlike its companion is refused instead: the companion's
+    special tokens and phases would be shown as the file's own.
+    """
+
+
+def _warn_unlike_record(path: Path, kind: str) -> None:
+    """Warn for each file ``path`` stands for that differs from its record."""
+    if kind == "report":
+        reason = _report_unlike_companion(path)
+        reasons = [reason] if reason else []
+    else:
+        files = sorted(path.glob("chunk-*.arrow")) if kind == "chunks" and path.is_dir() else \
+            [path / "merges.arrow"] if path.is_dir() else [path]
+        reasons = [r for f in files if (r := artifacts.unlike_manifest(f))]
+    for reason in reasons:
+        warnings.warn(f"{reason}; shown as found (`toktok run` makes it anew)", InspectWarning, stacklevel=3)
+
+
+def _report_unlike_companion(path: Path) -> str | None:
+    """Why a ``NAME.report.json`` is not the one its ``NAME.meta.json`` records, or None."""
+    companion = path.with_name(path.name.removesuffix(".report.json") + ".meta.json")
+    try:
+        members = json.loads(companion.read_text(encoding="utf-8")).get("members")
+    except (OSError, ValueError, AttributeError):
+        return None  # no companion to compare with (its readers say what is wrong with it)
+    if not isinstance(members, dict):
+        return None
+    if path.name not in members:
+        return f"{path} is not in the set its companion {companion} records"
+    if artifacts.file_digest(path) != members[path.name]:
+        return f"{path} does not match the digest its companion {companion} records (another export's, or changed)"
+    return None
 
 
 def _check_top(top: int) -> int:
@@ -114,6 +155,8 @@ def inspect_path(path: Path, *, top: int = DEFAULT_TOP, search: str | None = Non
             raise UsageError(f"{path}: a companion file without its {name}.tiktoken; inspect the .tiktoken")
         path = beside[0]
     kind = kind_of(path)
+    if kind != "tiktoken":
+        _warn_unlike_record(path, kind)
     needle = parse_search(search) if search is not None else None
     if token_id is not None and kind not in ("tiktoken", "merges"):
         raise UsageError(f"--id applies to a .tiktoken or a merges file, not to a {kind} file")

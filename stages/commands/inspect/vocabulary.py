@@ -15,8 +15,7 @@ import polars as pl
 
 from toktoktok.errors import UsageError
 from toktoktok.known_bases import recognise
-from toktoktok.loading import check_companion, meta_path, read_meta, split_name
-from toktoktok.tiktoken_file import read_tiktoken
+from toktoktok.loading import meta_path, read_checked, split_name
 from toktoktok.vocab import hardcoded_merges
 
 from ..texts import table
@@ -85,11 +84,8 @@ def _kind_of_rank(rank: int, rows: list[dict[str, Any]]) -> str:
 
 
 def inspect_tiktoken(path: Path, *, top: int, needle: bytes | None, token_id: int | None) -> str:
-    ranks = read_tiktoken(path)
+    ranks, meta = read_checked(path)
     companion = meta_path(path)
-    meta = read_meta(companion) if companion.is_file() else {}
-    if meta:
-        check_companion(path, meta, ranks)
     known = recognise(path) if not meta else None
     specials: dict[str, int] = dict(meta.get("special_tokens") or (known.special_tokens if known else {}))
     by_rank = {r: t for t, r in ranks.items()}
