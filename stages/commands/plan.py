@@ -65,7 +65,7 @@ def phase_plan(work: Work, phase: Phase) -> dict[str, Any]:
     """One phase: its files, totals, capacity, sample share and expected peak memory."""
     from toktoktok import memory, sampling
 
-    cfg, inputs = work.cfg, work.ingest(phase).inputs()
+    cfg, inputs = work.cfg, work.ingest(phase).inputs(exact=True)
     files = _files(inputs)
     text = sum(f["text_bytes"] or 0 for f in files)
     capacity = sampling.capacity(cfg.working_set_mb)

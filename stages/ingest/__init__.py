@@ -4,9 +4,11 @@ Reads every file of the phase's sources (streamed, never whole); writes
 ``chunk-NNNNN.arrow``, ``heldout.arrow`` and, last, ``manifest.json`` in
 ``WORK/ingest/NN-slug/`` (docs/outputs.md, The work folder).
 
-The phase's text is measured first (``sources.text_bytes``); if it is more
-than the budget buys (``sampling.capacity``), each unit is kept with the
-share capacity / total. The main process reads files, cuts them into
+The phase's text is measured first (``sources.text_bytes``; where that
+would read the text, a guess far below the budget will do, checked against
+what ingest then reads: ``IngestFolder.inputs``); if it is more than the
+budget buys (``sampling.capacity``), each unit is kept with the share
+capacity / total. The main process reads files, cuts them into
 sampling units (``toktoktok.units``), decides each unit's fate (held out,
 left out of the sample or trained: ``routing``), cuts the trained text at the
 pattern's safe places and sends batches of it to workers (``batching``),
@@ -112,6 +114,12 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
     except PatternTimeout as exc:  # a tokenizer must not depend on the machine's load
         raise PatternTimeout(exc.seconds, file=files[exc.file][1], offset=exc.offset,
                              per_mib=cfg.pattern_timeout_s) from None
+    if inputs.guessed:  # sizes were guesses: what was read is the truth, and may want a sample after all
+        measured = folder.measured(batcher.text_bytes)
+        if measured.share != share:
+            progress.done()
+            return run_ingest(work, phase, force=True, progress=progress)
+        sizes = measured.sizes
     tally.forced_cuts += batcher.forced_cuts
     tally.bad_files[:0] = inputs.skipped
     warnings = special_token_warnings(cfg, phase, batcher.specials_found, tally.documents)

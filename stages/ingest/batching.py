@@ -169,6 +169,7 @@ class Batcher:
         self.inflight: list[tuple[Future | pa.Table | dict | int | None, float, int, int, list[int]]] = []
         self.sent_chars: dict[int, int] = {}  # characters of each file sent so far
         self.forced_cuts = 0  # cuts of pieces longer than max_piece_bytes
+        self.text_bytes: dict[int, int | None] = {}  # each file's text bytes as read (None: skipped as bad)
         self.specials_found: dict[str, int] = dict.fromkeys(cfg.special_tokens, 0)  # occurrences in the text
         # with workers, the chunker's sums run in a thread of their own, in order, so that
         # this thread goes on reading and the workers never wait while it sums; at most

@@ -32,6 +32,7 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
                 ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files)
                 batcher.file_done()
                 tally.files += 1
+                batcher.text_bytes[index] = tally.bytes_read - counted_before.bytes_read
             except (SourceError, FileNotFoundError) as exc:
                 if cfg.on_bad_file == "fail":
                     raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
@@ -42,6 +43,7 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
                     setattr(tally, f.name, getattr(counted_before, f.name))
                 tally.bad_files = bad
                 tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": False})
+                batcher.text_bytes[index] = None
                 progress.note(f"skipped bad file {path}: {exc}")
         if tally.kept_documents == 0 and heldout:
             train_last_held(cfg, files[held_files[-1]][0].weight, held_files.pop(), heldout, batcher, tally)

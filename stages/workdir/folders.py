@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +148,7 @@ class IngestInputs:
     sizes: list[int | None]  # text bytes (None: unreadable)
     share: float
     skipped: list[dict[str, str]]  # broken symbolic links a folder scan passed by (on_bad_file: skip)
+    guessed: tuple[int, ...] = ()  # files whose size is a guess, checked by ingest (``IngestFolder.inputs``)
 
 
 class IngestFolder(StageFolder):
@@ -158,15 +159,37 @@ class IngestFolder(StageFolder):
         self.work, self.phase = work, phase
         self._inputs: IngestInputs | None = None
 
-    def inputs(self) -> IngestInputs:
-        """The phase's files, measured (the text bytes an earlier ingest recorded reused)."""
-        if self._inputs is None:
+    def inputs(self, *, exact: bool = False) -> IngestInputs:
+        """The phase's files, measured (the text bytes an earlier ingest recorded reused).
+
+        The local engine takes guesses where measuring would read the text
+        (``layout.measure_text``) while they leave the whole text kept far below
+        the capacity; ingest then records what it read (``measured``). ``exact``
+        (``plan``, the Ray engine): every size measured.
+        """
+        if self._inputs is None or (exact and self._inputs.guessed):
             cfg = self.work.cfg
             skipped: list[dict[str, str]] = []
             files = layout.phase_files(self.phase, skipped=skipped if cfg.on_bad_file == "skip" else None)
             fingerprints = [layout.fingerprint(src, path) for src, path in files]
-            sizes = layout.measure_text(cfg, files, fingerprints, self.recorded)
-            self._inputs = IngestInputs(files, fingerprints, sizes, layout.phase_share(cfg, sizes), skipped)
+            estimate = not exact and cfg.engine == "local"
+            sizes, guessed = layout.measure_text(cfg, files, fingerprints, self.recorded, estimate=estimate)
+            share = layout.phase_share(cfg, sizes, guessed)
+            if share is None:  # too near the capacity to trust the guesses: measure them
+                sizes, guessed = layout.measure_text(cfg, files, fingerprints, self.recorded)
+                share = layout.phase_share(cfg, sizes)
+            self._inputs = IngestInputs(files, fingerprints, sizes, share, skipped, guessed)
+            self._key = None
+        return self._inputs
+
+    def measured(self, sizes: dict[int, int | None]) -> IngestInputs:
+        """The inputs with the guessed sizes replaced by what ingest read (``sizes``:
+        file index -> text bytes, None for a file skipped as bad); their share may
+        then differ from the one the guesses gave (the caller ingests again)."""
+        inputs = self.inputs()
+        exact = [sizes.get(i, size) if i in inputs.guessed else size for i, size in enumerate(inputs.sizes)]
+        self._inputs = replace(inputs, sizes=exact, share=layout.phase_share(self.work.cfg, exact), guessed=())
+        self._key = None
         return self._inputs
 
     def settings(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from toktoktok import sampling
 from toktoktok.config import Config, ConfigError, Phase, Source
 from toktoktok.loading import meta_path, split_name
-from toktoktok.sources import SourceError, list_source_files, text_bytes
+from toktoktok.sources import SourceError, list_source_files, text_bytes, text_bytes_estimate
 
 STAGE_FOLDERS = ("ingest", "train", "export")  # the folders of WORK, one a stage
 LOCK = ".lock"  # WORK/.lock: held by the run using the work folder
@@ -111,8 +111,10 @@ def fingerprint(src: Source, path: Path) -> dict[str, Any]:
 
 
 def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: list[dict[str, Any]],
-                 recorded: dict[str, Any] | None) -> list[int | None]:
-    """Each file's text bytes (None: unreadable, left to ingest to report).
+                 recorded: dict[str, Any] | None, *, estimate: bool = False) -> tuple[list[int | None], tuple[int, ...]]:
+    """Each file's text bytes (None: unreadable, left to ingest to report), and the
+    files whose size is a guess (``estimate``: ``sources.text_bytes_estimate``
+    where measuring would read the text; ingest checks them: ``phase_share``).
 
     Sizes ``recorded`` by the last ingest of the phase (its manifest, as
     written) are reused while a file's fingerprint is unchanged, so a rerun
@@ -123,23 +125,40 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
         if isinstance(entry, dict) and "text_bytes" in entry:
             known[_fingerprint_key(entry)] = entry["text_bytes"]
     sizes: list[int | None] = []
-    for (src, path), fp in zip(files, fingerprints):
+    guessed: list[int] = []
+    for index, ((src, path), fp) in enumerate(zip(files, fingerprints)):
         if _fingerprint_key(fp) in known:
             sizes.append(known[_fingerprint_key(fp)])
             continue
         try:
-            sizes.append(text_bytes(path, text_column=src.text_column))
+            if estimate:
+                size, exact = text_bytes_estimate(path, text_column=src.text_column)
+                sizes.append(size)
+                if not exact:
+                    guessed.append(index)
+            else:
+                sizes.append(text_bytes(path, text_column=src.text_column))
         except (SourceError, OSError) as exc:
             if cfg.on_bad_file == "fail":
                 raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
             sizes.append(None)
-    return sizes
+    return sizes, tuple(guessed)
 
 
 def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
     return (fp.get("path"), fp.get("size"), fp.get("mtime_ns"), fp.get("text_column"))
 
 
-def phase_share(cfg: Config, sizes: list[int | None]) -> float:
-    """The share of documents this phase keeps (1.0: no sampling)."""
-    return sampling.share(total=sum(s or 0 for s in sizes), capacity=sampling.capacity(cfg.working_set_mb))
+ESTIMATE_MARGIN = 0.5  # guessed sizes are trusted to keep the whole text only this far below the capacity
+
+
+def phase_share(cfg: Config, sizes: list[int | None], guessed: tuple[int, ...] = ()) -> float | None:
+    """The share of documents this phase keeps (1.0: no sampling); None when some
+    sizes are guesses and the total is too near the capacity to trust them
+    (measure those files: ``measure_text``). Whole text kept on guessed sizes is
+    checked by ingest against the bytes it read."""
+    capacity = sampling.capacity(cfg.working_set_mb)
+    total = sum(s or 0 for s in sizes)
+    if guessed and total > capacity * ESTIMATE_MARGIN:
+        return None
+    return sampling.share(total=total, capacity=capacity)

@@ -30,6 +30,7 @@ from tests.conftest import english_text
 from toktoktok import sampling, units
 from toktoktok.config import load_config
 from toktoktok.patterns import NAMED_PATTERNS
+from toktoktok.sources import text_bytes_estimate
 from toktoktok_stages import ingest, workdir
 from toktoktok_stages.ingest import routing
 from toktoktok_stages.workdir.progress import Progress
@@ -154,3 +155,37 @@ def test_jsonl_keys_are_line_offsets_as_train_writes_them(tmp_path):
     want = [t for t, at in zip(texts, sampling.jsonl_offsets(texts)) if sampling.is_heldout(5, "01-p", 0, at, 0.2)]
     assert 40 < len(want) < 120
     assert pl.read_ipc(folder / "heldout.arrow")["text"].to_list() == want
+
+
+@pytest.mark.parametrize("kind", ["parquet", "zst", "gz"])
+def test_a_guessed_size_that_proves_too_small_is_sampled_as_a_measured_one(tmp_path, kind, monkeypatch):
+    """Where measuring would read the text (parquet, compressed files), ingest starts on a
+    guess of its size; text that turns out larger than the budget buys is ingested again
+    with the share its measured size gives: the same chunks as when it is measured first.
+    The guesses here are far too small: parquet's dictionary holds a repeated value once,
+    a zstd file's first frame declares only its own size, a gzip file's trailer only its
+    last member's (files of several frames or members, as parallel compressors write)."""
+    import gzip
+
+    import zstandard
+
+    docs = [f"row {i % 50} of the same few words, again and again" for i in range(40_000)]
+    path = tmp_path / {"parquet": "t.parquet", "zst": "t.txt.zst", "gz": "t.txt.gz"}[kind]
+    text = "\n\n".join(docs).encode()
+    if kind == "parquet":
+        pq.write_table(pa.table({"text": docs}), path)
+    elif kind == "zst":
+        z = zstandard.ZstdCompressor(write_content_size=True)
+        path.write_bytes(z.compress(text[:1000]) + z.compress(text[1000:]))
+    else:
+        path.write_bytes(gzip.compress(text[:-1000]) + gzip.compress(text[-1000:]))
+    guess, exact = text_bytes_estimate(path)
+    assert not exact and guess < sampling.capacity(1) * workdir.layout.ESTIMATE_MARGIN < len(text)  # trusted, wrong
+    guessed, _ = _ingest(tmp_path / "guessed", path, working_set_mb=1)
+    monkeypatch.setattr(workdir.layout, "ESTIMATE_MARGIN", 0.0)  # every guess distrusted: measured first
+    measured, _ = _ingest(tmp_path / "measured", path, working_set_mb=1)
+    assert guessed["sample"]["share"] < 1 and guessed["sample"] == measured["sample"]
+    assert guessed["inputs"] == measured["inputs"] and guessed["key"] == measured["key"]
+    assert guessed["counts"] == measured["counts"]
+    assert _chunks(tmp_path / "guessed" / "out" / "tok.work" / "ingest" / "01-p") == _chunks(
+        tmp_path / "measured" / "out" / "tok.work" / "ingest" / "01-p")

@@ -15,7 +15,7 @@ or ``.gz``. One idea a module:
 Here: the names the rest of the project uses.
 """
 
-from toktoktok.sources.blocks import TXT_DOCUMENTS, iter_blocks, iter_stream_blocks, text_bytes
+from toktoktok.sources.blocks import TXT_DOCUMENTS, iter_blocks, iter_stream_blocks, text_bytes, text_bytes_estimate
 from toktoktok.sources.decoding import Utf8Decoder
 from toktoktok.sources.listing import glob_match, list_source_files
 from toktoktok.sources.reads import Block, ReadStats, SourceError
@@ -25,5 +25,5 @@ from toktoktok.sources.txt_windows import TxtWindow, iter_txt_windows
 __all__ = [
     "TXT_DOCUMENTS", "Block", "ReadStats", "SourceError", "TxtWindow", "Utf8Decoder", "file_format", "glob_match",
     "iter_blocks", "iter_stream_blocks", "iter_txt_windows", "list_source_files", "open_binary", "raw_chunks",
-    "text_bytes",
+    "text_bytes", "text_bytes_estimate",
 ]

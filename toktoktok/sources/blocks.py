@@ -17,18 +17,21 @@ encode --documents``). ``text_bytes`` measures a file's text for sampling.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import regex
+import zstandard
 
 from toktoktok.sources.decoding import WIDE_BOMS, Utf8Decoder, recoded
 from toktoktok.sources.reads import READ_ERRORS, Block, ReadStats, cannot_read
-from toktoktok.sources.row_batches import table_blocks, table_text_bytes
+from toktoktok.sources.row_batches import parquet_size_estimate, table_blocks, table_text_bytes
 from toktoktok.sources.rows import jsonl_blocks
 from toktoktok.sources.streams import as_path, file_format, open_binary, raw_chunks
 from toktoktok.sources.txt_windows import windows
+from toktoktok.uris import is_remote
 
 
 def _text_blocks(chunks: Iterable[bytes], stats: ReadStats) -> Iterator[Block]:
@@ -208,6 +211,42 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
         if compression is None and not _wide_bom(path):
             return path.stat().st_size
         return sum(len(chunk) for chunk in raw_chunks(path, 1 << 22))
+    except READ_ERRORS as exc:
+        raise cannot_read(path, exc) from exc
+
+
+def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, bool]:
+    """A file's text bytes without reading its text: ``(size, exact)``.
+
+    Exact where the file says it at no cost (a plain ``.txt`` or ``.jsonl``: its
+    size; an ``.arrow`` file: its column's buffers, memory-mapped); else a
+    guess for ingest to check against what it reads (``.zst``: the frame's
+    declared size; ``.gz``: the size its trailer records, modulo 2**32;
+    ``.parquet``: the column's uncompressed size in the footer). A remote file,
+    and one with a UTF-16 or UTF-32 byte order mark, are measured (``text_bytes``).
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> text_bytes_estimate(f, text_column="text") if f.write_text("héllo") else None
+        (6, True)
+    """
+    path = as_path(path)
+    kind, compression = file_format(path)
+    if is_remote(path):
+        return text_bytes(path, text_column=text_column), True
+    try:
+        if kind == "parquet":
+            return parquet_size_estimate(path, text_column), False
+        if kind == "arrow":
+            return table_text_bytes(path, text_column), True
+        if compression is None:
+            return (path.stat().st_size, True) if not _wide_bom(path) else (text_bytes(path), True)
+        with open(path, "rb") as fh:
+            if compression == "zst":
+                declared = zstandard.frame_content_size(fh.read(18))
+                return (declared, False) if declared >= 0 else (text_bytes(path), True)
+            fh.seek(-4, os.SEEK_END)
+            return int.from_bytes(fh.read(4), "little"), False
     except READ_ERRORS as exc:
         raise cannot_read(path, exc) from exc
 

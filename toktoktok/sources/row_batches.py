@@ -183,6 +183,17 @@ def table_text_bytes(path: Path, column: str) -> int:
     return sum(batch.text_bytes() for batch in iter_row_batches(path, column, ReadStats()))
 
 
+def parquet_size_estimate(path: Path, column: str) -> int:
+    """The text column's uncompressed size as the footer records it, over its row
+    groups: about its text bytes (lengths and page headers add a little; a
+    dictionary of repeated values counts them once)."""
+    with _open_parquet(path) as pf:
+        _text_field_type(path, pf.schema_arrow, column)
+        index = pf.schema_arrow.get_field_index(column)
+        meta = pf.metadata
+        return sum(_column_bytes(meta.row_group(g), column, index) for g in range(meta.num_row_groups))
+
+
 def _text_field_type(path: Path, schema: pa.Schema, column: str) -> pa.DataType:
     """The column's type, checked to hold strings, else SourceError."""
     index = schema.get_field_index(column)
@@ -227,5 +238,6 @@ def row_text(batch: RowBatch, i: int, stats: ReadStats) -> str:
         return decode_line(raw, stats)
 
 
-__all__ = ["BATCH_BYTES", "RowBatch", "SourceError", "array_batches", "iter_row_batches", "row_text", "string_buffers",
+__all__ = ["BATCH_BYTES", "RowBatch", "SourceError", "array_batches", "iter_row_batches", "parquet_size_estimate",
+           "row_text", "string_buffers",
            "table_blocks", "table_text_bytes"]
