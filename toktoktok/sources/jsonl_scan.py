@@ -45,6 +45,9 @@ _NO_KEY = np.frombuffer(b'"', dtype=np.uint8)
 _UNESCAPED = np.zeros(256, dtype=np.uint8)
 for _letter, _byte in zip(b'"\\/bfnrt', b'"\\/\b\f\n\r\t'):
     _UNESCAPED[_letter] = _byte
+_HEX = np.full(256, -1, dtype=np.int64)  # each hex digit's value, by its byte
+for _value, _digit in enumerate(b"0123456789abcdef"):
+    _HEX[_digit] = _HEX[ord(chr(_digit).upper())] = _value
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -59,25 +62,13 @@ def _ws(buf, i, end):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _hex(c):
-    """The value of hex digit byte ``c``, else -1."""
-    if 48 <= c <= 57:
-        return np.int64(c) - 48
-    if 97 <= c <= 102:
-        return np.int64(c) - 87
-    if 65 <= c <= 70:
-        return np.int64(c) - 55
-    return np.int64(-1)
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _hex4(buf, i, end):
     """The code unit of the 4 hex digits at ``buf[i:i+4]``, else -1."""
     if i + 4 > end:
         return np.int64(-1)
     v = np.int64(0)
     for k in range(4):
-        d = _hex(buf[i + k])
+        d = _HEX[buf[i + k]]
         if d < 0:
             return np.int64(-1)
         v = v * 16 + d

@@ -1,0 +1,166 @@
+"""The numba ``.jsonl`` scanner against the reader it stands in for.
+
+``rows.jsonl_blocks`` (a line at a time, ``json.loads``) is the reference:
+``jsonl_documents`` must give the same documents, counts and errors on any
+bytes, and ``scan_jsonl`` must only decide (kind 0 or 1) lines it gets
+right; everything else it leaves to Python (kind 2). Typical lines must
+never reach Python.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toktoktok.sources import ReadStats, SourceError, jsonl_documents
+from toktoktok.sources.jsonl_scan import DOCUMENT, NO_DOCUMENT, TO_PYTHON, scan_jsonl
+from toktoktok.sources.rows import jsonl_blocks
+
+FOLDER = Path(tempfile.mkdtemp(prefix="jsonl_scan_"))
+PATH = FOLDER / "t.jsonl"
+
+
+Result = tuple[dict[int, str], int, int] | str
+
+
+def reference(data: bytes, column: str = "text", first_line: int = 1) -> Result:
+    """``jsonl_blocks``'s documents of ``data`` ({line's byte offset: text}), the
+    documents and replaced characters it counted, or its error message; ``data``'s first line is number ``first_line``
+    (blank lines put before it)."""
+    pad = first_line - 1
+    PATH.write_bytes(b"\n" * pad + data)
+    stats, docs = ReadStats(), {}
+    try:
+        for block in jsonl_blocks(PATH, column, 1 << 30, stats):
+            docs[block.offset - pad] = docs.get(block.offset - pad, "") + block.text
+    except SourceError as exc:
+        return str(exc)
+    return docs, stats.documents, stats.replaced_chars
+
+
+def scanned(data: bytes, column: str = "text", first_line: int = 1) -> Result:
+    """``jsonl_documents``'s answer, in ``reference``'s form."""
+    stats = ReadStats()
+    try:
+        out, offsets, starts, present = jsonl_documents(data, column, path=PATH, first_line=first_line,
+                                                        at_file_start=first_line == 1, stats=stats)
+    except SourceError as exc:
+        return str(exc)
+    assert len(offsets) == len(starts) + 1 == len(present) + 1 and offsets[0] == 0 and offsets[-1] == len(out)
+    assert all(offsets[i] == offsets[i + 1] for i in np.flatnonzero(~present))
+    docs = {int(starts[i]): bytes(out[offsets[i]:offsets[i + 1]]).decode() for i in np.flatnonzero(present)}
+    return docs, stats.documents, stats.replaced_chars
+
+
+def kernel(data: bytes, column: str = "text") -> tuple[list[bytes], list[int], list[int]]:
+    """``scan_jsonl``'s texts, line starts and kinds."""
+    out, offsets, starts, kind = scan_jsonl(np.frombuffer(data, dtype=np.uint8),
+                                            np.frombuffer(column.encode(), dtype=np.uint8))
+    assert out.dtype == np.uint8 and offsets.dtype == starts.dtype == np.int64 and kind.dtype == np.int8
+    texts = [bytes(out[offsets[i]:offsets[i + 1]]) for i in range(len(kind))]
+    return texts, starts.tolist(), kind.tolist()
+
+
+def same_as_reference(data: bytes, column: str = "text") -> None:
+    """The wrapper equals the reference on ``data`` (and on its tail from each line
+    on), and every line the kernel decides alone is the reference's."""
+    assert scanned(data, column) == reference(data, column)
+    texts, starts, kinds = kernel(data, column)
+    assert starts == [0] + [i + 1 for i, b in enumerate(data[:-1]) if b == 10]
+    for i, (start, kind) in enumerate(zip(starts, kinds)):
+        line = data[start:].split(b"\n", 1)[0]
+        if i:  # the tail from line i, numbered as in the file
+            assert scanned(data[start:], column, i + 1) == reference(data[start:], column, i + 1)
+        if kind == TO_PYTHON:
+            continue
+        alone = reference(line, column, i + 1)
+        assert isinstance(alone, tuple) and alone[2] == 0, (line, alone)
+        if kind == DOCUMENT:
+            assert alone[0] == {0: texts[i].decode()}, line
+        else:
+            assert kind == NO_DOCUMENT and alone[0] == {} and texts[i] == b"", line
+
+
+# Lines the kernel must decide alone, each with what it gives.
+DECIDED = [
+    (b'{"text": "plain"}', "plain"),
+    (b'{"text": ""}', ""),
+    (b'{"text": null}', None),
+    (b'  \t\r', None),
+    (b"", None),
+    (br'{"text": "\" \\ \/ \b \f \n \r \t"}', "\" \\ / \b \f \n \r \t"),
+    (br'{"text": "\u0041\u00e9\u4e2d\uFFFD\u0000\u001f"}', "A\u00e9\u4e2d\ufffd\x00\x1f"),
+    (br'{"text": "\ud83d\ude00 \uD83D\uDE00"}', "\U0001f600 \U0001f600"),
+    ('{"text": "é中😀\u2028\x7f"}'.encode(), "é中😀\u2028\x7f"),
+    (b' \t{ \r"text"\t:\r "a" \t}\t \r', "a"),
+    (b'{"text": "crlf"}\r', "crlf"),
+    (b'{"id": 1, "n": -0.5e+10, "m": 0, "e": 1E3, "t": true, "f": false, "z": null, "text": "x"}', "x"),
+    (b'{"meta": {"a": [1, [2, {"b": "}]\\""}], {}], "c": {}}, "l": [], "text": "y", "after": [{"x": [null]}]}',
+     "y"),
+    ('{"ключ": "значение", "text": "z", "键": "\\ud800"}'.encode(), "z"),
+    (b'{"m": {"\\u0074ext": 1}, "text": "w"}', "w"),  # an escaped key in a nested object is skipped
+    (b'{"textx": 1, "tex": 2, "text": "v", "Text": 3}', "v"),
+]
+
+# Lines the kernel must leave to Python.
+LEFT = [
+    b'{"t\\u0065xt": "escaped key"}', b'{"text": "a", "text": "b"}', b'{"text": "lone \\ud83d"}',
+    b'{"text": "lone \\ude00"}', b'{"text": "bad \\ud83d\\u0041"}', b'{"text": "raw \t tab"}',
+    b'{"text": "bad \\x"}', b'{"text": "\\u12g4"}', b'{"text": 5}', b'{"text": ["a"]}', b'{"text": "\xff"}',
+    b'{"text": "\xed\xa0\x80"}', b'{"text": "\xc0\x80"}', b'{"id": "\xff", "text": "a"}', b"\xef\xbb\xbf{\"text\": \"a\"}",
+    b"[1]", b'"text"', b"null", b"{}", b'{"other": 1}', b'{"text": "a"', b'{"text": "a"} x', b'{"text": "a",}',
+    b'{"x": NaN, "text": "a"}', b'{"x": 01, "text": "a"}', b'{"x": 1., "text": "a"}', b'{"x": tru, "text": "a"}',
+    b'{"x": ' + b"[" * 70 + b"]" * 70 + b', "text": "a"}', b'{"x": ' + b"9" * 300 + b', "text": "a"}',
+    "\u00a0".encode(), "\u2003 ".encode(), b"\x0b", b"\x1c", b'\x0c{"text": "a"}',
+]
+
+
+@pytest.mark.parametrize("line, text", DECIDED, ids=[repr(d[0][:30]) for d in DECIDED])
+def test_the_kernel_decides_common_lines(line, text):
+    texts, _, kinds = kernel(line + b"\n")
+    assert kinds == [NO_DOCUMENT if text is None else DOCUMENT]
+    assert texts[0] == (b"" if text is None else text.encode())
+    same_as_reference(line + b"\n")
+
+
+@pytest.mark.parametrize("line", LEFT, ids=[repr(line[:30]) for line in LEFT])
+def test_the_kernel_leaves_unusual_lines_to_python(line):
+    assert kernel(line)[2] == [TO_PYTHON]
+    same_as_reference(line)
+    same_as_reference(b'{"text": "before"}\n' + line + b'\n{"text": "after"}')
+
+
+def test_errors_name_the_file_and_the_line():
+    data = b'{"text": "a"}\n\n{"text": 1}\n{"text"}\n'
+    assert scanned(data) == f"{PATH}: line 3: 'text' is int, expected a string"
+    assert scanned(data, first_line=10) == f"{PATH}: line 12: 'text' is int, expected a string"
+    same_as_reference(data)
+
+
+def test_a_bom_is_dropped_only_at_the_start_of_the_file():
+    data = '\ufeff{"text": "a"}\n\ufeff{"text": "b"}\n'.encode()
+    assert scanned(data.split(b"\n", 1)[0]) == ({0: "a"}, 1, 0)
+    assert "line 2: invalid JSON" in scanned(data)
+    assert "line 2: invalid JSON" in scanned(data.split(b"\n", 1)[1], first_line=2)  # not the file's start: kept
+    same_as_reference(data)
+
+
+def test_replaced_characters_are_counted_as_the_reference_counts_them():
+    data = b'{"text": "a\xffb"}\n{"text": "\\ud83d\\ud83d", "x": "\\udc00"}\n{"text": "\xef\xbf\xbd \\ufffd"}\n'
+    docs, documents, replaced = scanned(data)
+    assert list(docs.values()) == ["a\ufffdb", "\ufffd\ufffd", "\ufffd \ufffd"]
+    assert (documents, replaced) == (3, 3)
+    same_as_reference(data)
+
+
+def test_another_column_and_unencodable_names():
+    same_as_reference(b'{"text": "a", "body": "b"}\n{"body": null}\n', "body")
+    same_as_reference('{"é": "a"}\n'.encode(), "é")
+    assert scanned(b'{"text": "a"}\n', "\ud800") == f"{PATH}: line 1: no '\\ud800' field"
