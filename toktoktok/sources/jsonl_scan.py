@@ -478,7 +478,7 @@ def jsonl_documents(buf: bytes | bytearray | memoryview | np.ndarray, column: st
     local = ReadStats()
     slow = np.flatnonzero(kind == TO_PYTHON)
     if len(slow):
-        ends = np.append(line_starts[1:] - 1, len(array))
+        ends = np.append(line_starts[1:] - 1, len(array) - (array[-1] == _NEWLINE))  # without their newline
         pieces, at = [], 0
         lengths = np.diff(offsets)
         for i in slow.tolist():
