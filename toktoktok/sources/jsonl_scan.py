@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from toktoktok.sources.decoding import decode_line, replace_surrogates
 from toktoktok.sources.reads import ReadStats
@@ -45,6 +46,11 @@ _NO_KEY = np.frombuffer(b'"', dtype=np.uint8)
 _UNESCAPED = np.zeros(256, dtype=np.uint8)
 for _letter, _byte in zip(b'"\\/bfnrt', b'"\\/\b\f\n\r\t'):
     _UNESCAPED[_letter] = _byte
+_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+_HIGH, _LOW = np.uint64(0x8080808080808080), np.uint64(0x7F7F7F7F7F7F7F7F)  # each byte's top bit; the rest
+_EVERY_QUOTE, _EVERY_BACKSLASH = np.uint64(0x2222222222222222), np.uint64(0x5C5C5C5C5C5C5C5C)
+_EVERY_NEWLINE, _EVERY_0X60 = np.uint64(0x0A0A0A0A0A0A0A0A), np.uint64(0x6060606060606060)
+_BLOCK = 8  # words tested at once for a stop in a string (as documents.doc_ends does for line breaks)
 _HEX = np.full(256, -1, dtype=np.int64)  # each hex digit's value, by its byte
 for _value, _digit in enumerate(b"0123456789abcdef"):
     _HEX[_digit] = _HEX[ord(chr(_digit).upper())] = _value
@@ -52,11 +58,62 @@ for _value, _digit in enumerate(b"0123456789abcdef"):
 
 @njit(cache=True, nogil=True, inline="always")
 def _ws(buf, i, end):
-    """The first index from ``i`` that is not JSON white space (space, \\t, \\n, \\r)."""
+    """The first index from ``i`` that is not JSON white space within a line (space, \\t, \\r)."""
     while i < end:
         c = buf[i]
-        if c != 32 and c != 9 and c != 10 and c != 13:
+        if c != 32 and c != 9 and c != 13:
             break
+        i += 1
+    return i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _zero_bytes(x):
+    """0x80 in each byte of ``x`` that is 0, else 0 (exact, no borrow between bytes)."""
+    return ~(((x & _LOW) + _LOW) | x | _LOW)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stops(c):
+    """Whether byte ``c`` ends a run of plain text in a string: a quote, a
+    backslash, a control, or a byte of a multi-byte character."""
+    return c == _QUOTE or c == _BACKSLASH or c < 0x20 or c >= 0x80
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word_stops(w):
+    """0x80 in each byte of word ``w`` that ``_stops``, else 0."""
+    return (w | ~((w & _LOW) + _EVERY_0X60)) & _HIGH | _zero_bytes(w ^ _EVERY_QUOTE) | _zero_bytes(w ^ _EVERY_BACKSLASH)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _plain_end(buf, words, i, end):
+    """The first index from ``i`` of a byte that ``_stops`` (``end`` if none).
+
+    Tested a word at a time (the bytes of ``i``'s word before it masked off),
+    and past a few words ``_BLOCK`` words at a time (SIMD): short runs end in
+    their first word, long ones are skipped fast."""
+    q = i >> 3
+    whole = min(len(words), end >> 3)  # the words that end by ``end``
+    if q < whole:
+        stops = _word_stops(words[q]) & (_ONES << np.uint64((i & 7) << 3))
+        first = q
+        while not stops:
+            q += 1
+            if q >= whole:
+                break
+            if q - first >= 4 and q + _BLOCK <= whole:
+                found = np.uint64(0)
+                for r in range(q, q + _BLOCK):
+                    found |= _word_stops(words[r])
+                if not found:
+                    q += _BLOCK - 1
+                    continue
+            stops = _word_stops(words[q])
+        if stops:
+            return (q << 3) + np.int64(trailing_zeros(stops) >> np.uint64(3))
+        i = q << 3
+    while i < end and not _stops(buf[i]):
         i += 1
     return i
 
@@ -103,11 +160,14 @@ def _utf8_len(buf, i, end):
 
 
 @njit(cache=True, nogil=True)
-def _skip_string(buf, i, end, keyish):
+def _skip_string(buf, words, i, end, keyish):
     """The index after the string whose opening quote is at ``i - 1``, else -1
     (malformed, a raw control character, invalid UTF-8; with ``keyish``, also
     any escape, since a key is compared on its raw bytes)."""
     while i < end:
+        i = _plain_end(buf, words, i, end)
+        if i >= end:
+            break
         c = buf[i]
         if c == _QUOTE:
             return i + 1
@@ -125,8 +185,6 @@ def _skip_string(buf, i, end, keyish):
                 return -1
         elif c < 0x20:
             return -1
-        elif c < 0x80:
-            i += 1
         else:
             n = _utf8_len(buf, i, end)
             if n == 0:
@@ -158,17 +216,23 @@ def _put_utf8(out, o, cp):
 
 
 @njit(cache=True, nogil=True)
-def _decode_string(buf, i, end, out, o):
+def _decode_string(buf, words, i, end, out, o):
     """Decode the string whose opening quote is at ``i - 1`` into ``out`` from
     ``o``: (index after its closing quote, end of its text in ``out``), or
     (-1, o) when unsure (see ``_skip_string``; also a lone surrogate escape)."""
     while i < end:
+        j = _plain_end(buf, words, i, end)
+        if j - i > 16:
+            out[o:o + j - i] = buf[i:j]
+        else:  # a short run: a slice would cost more than the bytes
+            for k in range(j - i):
+                out[o + k] = buf[i + k]
+        o += j - i
+        i = j
+        if i >= end:
+            break
         c = buf[i]
-        if c >= 0x20 and c < 0x80 and c != _QUOTE and c != _BACKSLASH:
-            out[o] = c
-            o += 1
-            i += 1
-        elif c == _QUOTE:
+        if c == _QUOTE:
             return i + 1, o
         elif c == _BACKSLASH:
             if i + 1 >= end:
@@ -257,7 +321,7 @@ def _literal(buf, i, end, word):
 
 
 @njit(cache=True, nogil=True)
-def _skip_value(buf, i, end, stack):
+def _skip_value(buf, words, i, end, stack):
     """The index after the JSON value at ``i`` (white space before it skipped),
     else -1: malformed, nested deeper than ``len(stack)``, or anything
     ``_skip_string`` and ``_skip_number`` are unsure of. ``stack`` holds each
@@ -282,7 +346,7 @@ def _skip_value(buf, i, end, stack):
             elif c == _LBRACE:  # a key and its colon, then the value
                 if i >= end or buf[i] != _QUOTE:
                     return -1
-                i = _skip_string(buf, i + 1, end, False)
+                i = _skip_string(buf, words, i + 1, end, False)
                 i = _ws(buf, i, end) if i >= 0 else end
                 if i >= end or buf[i] != _COLON:
                     return -1
@@ -291,7 +355,7 @@ def _skip_value(buf, i, end, stack):
             else:
                 continue
         elif c == _QUOTE:
-            i = _skip_string(buf, i + 1, end, False)
+            i = _skip_string(buf, words, i + 1, end, False)
         elif c == _MINUS or _ZERO <= c <= _NINE:
             i = _skip_number(buf, i, end)
         elif _literal(buf, i, end, _TRUE) or _literal(buf, i, end, _NULL):
@@ -319,7 +383,7 @@ def _skip_value(buf, i, end, stack):
                 i = _ws(buf, i, end)
                 if i >= end or buf[i] != _QUOTE:
                     return -1
-                i = _skip_string(buf, i + 1, end, False)
+                i = _skip_string(buf, words, i + 1, end, False)
                 i = _ws(buf, i, end) if i >= 0 else end
                 if i >= end or buf[i] != _COLON:
                     return -1
@@ -330,24 +394,26 @@ def _skip_value(buf, i, end, stack):
 
 
 @njit(cache=True, nogil=True)
-def _scan_line(buf, i, end, field, out, o, stack):
-    """One line ``buf[i:end]``: (kind, end of its text in ``out``)."""
+def _scan_line(buf, words, i, end, field, out, o, stack):
+    """The line from ``buf[i]``: (kind, end of its text in ``out``, its end: the
+    index of its newline or ``end``; -1 when kind 2). The parse never passes a
+    newline: it is no white space here, nor valid in a string."""
     i = _ws(buf, i, end)
-    if i == end:
-        return NO_DOCUMENT, o
+    if i == end or buf[i] == _NEWLINE:
+        return NO_DOCUMENT, o, i
     if buf[i] != _LBRACE:
-        return TO_PYTHON, o
+        return TO_PYTHON, o, -1
     i = _ws(buf, i + 1, end)
     found = False
     null = False
     start = o
     while True:
         if i >= end or buf[i] != _QUOTE:
-            return TO_PYTHON, start
+            return TO_PYTHON, start, -1
         k = i + 1
-        i = _skip_string(buf, k, end, True)
+        i = _skip_string(buf, words, k, end, True)
         if i < 0:
-            return TO_PYTHON, start
+            return TO_PYTHON, start, -1
         same = i - 1 - k == len(field)
         if same:
             for j in range(len(field)):
@@ -356,34 +422,52 @@ def _scan_line(buf, i, end, field, out, o, stack):
                     break
         i = _ws(buf, i, end)
         if i >= end or buf[i] != _COLON:
-            return TO_PYTHON, start
+            return TO_PYTHON, start, -1
         i = _ws(buf, i + 1, end)
         if same:
             if found:  # json.loads keeps the last: left to Python
-                return TO_PYTHON, start
+                return TO_PYTHON, start, -1
             found = True
             if i < end and buf[i] == _QUOTE:
-                i, o = _decode_string(buf, i + 1, end, out, o)
+                i, o = _decode_string(buf, words, i + 1, end, out, o)
             elif _literal(buf, i, end, _NULL):
                 null = True
                 i += 4
             else:
-                return TO_PYTHON, start
+                return TO_PYTHON, start, -1
         else:
-            i = _skip_value(buf, i, end, stack)
+            i = _skip_value(buf, words, i, end, stack)
         if i < 0:
-            return TO_PYTHON, start
+            return TO_PYTHON, start, -1
         i = _ws(buf, i, end)
         if i >= end:
-            return TO_PYTHON, start
+            return TO_PYTHON, start, -1
         if buf[i] == _RBRACE:
             break
         if buf[i] != _COMMA:
-            return TO_PYTHON, start
+            return TO_PYTHON, start, -1
         i = _ws(buf, i + 1, end)
-    if _ws(buf, i + 1, end) != end or not found:
-        return TO_PYTHON, start
-    return (NO_DOCUMENT if null else DOCUMENT), o
+    i = _ws(buf, i + 1, end)
+    if (i != end and buf[i] != _NEWLINE) or not found:
+        return TO_PYTHON, start, -1
+    return (NO_DOCUMENT if null else DOCUMENT), o, i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _line_end(buf, words, i, n):
+    """The index of the first newline from ``i``, else ``n``; 8 bytes at a time."""
+    while i < n and i & 7:
+        if buf[i] == _NEWLINE:
+            return i
+        i += 1
+    while i + 8 <= n:
+        found = _zero_bytes(words[i >> 3] ^ _EVERY_NEWLINE)
+        if found:
+            return i + np.int64(trailing_zeros(found) >> np.uint64(3))
+        i += 8
+    while i < n and buf[i] != _NEWLINE:
+        i += 1
+    return i
 
 
 @njit(cache=True, nogil=True)
@@ -404,18 +488,18 @@ def scan_jsonl(buf, field):
     line_starts = np.empty(lines, dtype=np.int64)
     kind = np.empty(lines, dtype=np.int8)
     stack = np.empty(MAX_DEPTH, dtype=np.uint8)
+    words = buf[: n // 8 * 8].view(np.uint64)
     i = 0
     o = 0
     for line in range(lines):
-        end = i
-        while end < n and buf[end] != _NEWLINE:
-            end += 1
         line_starts[line] = i
-        k, o = _scan_line(buf, i, end, field, out, o, stack)
+        k, o, end = _scan_line(buf, words, i, n, field, out, o, stack)
+        if end < 0:
+            end = _line_end(buf, words, i, n)
         kind[line] = k
         offsets[line + 1] = o
         i = end + 1
-    return out[:o].copy(), offsets, line_starts, kind
+    return out[:o], offsets, line_starts, kind
 
 
 def load_jsonl_kernels() -> None:
