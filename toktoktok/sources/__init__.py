@@ -10,6 +10,7 @@ or ``.gz``. One idea a module:
 - ``txt_windows``: a ``.txt`` file in windows of raw bytes, with its document ends;
 - ``rows``: ``.jsonl`` and ``.parquet`` documents;
 - ``jsonl_scan``: ``.jsonl`` documents out of raw bytes by a numba scanner, Python for the rare line;
+- ``json_bytes``: JSON read in raw bytes by numba (strings, numbers, values), for ``jsonl_scan``;
 - ``blocks``: any file as document blocks (``.txt`` by a document rule); its text's size;
 - ``reads``: what a read gives (``Block``, ``ReadStats``) and how it fails (``SourceError``).
 
