@@ -210,7 +210,7 @@ def decode_string(buf, words, i, end, out, o):
     (-1, o) when unsure (see ``skip_string``; also a lone surrogate escape)."""
     while i < end:
         j = _plain_end(buf, words, i, end)
-        if j - i > 16:
+        if j - i > 32:
             out[o:o + j - i] = buf[i:j]
         else:  # a short run: a slice would cost more than the bytes
             for k in range(j - i):
