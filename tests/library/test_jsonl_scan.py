@@ -164,6 +164,22 @@ def test_replaced_characters_are_counted_as_the_reference_counts_them():
     same_as_reference(data)
 
 
+def test_lines_read_the_same_wherever_they_fall_among_words():
+    """Plain text is read 8 bytes at a time, from the buffer's start: lines moved
+    by 0 to 7 bytes (white space before the first), or a buffer starting
+    anywhere in memory, read the same."""
+    data = typical_lines(random.Random(5), 50)
+    field = np.frombuffer(b"text", dtype=np.uint8)
+    out, offsets, starts, kinds = scan_jsonl(np.frombuffer(data, dtype=np.uint8), field)
+    assert kinds.tolist().count(DOCUMENT) == 49
+    for shift in range(8):
+        moved = np.frombuffer(b" " * shift + data, dtype=np.uint8)
+        for buf in (moved, np.frombuffer(b"." * shift + moved.tobytes(), dtype=np.uint8)[shift:]):
+            got = scan_jsonl(buf, field)
+            assert bytes(got[0]) == bytes(out) and got[1].tolist() == offsets.tolist()
+            assert got[2].tolist() == [0] + (starts[1:] + shift).tolist() and got[3].tolist() == kinds.tolist()
+
+
 def test_another_column_and_unencodable_names():
     same_as_reference(b'{"text": "a", "body": "b"}\n{"body": null}\n', "body")
     same_as_reference('{"é": "a"}\n'.encode(), "é")

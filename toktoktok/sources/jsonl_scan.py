@@ -204,7 +204,7 @@ def jsonl_documents(buf: bytes | bytearray | memoryview | np.ndarray, column: st
         >>> stats.documents, stats.replaced_chars
         (2, 1)
     """
-    array = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
+    array = np.ascontiguousarray(buf) if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
     data, offsets, line_starts, kind = scan_jsonl(array, _field_bytes(column))
     present = kind == DOCUMENT
     local = ReadStats()
