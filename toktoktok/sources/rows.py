@@ -25,7 +25,7 @@ from toktoktok.sources.reads import Block, ReadStats, SourceError
 from toktoktok.sources.streams import raw_chunks
 
 # A JSON escape that may decode to a lone surrogate.
-_ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
+ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _document_blocks(doc: int, text: str, block_chars: int, row: int = 0, offset: int = 0) -> Iterator[Block]:
@@ -37,7 +37,7 @@ def _document_blocks(doc: int, text: str, block_chars: int, row: int = 0, offset
         yield Block(doc, text[i : i + block_chars], i + block_chars >= len(text), row, offset)
 
 
-def _jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
+def jsonl_text(path: Path, lineno: int, line: str, column: str) -> str | None:
     """The document of one JSON line (None for null), else SourceError."""
     try:
         obj = json.loads(line)
@@ -67,10 +67,10 @@ def jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) ->
             line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
-        text = _jsonl_text(path, lineno, line, column)
+        text = jsonl_text(path, lineno, line, column)
         if text is None:
             continue
-        if _ESCAPED_SURROGATE.search(raw):
+        if ESCAPED_SURROGATE.search(raw):
             text = replace_surrogates(text, stats)
         stats.documents += 1
         yield from _document_blocks(doc, text, block_chars, 0, offset)
