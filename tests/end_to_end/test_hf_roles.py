@@ -35,7 +35,11 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>"]
     (["<|eos|>", "<|endoftext|>"], None, {"eos_token": "<|eos|>"}),
     (["<|im_start|>", "<|im_end|>"], None, {}),
     (["<|endoftext|>", "<|im_end|>"], {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
-     {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
+     {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),  # another eos given, no bos: none
+    (["<|endoftext|>", "<|im_end|>"], {"eos_token": "<|im_end|>", "bos_token": "<|endoftext|>"},
+     {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>"}),
+    (["<|endoftext|>", "</s>"], {"eos_token": "<|endoftext|>"},
+     {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}),  # given as the eos: GPT-2's convention
     (["<|endoftext|>"], {"bos_token": None}, {"eos_token": "<|endoftext|>"}),
     (["<unk>", "x"], {"unk_token": "<unk>"}, {"unk_token": "<unk>"}),
 ])
@@ -119,7 +123,8 @@ def test_a_role_may_name_a_warm_start_special_token(data):
 @pytest.fixture
 def exported(data):
     """A run with ``hf:``: ChatML roles, a pad token, a length and a chat template."""
-    top = "hf: " + json.dumps({"eos_token": "<|im_end|>", "model_max_length": 16, "chat_template": TEMPLATE})
+    top = "hf: " + json.dumps({"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "model_max_length": 16,
+                               "chat_template": TEMPLATE})
     path = config(data, top)
     r = toktok("run", "-c", path)
     assert r.code == 0, r.err
