@@ -238,29 +238,34 @@ def hf_roles(special_tokens: Iterable[str], given: Mapping[str, str | None] | No
     """The special token of each role (``bos_token``, ``eos_token``, ``pad_token``,
     ``unk_token``): ``given`` first (None there: no token for that role), then
     the common names: ``<|bos|>`` or ``<s>`` begin, ``<|eos|>``, ``</s>`` or
-    ``<|endoftext|>`` end, and ``<|endoftext|>`` begins too when it ends and
-    no begin token is declared (GPT-2's convention); ``<|pad|>`` or ``<pad>`` pad.
+    ``<|endoftext|>`` end; then, with no begin token given or declared,
+    ``<|endoftext|>`` begins too when it is the end token, by name or given
+    (GPT-2's convention), and only then. ``<|pad|>`` or ``<pad>`` pad.
     Without a pad token, ``padding=True`` raises in transformers, so a model's
     training script wants one: declare ``<|pad|>`` or set ``hf.pad_token``.
 
     >>> hf_roles(["<|endoftext|>", "<|pad|>"])
     {'bos_token': '<|endoftext|>', 'eos_token': '<|endoftext|>', 'pad_token': '<|pad|>'}
+    >>> hf_roles(["<|endoftext|>", "<|im_end|>"], {"eos_token": "<|im_end|>"})
+    {'eos_token': '<|im_end|>'}
     >>> hf_roles(["<s>", "</s>", "<|endoftext|>"], {"pad_token": "</s>", "bos_token": None})
     {'eos_token': '</s>', 'pad_token': '</s>'}
     """
     tokens = set(special_tokens)
+    given = dict(given or {})
     roles: dict[str, str] = {}
     for role, names in ROLE_NAMES.items():
         found = next((name for name in names if name in tokens), None)
         if found is not None:
             roles[role] = found
-    if "bos_token" not in roles and roles.get("eos_token") == "<|endoftext|>":
-        roles["bos_token"] = "<|endoftext|>"
-    for role, token in (given or {}).items():
+    for role, token in given.items():
         if token is None:
             roles.pop(role, None)
         else:
             roles[role] = token
+    # decided on the final eos: a user who names another eos and no bos gets no bos
+    if "bos_token" not in roles and "bos_token" not in given and roles.get("eos_token") == "<|endoftext|>":
+        roles["bos_token"] = "<|endoftext|>"
     return {role: roles[role] for role in ROLES if role in roles}
 
 
@@ -289,13 +294,15 @@ def write_hf(
     (default: ``hf_roles(special_tokens)``) says which special token is
     ``bos_token``, ``eos_token``, ``pad_token``, ``unk_token``; each must be
     one of ``special_tokens`` (ValueError). The other special tokens are
-    listed as additional special tokens. ``chat_template`` (a Jinja template)
-    goes into ``tokenizer_config.json``; ``model_max_length`` default: none.
+    listed as additional special tokens. ``chat_template`` (a Jinja template,
+    ValueError if it does not compile as transformers compiles it) goes into
+    ``tokenizer_config.json``; ``model_max_length`` default: none.
     Nothing is added to the ids (no BOS): they stay tiktoken's. Each file is
     written atomically; the JSON is UTF-8 (``ensure_ascii=False``) and
     byte-for-byte reproducible.
     """
     from toktoktok.atomic import atomic_write_bytes
+    from toktoktok.chat_template import check_chat_template
 
     folder = Path(folder)
     doc = tokenizer_json(ranks, special_tokens, pattern)
@@ -320,6 +327,10 @@ def write_hf(
         **special_map,
     }
     if chat_template is not None:
+        try:
+            check_chat_template(chat_template)
+        except ValueError as exc:
+            raise ValueError(f"chat_template is not a valid Jinja template: {exc}") from None
         config["chat_template"] = chat_template
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / "tokenizer.json", _json_bytes(doc, sort_keys=False))

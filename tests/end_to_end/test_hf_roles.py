@@ -14,6 +14,7 @@ import pytest
 
 import toktoktok
 from tests.conftest import english_text, toktok
+from tests.helpers import SHARED
 from toktoktok.config import ConfigError, load_config
 from toktoktok.hf import hf_roles, write_hf
 from toktoktok.tiktoken_file import write_tiktoken
@@ -35,7 +36,11 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>"]
     (["<|eos|>", "<|endoftext|>"], None, {"eos_token": "<|eos|>"}),
     (["<|im_start|>", "<|im_end|>"], None, {}),
     (["<|endoftext|>", "<|im_end|>"], {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
-     {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
+     {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),  # another eos given, no bos: none
+    (["<|endoftext|>", "<|im_end|>"], {"eos_token": "<|im_end|>", "bos_token": "<|endoftext|>"},
+     {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>"}),
+    (["<|endoftext|>", "</s>"], {"eos_token": "<|endoftext|>"},
+     {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}),  # given as the eos: GPT-2's convention
     (["<|endoftext|>"], {"bos_token": None}, {"eos_token": "<|endoftext|>"}),
     (["<unk>", "x"], {"unk_token": "<unk>"}, {"unk_token": "<unk>"}),
 ])
@@ -113,13 +118,43 @@ def test_a_role_may_name_a_warm_start_special_token(data):
     assert r.code == 2 and "line 6: hf.eos_token is '<|nope|>', not a declared special token" in r.err
 
 
+CL100K = SHARED / "data/reference/cl100k_base.tiktoken.gz"
+
+
+@pytest.mark.skipif(not CL100K.exists(), reason="needs ../shared")
+def test_an_eos_given_without_a_bos_makes_no_bos(data):
+    """Warm start cl100k_base, ``hf: {pad_token: <|fim_prefix|>, eos_token: <|endofprompt|>}``:
+    ``<|endoftext|>`` is no longer the eos, so it is not the bos either (docs/outputs.md)."""
+    top = (f"warm_start: {{file: {CL100K}}}\npattern: cl100k\n"
+           "hf: {pad_token: '<|fim_prefix|>', eos_token: '<|endofprompt|>'}")
+    path = config(data, top, [])
+    path.write_text(path.read_text().replace("merges: 200", "merges: 5"))
+    r = toktok("run", "-c", path)
+    assert r.code == 0, r.err
+    line = next(line for line in r.out.splitlines() if "Hugging Face:" in line)
+    assert "bos_token" not in line and "eos_token <|endofprompt|> (100276)" in line, line
+    folder = data / "out" / "tok.hf"
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    special_map = json.loads((folder / "special_tokens_map.json").read_text())
+    for doc in (settings, special_map):
+        assert "bos_token" not in doc
+        assert (doc["eos_token"], doc["pad_token"]) == ("<|endofprompt|>", "<|fim_prefix|>")
+        assert "<|endoftext|>" in doc["additional_special_tokens"]
+    transformers = pytest.importorskip("transformers")
+    tok = transformers.PreTrainedTokenizerFast.from_pretrained(str(folder))
+    assert (tok.bos_token, tok.bos_token_id) == (None, None)
+    assert (tok.eos_token_id, tok.pad_token_id) == (100276, 100258)
+    assert tok("<|endoftext|>hi")["input_ids"][0] == 100257  # still a special token, one id
+
+
 # ---------------------------------------------------------------- transformers
 
 
 @pytest.fixture
 def exported(data):
     """A run with ``hf:``: ChatML roles, a pad token, a length and a chat template."""
-    top = "hf: " + json.dumps({"eos_token": "<|im_end|>", "model_max_length": 16, "chat_template": TEMPLATE})
+    top = "hf: " + json.dumps({"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "model_max_length": 16,
+                               "chat_template": TEMPLATE})
     path = config(data, top)
     r = toktok("run", "-c", path)
     assert r.code == 0, r.err

@@ -5,8 +5,9 @@ the YAML read safely with each key's line (``toktoktok.config_errors``); the
 top-level keys; ``output``, ``vocab_size``, ``phases``; the special tokens and
 the warm start (read and recognised here, ``preflight.recognise_warm_start``:
 a published base brings its pattern); the pattern and the other settings;
-``hf``; ``work_dir`` and its safety; ``vocab_size`` fitted when no warm start
-is needed to know the base's size. ``check_settings`` does the same for the
+``hf`` (its chat template compiled as transformers compiles it); ``work_dir``
+and its safety; ``vocab_size`` fitted when no warm start is needed to know
+the base's size. ``check_settings`` does the same for the
 settings of ``toktoktok.train``, given as a mapping.
 """
 
@@ -24,6 +25,7 @@ from .preflight import recognise_warm_start, warm_start_pattern
 from .schema import MAX_VOCAB_SIZE, TOP_KEYS, Config
 from .sections import (
     all_special_tokens,
+    check_hf_chat_template,
     check_nesting,
     check_work_dir_safety,
     phase_warnings,
@@ -60,12 +62,13 @@ def load_config(path: str | Path) -> Config:
     phases = validate_phases(ctx, require(ctx, doc, (), "phases"), merges_optional=vocab_size is not None)
     settings = _settings(ctx, doc)
     hf = validate_hf(ctx, doc, settings["special_tokens"], settings["warm_start"])
+    template_warnings = check_hf_chat_template(ctx, hf)
     cfg = Config(
         path=config_path.resolve(),
         output=output,
         phases=phases,
         work_dir=validate_work_dir(ctx, doc.get("work_dir"), output),
-        warnings=phase_warnings(phases) + settings.pop("pattern_warnings"),
+        warnings=phase_warnings(phases) + settings.pop("pattern_warnings") + template_warnings,
         vocab_size=vocab_size,
         hf=hf,
         **settings,

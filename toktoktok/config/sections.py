@@ -290,6 +290,24 @@ def validate_hf(ctx: Context, doc: dict[str, Any], special_tokens: tuple[str, ..
     return HfSettings(roles, max_length, template)
 
 
+def check_hf_chat_template(ctx: Context, hf: HfSettings | None) -> tuple[str, ...]:
+    """``hf.chat_template`` compiled as transformers compiles it (``toktoktok.chat_template``):
+    an error naming the template's line if Jinja refuses it; a warning if nothing could check it."""
+    if hf is None or hf.chat_template is None:
+        return ()
+    from toktoktok.chat_template import check_chat_template  # jinja2 (and transformers): only with a template
+
+    where = ("hf", "chat_template")
+    try:
+        checker = check_chat_template(hf.chat_template)
+    except ValueError as exc:
+        raise ctx.error(where, f"is not a valid Jinja template (as transformers compiles it): {exc}") from None
+    if checker is None:
+        return ("hf.chat_template was not checked as Jinja: jinja2 cannot be imported (transformers needs it too, "
+                "to apply the template: pip install jinja2)",)
+    return ()
+
+
 def validate_pattern(ctx: Context, raw: Any) -> Pattern:
     """``pattern:`` null/a name (case-insensitive, tiktoken aliases) or a regex."""
     if raw is None:
