@@ -22,6 +22,7 @@ from toktoktok.errors import PatternMiss, PatternTimeout
 from toktoktok.interrupts import set_handler
 from toktoktok.patterns import Pattern
 from toktoktok.pretokenize import special_occurrences
+from toktoktok.sources.jsonl_scan import load_jsonl_kernels
 from toktoktok.summing import RunningSum
 from toktoktok.text_segments import Segments, gather
 from toktoktok.tuning import count_batch_chars, resolve_threads
@@ -122,6 +123,7 @@ def load_ingest_kernels(cfg: Config) -> None:
     documents.load_document_kernels()
     piece_order.sorted_table(data, np.array([0, 2, 3]), np.array([1, 1]))  # the chunk files' sort
     gather(Segments(data, np.array([0, 1, 2])), np.array([True, False]))  # a table's rows, where some train
+    load_jsonl_kernels()
     if has_scanner(cfg.pattern):
         tables = GroupTables()
         count_into([b"a b", "c"], scanner.PATTERN_IDS[cfg.pattern.name], (), tables, 0, 1)

@@ -15,7 +15,7 @@ import numpy as np
 from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_blocks, iter_txt_windows, open_binary
+from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_txt_windows, open_binary
 
 from ..workdir.progress import Progress
 from .batching import Batcher, has_scanner
@@ -89,12 +89,10 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
     kind = file_format(path)[0]
     if kind == "txt":
         ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span)
-    elif kind in ("parquet", "arrow"):
+    else:
         from .table_rows import ingest_table  # it builds on this module's Router
 
         ingest_table(path, src, route, progress)
-    else:
-        ingest_rows(path, src, route, progress)
     route.break_stream()
     tally.forced_cuts += cutter.forced_cuts
 
@@ -391,25 +389,8 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
         route.train_raw(data[run:])
 
 
-def ingest_rows(path: Path, src: Source, route: Router, progress: Progress) -> None:
-    """A jsonl file, a row at a time (``route_row``)."""
-    stats = ReadStats()
-    texts: list[str] = []
-    try:
-        for block in iter_blocks(path, text_column=src.text_column, stats=stats):
-            texts.append(block.text)
-            progress.update(len(block.text))
-            if not block.end:
-                continue
-            text = texts[0] if len(texts) == 1 else "".join(texts)
-            texts = []
-            route_row(route, text, block.offset, block.row)
-    finally:
-        route.tally.add_read(stats)
-
-
 def route_row(route: Router, text: str, offset: int, row: int) -> None:
-    """One row (of a jsonl or table file): each unit of it (the row, or parts of it:
+    """One row (of a jsonl or table file; ``table_rows`` sends the rare ones here): each unit of it (the row, or parts of it:
     ``units.row_parts``) is decided at its start, and the row ends its stream of parts.
     ``offset`` and ``row`` are its key (``sampling``)."""
     cfg = route.cfg

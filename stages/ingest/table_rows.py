@@ -1,4 +1,4 @@
-"""Ingest's rows of a table (``.parquet``, ``.arrow``), a batch of rows at a time.
+"""Ingest's rows of a table (``.parquet``, ``.arrow``) or JSON lines, a batch of rows at a time.
 
 A batch comes as Arrow's buffers (``toktoktok.sources.row_batches``), and
 what ``routing.route_row`` does a row at a time is done here for the whole
@@ -21,8 +21,8 @@ import numpy as np
 from toktoktok import documents, sampling, units
 from toktoktok.config import Source
 from toktoktok.sampling import HELDOUT_CAP_BYTES
-from toktoktok.sources import ReadStats
-from toktoktok.sources.row_batches import RowBatch, iter_row_batches, row_text
+from toktoktok.sources import ReadStats, file_format
+from toktoktok.sources.row_batches import RowBatch, iter_jsonl_batches, iter_row_batches, row_text
 from toktoktok.text_segments import Segments, gather, split
 
 from ..workdir.progress import Progress
@@ -31,10 +31,11 @@ from .routing import TRAIN, Router, route_row
 
 
 def ingest_table(path: Path, src: Source, route: Router, progress: Progress) -> None:
-    """A table file's text column, a batch of rows at a time."""
+    """A table file's text column, or a ``.jsonl`` file's field, a batch of rows at a time."""
     stats = ReadStats()
+    read = iter_jsonl_batches if file_format(path)[0] == "jsonl" else iter_row_batches
     try:
-        for batch in iter_row_batches(path, src.text_column, stats):
+        for batch in read(path, src.text_column, stats):
             progress.update(batch.text_bytes())
             route_batch(batch, route, stats)
     finally:

@@ -32,7 +32,7 @@ from toktoktok.config import load_config
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.sources import text_bytes_estimate
 from toktoktok_stages import ingest, workdir
-from toktoktok_stages.ingest import routing
+from toktoktok_stages.ingest import routing, table_rows
 from toktoktok_stages.workdir.progress import Progress
 
 SIZE = 1_500_000  # bytes of each corpus: 3.6 times the capacity at working_set_mb: 1
@@ -121,9 +121,11 @@ def test_the_choice_does_not_depend_on_read_size_or_threads(tmp_path, shapes, sh
     want = (_chunks(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list())
     assert base["counts"]["heldout_documents"] > 10
     monkeypatch.setattr(routing, "TXT_READ_BYTES", 997)
-    from toktoktok.sources import iter_blocks
+    from toktoktok.sources import row_batches
 
-    monkeypatch.setattr(routing, "iter_blocks", lambda path, **kw: iter_blocks(path, **{**kw, "block_chars": 997}))
+    for name in ("iter_row_batches", "iter_jsonl_batches"):  # tables and JSON lines in batches of a few rows
+        read = getattr(row_batches, name)
+        monkeypatch.setattr(table_rows, name, lambda *args, read=read: read(*args, batch_bytes=997))
     small, folder = _ingest(tmp_path / "small", shapes[shape], threads=1, **settings)
     assert (_chunks(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list()) == want
     assert {k: small["counts"][k] for k in ("units", "kept_bytes", "heldout_bytes")} == \

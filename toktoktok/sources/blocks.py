@@ -241,14 +241,26 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
             return table_text_bytes(path, text_column), True
         if compression is None:
             return (path.stat().st_size, True) if not _wide_bom(path) else (text_bytes(path), True)
+        guess = _declared_size(path, compression)
+        return (guess, False) if guess is not None else (text_bytes(path), True)
+    except READ_ERRORS as exc:
+        raise cannot_read(path, exc) from exc
+
+
+def _declared_size(path: Path, compression: str) -> int | None:
+    """The size a compressed file declares of its text (None: none, or not readable as such:
+    measuring it then says what is wrong)."""
+    try:
         with open(path, "rb") as fh:
             if compression == "zst":
                 declared = zstandard.frame_content_size(fh.read(18))
-                return (declared, False) if declared >= 0 else (text_bytes(path), True)
+                return declared if declared >= 0 else None
+            if fh.seek(0, os.SEEK_END) < 18:  # no gzip member is shorter
+                return None
             fh.seek(-4, os.SEEK_END)
-            return int.from_bytes(fh.read(4), "little"), False
-    except READ_ERRORS as exc:
-        raise cannot_read(path, exc) from exc
+            return int.from_bytes(fh.read(4), "little")
+    except (OSError, zstandard.ZstdError):
+        return None
 
 
 def _wide_bom(path: Path) -> bool:

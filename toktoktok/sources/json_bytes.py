@@ -320,7 +320,6 @@ def skip_value(buf, words, i, end, stack):
         if i >= end:
             return -1
         c = buf[i]
-        closed = False
         if c == LBRACE or c == LBRACKET:
             if depth == len(stack):
                 return -1
@@ -330,7 +329,6 @@ def skip_value(buf, words, i, end, stack):
             if i < end and buf[i] == stack[depth - 1]:
                 depth -= 1
                 i += 1
-                closed = True
             elif c == LBRACE:  # a key and its colon, then the value
                 if i >= end or buf[i] != QUOTE:
                     return -1

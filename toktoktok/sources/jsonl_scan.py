@@ -30,8 +30,23 @@ from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from toktoktok.sources.decoding import decode_line, replace_surrogates
-from toktoktok.sources.json_bytes import (COLON, COMMA, EVERY_NEWLINE, LBRACE, MAX_DEPTH, NEWLINE, NULL, QUOTE, RBRACE,
-                                          decode_string, literal, skip_string, skip_value, ws, zero_bytes)
+from toktoktok.sources.json_bytes import (
+    COLON,
+    COMMA,
+    EVERY_NEWLINE,
+    LBRACE,
+    MAX_DEPTH,
+    NEWLINE,
+    NULL,
+    QUOTE,
+    RBRACE,
+    decode_string,
+    literal,
+    skip_string,
+    skip_value,
+    ws,
+    zero_bytes,
+)
 from toktoktok.sources.reads import ReadStats
 from toktoktok.sources.rows import ESCAPED_SURROGATE, jsonl_text
 

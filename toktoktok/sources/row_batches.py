@@ -1,4 +1,4 @@
-"""Rows of a table file as Arrow's buffers: ``.parquet``, ``.arrow``, a saved ``datasets`` folder.
+"""Rows of a table file as Arrow's buffers: ``.parquet``, ``.arrow``, a saved ``datasets`` folder; JSON lines alike.
 
 ``iter_row_batches`` reads a file's text column a batch of rows at a time
 and yields each batch as a ``RowBatch``: the column's value bytes and
@@ -27,14 +27,14 @@ import numpy as np
 import pyarrow as pa
 
 from toktoktok.sources.reads import READ_ERRORS, Block, ReadStats, SourceError, cannot_read
-from toktoktok.sources.rows import _document_blocks
-from toktoktok.sources.streams import file_format
+from toktoktok.sources.rows import document_blocks
+from toktoktok.sources.streams import file_format, raw_chunks
 from toktoktok.uris import is_remote
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-BATCH_BYTES = 8 << 20  # text per batch of rows, about
+BATCH_BYTES = 2 << 20  # text per batch of rows, about: held until its last row is counted
 
 
 @dataclass
@@ -120,6 +120,39 @@ def iter_row_batches(path: Path, column: str, stats: ReadStats, *,
         raise cannot_read(path, exc) from exc
 
 
+def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
+                       batch_bytes: int = BATCH_BYTES) -> Iterator[RowBatch]:
+    """A ``.jsonl`` file (plain or compressed) as ``RowBatch``es of its lines, about
+    ``batch_bytes`` of them at a time (``jsonl_scan.jsonl_documents``): each line's
+    byte offset in the file is its key (``starts``), as ``rows.jsonl_blocks`` keys it;
+    a blank line or a ``null`` is no document. A bad line raises SourceError naming it."""
+    from toktoktok.sources.jsonl_scan import jsonl_documents
+
+    carry = b""
+    at = 0  # the file offset of carry's first byte
+    line = 1  # the number of carry's first line
+    try:
+        for chunk in raw_chunks(path, batch_bytes, stats):
+            stats.bytes_read += len(chunk)
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                carry += chunk
+                continue
+            buf = carry + chunk[: cut + 1] if carry else chunk[: cut + 1]
+            yield _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
+            at, line = at + len(buf), line + buf.count(b"\n")
+            carry = chunk[cut + 1 :]
+        if carry:
+            yield _jsonl_batch(carry, column, path, at, line, stats, jsonl_documents)
+    except READ_ERRORS as exc:
+        raise cannot_read(path, exc) from exc
+
+
+def _jsonl_batch(buf: bytes, column: str, path: Path, at: int, line: int, stats: ReadStats, read: Any) -> RowBatch:
+    data, offsets, starts, present = read(buf, column, path=path, first_line=line, at_file_start=at == 0, stats=stats)
+    return RowBatch(data, offsets.astype(np.int64), present, starts=starts + at, owner=buf)
+
+
 def _parquet_batches(path: Path, column: str, batch_bytes: int) -> Iterator[RowBatch]:
     with _open_parquet(path) as pf:
         _text_field_type(path, pf.schema_arrow, column)
@@ -174,7 +207,7 @@ def table_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) ->
     doc = 0
     for batch in iter_row_batches(path, column, stats):
         for i in np.flatnonzero(batch.present).tolist():
-            yield from _document_blocks(doc, row_text(batch, i, stats), block_chars, batch.first_row + i)
+            yield from document_blocks(doc, row_text(batch, i, stats), block_chars, batch.first_row + i)
             doc += 1
 
 
@@ -239,5 +272,5 @@ def row_text(batch: RowBatch, i: int, stats: ReadStats) -> str:
 
 
 __all__ = ["BATCH_BYTES", "RowBatch", "SourceError", "array_batches", "iter_row_batches", "parquet_size_estimate",
-           "row_text", "string_buffers",
+           "iter_jsonl_batches", "row_text", "string_buffers",
            "table_blocks", "table_text_bytes"]

@@ -28,7 +28,7 @@ from toktoktok.sources.streams import raw_chunks
 ESCAPED_SURROGATE = regex.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def _document_blocks(doc: int, text: str, block_chars: int, row: int = 0, offset: int = 0) -> Iterator[Block]:
+def document_blocks(doc: int, text: str, block_chars: int, row: int = 0, offset: int = 0) -> Iterator[Block]:
     """One document as blocks of at most block_chars characters."""
     if len(text) <= block_chars:
         yield Block(doc, text, True, row, offset)
@@ -73,7 +73,7 @@ def jsonl_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) ->
         if ESCAPED_SURROGATE.search(raw):
             text = replace_surrogates(text, stats)
         stats.documents += 1
-        yield from _document_blocks(doc, text, block_chars, 0, offset)
+        yield from document_blocks(doc, text, block_chars, 0, offset)
         doc += 1
 
 
