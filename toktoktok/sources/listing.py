@@ -170,7 +170,7 @@ def list_source_files(source: Source, *, strict: bool = False,
                 skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
     files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file in sorted(found)]
     if not files and source.include:
-        raise SourceError(f"{path}: no file matches include (after exclude)")
+        raise SourceError(f"{path}: no file found (after include/exclude)")
     if not files:
         raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
     if strict:
