@@ -138,7 +138,8 @@ def splittable(cfg: Config, src: Source, path: Path) -> bool:
     engine drops it (its ranges read before the failure would otherwise count,
     and it would be listed once per failed range).
     """
-    return (file_format(path) == ("txt", None) and src.documents in (None, "blank-line") and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
+    return (file_format(path) == ("txt", None) and src.documents in (None, "blank-line")
+            and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens)
             and float(src.weight).is_integer() and cfg.on_bad_file == "fail" and not wide_bom(path))
 

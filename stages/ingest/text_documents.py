@@ -43,8 +43,8 @@ def tiny_documents(path: Path, rule: str, documents: int, text_bytes: int) -> st
     """The warning for a text file its rule cut into very many tiny documents (more
     than one per ``TINY_DOCUMENT_BYTES`` over at least ``TINY_CHECK_BYTES``), or None.
 
-        >>> tiny_documents(Path("a.c"), "line", 20_000, 2_000_000)
-        "a.c: documents: line cut its 2,000,000 bytes into 20,000 documents (100 bytes each on average): is that the rule meant for it? (documents: file keeps a file whole)"
+        >>> print(tiny_documents(Path("a.c"), "line", 20_000, 2_000_000))
+        a.c: documents: line cut its 2,000,000 bytes into 20,000 documents (100 bytes each on average): is that the rule meant for it? (documents: file keeps a file whole)
     """
     if text_bytes < TINY_CHECK_BYTES or documents * TINY_DOCUMENT_BYTES <= text_bytes:
         return None
