@@ -10,6 +10,7 @@ read as plain text). One idea a module:
 - ``decoding``: byte order marks, UTF-8 with invalid bytes replaced;
 - ``txt_windows``: a ``.txt`` file in windows of raw bytes, with its document ends;
 - ``rows``: ``.jsonl`` and ``.parquet`` documents;
+- ``text_rows``: a text file cut by ``line`` or ``split-on:STRING``, as rows;
 - ``blocks``: any file as document blocks (``.txt`` by a document rule); its text's size;
 - ``reads``: what a read gives (``Block``, ``ReadStats``) and how it fails (``SourceError``).
 
