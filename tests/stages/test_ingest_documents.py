@@ -169,3 +169,16 @@ def test_tiny_documents_are_warned_about_once(tmp_path: Path) -> None:
     assert len(warnings) == 1 and str(tiny) in warnings[0] and "250,000 documents" in warnings[0]
     _, _, printed = _ingest(tmp_path / "b", [{"file": str(tiny), "documents": "file"}])
     assert "documents:" not in printed
+
+
+def test_documents_is_in_the_key_and_the_plan(tmp_path: Path) -> None:
+    from toktoktok_stages.commands.plan import make_plan
+
+    (tmp_path / "a.py").write_text("x = 1\n\ny = 2\n", encoding="utf-8")
+    default, _, _ = _ingest(tmp_path / "d", [{"file": str(tmp_path / "a.py")}])
+    ruled, _, _ = _ingest(tmp_path / "r", [{"file": str(tmp_path / "a.py"), "documents": "line"}])
+    assert "documents" not in default["inputs"][0] and ruled["inputs"][0]["documents"] == "line"
+    assert default["key"] != ruled["key"]  # changing the rule ingests again
+    plan = make_plan(load_config(tmp_path / "r" / "config.yaml"))
+    assert plan["phases"][0]["files"][0]["documents"] == "line"
+    assert plan["settings"]["phases"][0]["sources"][0]["documents"] == "line"
