@@ -186,10 +186,11 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
               help="A special token of the tokenizer put after every document, e.g. '<|endoftext|>'.")
 @click.option("--bos", default=None, metavar="TOKEN",
               help="A special token of the tokenizer put before every document, e.g. '<|bos|>'.")
-@click.option("--documents", type=click.Choice(["blank-line", "line", "file"]), default="blank-line",
-              show_default=True,
-              help="How .txt inputs and standard input split into documents: after a blank line followed by "
-                   "a non-space character; every non-empty line (its line break left out); or the whole file.")
+@click.option("--documents", default=None, metavar="RULE",
+              help="How text inputs split into documents: blank-line (after a blank line followed by a non-space "
+                   "character), line (every non-empty line, its line break left out), file (the whole file) or "
+                   "split-on:STRING (the text between occurrences of STRING). Default: blank-line for .txt and "
+                   "standard input, file for text files of other suffixes.")
 @click.option("--val-share", type=click.FloatRange(0, 1, max_open=True), default=None, metavar="F",
               help="The share of documents written to the validation split, chosen by a seeded hash of each "
                    "document's place. Default 0.0005 for bin, else 0.")
@@ -202,13 +203,14 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
 def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, pattern: str | None, out: Path,
-           fmt: str, dtype: str | None, separator: str | None, bos: str | None, documents: str,
+           fmt: str, dtype: str | None, separator: str | None, bos: str | None, documents: str | None,
            val_share: float | None, seed: int, shard_tokens: int, text_column: str, threads: int,
            allow_special: bool, verbose: bool) -> None:
     """Encode text into token files for model training.
 
-    Reads INPUTS (files or folders: .txt, .jsonl, .parquet, .txt/.jsonl as
-    .zst or .gz; documents as in a config's sources, .txt by --documents;
+    Reads INPUTS (files: .txt, .jsonl, .parquet, .arrow, .txt/.jsonl as .zst
+    or .gz, any other file as text; folders: the files of those suffixes;
+    documents as in a config's sources, text files by --documents;
     - is standard input, read as text) and the tokenizer (--tokenizer, or -c
     for the config's output). Writes, in OUT, --format npy: shard-NNNNN.npy
     (--shard-tokens tokens each; val-shard-NNNNN.npy for the validation

@@ -33,7 +33,7 @@ import tiktoken
 from toktoktok.atomic import atomic_write_bytes
 from toktoktok.errors import Interrupted, TokenizerFileError, UsageError
 from toktoktok.sampling import chosen_many, file_key
-from toktoktok.sources import TXT_DOCUMENTS, file_format
+from toktoktok.sources import TXT_DOCUMENTS, file_format, is_document_rule
 from toktoktok.tiktoken_file import SpecialIndex
 from toktoktok.token_files import FlatWriter, ShardWriter, bin_dtype, megatron_dtype, megatron_index, shard_dtype
 from toktoktok.tuning import resolve_threads
@@ -279,13 +279,15 @@ def encode_corpus(
     bos: str | None = None,
     val_share: float | None = None,
     seed: int = 0,
-    documents: str = "blank-line",
+    documents: str | None = None,
 ) -> dict[str, Any]:
     """Encode ``inputs`` into token files under ``out``; returns the index (also written as ``out/index.json``).
 
-    - Documents of ``.txt`` inputs (and of standard input) follow ``documents``:
+    - Documents of text inputs (and of standard input) follow ``documents``:
       ``blank-line`` (a config's rule), ``line`` (every non-empty line, the
-      separator marking its end) or ``file`` (docs/outputs.md).
+      separator marking its end), ``file`` or ``split-on:STRING``
+      (docs/outputs.md); None: ``blank-line`` for ``.txt`` and standard
+      input, ``file`` for text files of other suffixes.
     - The bos id starts every document and the separator id ends it (the last
       one included), inside the token stream: a Megatron sequence, or the
       stretch of a flat file, of a document holds both.
@@ -309,8 +311,8 @@ def encode_corpus(
     progress = progress or Progress()
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if documents not in TXT_DOCUMENTS:
-        raise UsageError(f"--documents must be one of {', '.join(TXT_DOCUMENTS)}, got {documents!r}")
+    if documents is not None and not is_document_rule(documents):
+        raise UsageError(f"--documents must be one of {', '.join(TXT_DOCUMENTS)} or split-on:STRING, got {documents!r}")
     if shard_tokens < 1:
         raise UsageError(f"--shard-tokens must be at least 1, got {shard_tokens}")
     if threads == 0 or threads < -1:
@@ -411,7 +413,7 @@ def encode_corpus(
             "bos": bos,
             "bos_id": bos_id,
             "special_tokens_in_text": "ids" if allow_special else "ordinary text",
-            "documents_rule": documents,
+            "documents_rule": documents if documents is not None else "blank-line",
             "text_column": text_column,
             "val_share": val_share,
             "seed": seed,

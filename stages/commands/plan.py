@@ -3,7 +3,7 @@
 What it prints (docs/cli.md, toktok plan): the effective configuration as
 YAML (``effective_settings``, every default filled in and every path
 absolute, plus ``threads`` resolved), the id layout (``id_layout``), then per
-phase its files, text bytes, capacity, sample share and expected peak
+phase its files (with the rule that cuts each into documents), text bytes, capacity, sample share and expected peak
 memory, and last the run's expected peak (the largest phase's).
 
 Design: the plan computes nothing of its own. The files, their text bytes
@@ -53,11 +53,13 @@ def effective_configuration(cfg: Config) -> dict[str, Any]:
 
 
 def _files(inputs: IngestInputs) -> list[dict[str, Any]]:
-    """Each file of a phase: its source, format, size on disk and text bytes (None: unreadable)."""
-    from toktoktok.sources import file_format
+    """Each file of a phase: its source, format, size on disk, text bytes (None: unreadable)
+    and the rule that cuts it into documents (a file of rows: ``file``, a row a document)."""
+    from toktoktok.sources import document_rule, file_format
 
     return [{"path": str(path), "source": str(src.path), "format": ".".join(filter(None, file_format(path))),
-             "size_bytes": fp["size"], "text_bytes": size}
+             "size_bytes": fp["size"], "text_bytes": size,
+             "documents": document_rule(file_format(path)[0], src.documents)}
             for (src, path), fp, size in zip(inputs.files, inputs.fingerprints, inputs.sizes)]
 
 
@@ -139,10 +141,10 @@ def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: in
     """The lines of one phase: a table of its files, then totals, sample and memory."""
     rest = " (the rest of vocab_size)" if p["gets_rest"] else ""
     lines = [f"phase {number} of {count}: {p['name']} ({p['slug']}), {p['merges']} merges{rest}",
-             f"  {'format':<9} {'on disk':>9} {'text':>9}  file"]
+             f"  {'format':<9} {'on disk':>9} {'text':>9}  {'documents':<10}  file"]
     for f in p["files"]:
         text = human(f["text_bytes"]) if f["text_bytes"] is not None else "unreadable (skipped)"
-        lines.append(f"  {f['format']:<9} {human(f['size_bytes']):>9} {text:>9}  {f['path']}")
+        lines.append(f"  {f['format']:<9} {human(f['size_bytes']):>9} {text:>9}  {f['documents']:<10}  {f['path']}")
     lines.append(f"  total: {len(p['files'])} files, {human(p['size_bytes'])} on disk, "
                  f"{human(p['text_bytes'])} of text")
     lines.append(f"  capacity: {human(p['capacity_bytes'])} of text (working_set_mb: {working_set_mb})")

@@ -98,7 +98,7 @@ class Reading:
     files: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _blocks(path: Path, text_column: str, documents: str, stats: ReadStats) -> Iterator[Block]:
+def _blocks(path: Path, text_column: str, documents: str | None, stats: ReadStats) -> Iterator[Block]:
     """A file's document blocks; ``STDIN`` is standard input's bytes read as text."""
     if path == STDIN:
         return iter_stream_blocks(sys.stdin.buffer, documents=documents, stats=stats)
@@ -106,13 +106,14 @@ def _blocks(path: Path, text_column: str, documents: str, stats: ReadStats) -> I
 
 
 def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_tokens: Sequence[str] = (),
-               reading: Reading, documents: str = "blank-line") -> Iterator[tuple[str, bool, int]]:
+               reading: Reading, documents: str | None = None) -> Iterator[tuple[str, bool, int]]:
     """(text, ends a document, file index) for every part of every document, in order.
 
     A document comes as one part, or (``cut``) as several parts cut where no
     piece can cross; an empty document is one empty part. The parts of a
-    document concatenate to it. ``documents`` is the rule that cuts ``.txt``
-    files (and standard input) into documents (``sources.TXT_DOCUMENTS``).
+    document concatenate to it. ``documents`` is the rule that cuts text
+    files (and standard input) into documents (``sources.is_document_rule``;
+    None: each file's default, ``sources.document_rule``).
     """
     for index, path in enumerate(files):
         stats = ReadStats()

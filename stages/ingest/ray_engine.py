@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from toktoktok import counts, sampling
 from toktoktok.config import Config, ConfigError, Phase, Source
-from toktoktok.sources import file_format
+from toktoktok.sources import TEXT, document_rule, file_format
 
 from ..workdir.progress import Progress
 from . import ray_guard, routing
@@ -431,8 +431,9 @@ def separable(cfg: Config, unit: Unit) -> bool:
     rounds per batch)."""
     if not float(unit.src.weight).is_integer():
         return False
-    if file_format(unit.path)[0] != "txt":
-        return True
+    kind = file_format(unit.path)[0]
+    if kind not in ("txt", TEXT) or document_rule(kind, unit.src.documents) not in ("blank-line", "file"):
+        return True  # rows, and documents cut by line or split-on: each a stream of its own
     return (has_scanner(cfg.pattern) and bool(cfg.pattern.cut_at_safe_places)
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
 

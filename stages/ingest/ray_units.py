@@ -125,7 +125,8 @@ def own_peak_kb() -> int:
 def splittable(cfg: Config, src: Source, path: Path) -> bool:
     """Whether a file may be read as byte ranges with the same result as whole.
 
-    A plain ``.txt`` file (not compressed, no UTF-16/32 byte order mark), the
+    A plain ``.txt`` file (not compressed, no UTF-16/32 byte order mark, cut
+    into documents by the ``blank-line`` rule: ranges start where one does), the
     numba scanner with a pattern whose document starts are safe places (default,
     cl100k), no special token holding a line break, and an integer weight (counts
     are weighted per batch: a fractional weight rounds differently on other
@@ -137,7 +138,8 @@ def splittable(cfg: Config, src: Source, path: Path) -> bool:
     engine drops it (its ranges read before the failure would otherwise count,
     and it would be listed once per failed range).
     """
-    return (file_format(path) == ("txt", None) and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
+    return (file_format(path) == ("txt", None) and src.documents in (None, "blank-line")
+            and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens)
             and float(src.weight).is_integer() and cfg.on_bad_file == "fail" and not wide_bom(path))
 

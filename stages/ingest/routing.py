@@ -15,7 +15,16 @@ import numpy as np
 from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import ReadStats, TxtWindow, Utf8Decoder, file_format, iter_txt_windows, open_binary
+from toktoktok.sources import (
+    TEXT,
+    ReadStats,
+    TxtWindow,
+    Utf8Decoder,
+    document_rule,
+    file_format,
+    iter_txt_windows,
+    open_binary,
+)
 
 from ..workdir.progress import Progress
 from .batching import Batcher, has_scanner
@@ -87,12 +96,23 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
     route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally, heldout_files)
     route.held_keys = held_keys if held_keys is not None else []
     kind = file_format(path)[0]
-    if kind == "txt":
-        ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span)
+    rule = document_rule(kind, src.documents)
+    read_before = (tally.documents, tally.bytes_read)
+    if kind in ("txt", TEXT) and rule in ("blank-line", "file"):
+        ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span, ends=rule == "blank-line")
+    elif kind in ("txt", TEXT):
+        from .text_documents import ingest_documents  # it builds on this module's Router
+
+        ingest_documents(path, rule, route, progress)
     else:
         from .table_rows import ingest_table  # it builds on this module's Router
 
         ingest_table(path, src, route, progress)
+    if kind in ("txt", TEXT) and span is None:
+        from .text_documents import tiny_documents
+
+        if warning := tiny_documents(path, rule, tally.documents - read_before[0], tally.bytes_read - read_before[1]):
+            progress.note(f"warning: {warning}")
     route.break_stream()
     tally.forced_cuts += cutter.forced_cuts
 
@@ -294,7 +314,7 @@ class Router:
 
 
 def ingest_txt(path: Path, route: Router, progress: Progress, split: units.Splitter,
-               span: tuple[int, int] | None = None) -> None:
+               span: tuple[int, int] | None = None, ends: bool = True) -> None:
     """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``),
     whose units ``split`` finds (``units.Splitter``).
 
@@ -305,12 +325,13 @@ def ingest_txt(path: Path, route: Router, progress: Progress, split: units.Split
     out or left out (``Router.deciding``), a window's bytes are sent whole,
     with no work per unit; otherwise each unit is decided at its start and
     each run of training units is still sent at once (``Router.train_raw``:
-    as bytes for the default and cl100k patterns).
+    as bytes for the default and cl100k patterns). ``ends`` False: the
+    whole text is one document (``documents: file``), still cut into units.
     """
     stats = ReadStats()
     decoder = route.decoder = Utf8Decoder(stats)
     try:
-        for window in _unit_windows(iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span), split):
+        for window in _unit_windows(iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span, ends=ends), split):
             stats.documents += window.documents
             progress.update(len(window.data))
             if route.fate in (None, TRAIN) and not route.deciding():

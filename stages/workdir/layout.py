@@ -99,7 +99,8 @@ def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None) ->
 
 
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:
-    """What ingest's key records of an input file: path, size, mtime, column, weight."""
+    """What ingest's key records of an input file: path, size, mtime, column, weight,
+    and the source's ``documents:`` rule when it sets one."""
     st = path.stat()
     return {
         "path": str(path),
@@ -107,6 +108,8 @@ def fingerprint(src: Source, path: Path) -> dict[str, Any]:
         "mtime_ns": st.st_mtime_ns,
         "text_column": src.text_column,
         "weight": src.weight,
+        # the document rule, when the source sets one: left out otherwise, so older keys hold
+        **({"documents": src.documents} if src.documents is not None else {}),
     }
 
 

@@ -267,8 +267,10 @@ TRICKY = "One line\r\nTwo  lines\n\n\nThree\n\n  indented\rlast\n\nfinal without
     ("blank-line", split_txt_documents(TRICKY)),
     ("line", [line for line in re.split(r"\r\n|\r|\n", TRICKY) if line]),
     ("file", [TRICKY]),
+    ("split-on:\n\n", [d for d in TRICKY.split("\n\n") if d]),
+    ("split-on:in", [d for d in TRICKY.split("in") if d]),
 ])
-def test_the_three_document_rules(corpus, tmp_path, rule, expected):
+def test_the_document_rules(corpus, tmp_path, rule, expected):
     src = tmp_path / "t.txt"
     src.write_bytes(TRICKY.encode())
     out = tmp_path / "o"
@@ -278,6 +280,28 @@ def test_the_three_document_rules(corpus, tmp_path, rule, expected):
     _, seqs = megatron_sequences(out / "train_text_document")
     assert seqs == [ids_of(corpus["enc"], d, bos=False) for d in expected]
     assert json.loads((out / "index.json").read_text())["documents_rule"] == rule
+
+
+def test_text_files_of_other_suffixes(corpus, tmp_path):
+    """A .py is one document unless --documents says otherwise; a binary file is refused (exit 1)."""
+    src = tmp_path / "t.py"
+    src.write_bytes(TRICKY.encode())
+    for rule, expected in ((None, [TRICKY]), ("line", [line for line in re.split(r"\r\n|\r|\n", TRICKY) if line])):
+        out = tmp_path / f"o-{rule}"
+        r = toktok("encode", "-t", corpus["tok"], src, "-o", out, "--format", "megatron", "--separator", EOT,
+                   *(["--documents", rule] if rule else []))
+        assert r.code == 0, r.err
+        assert megatron_sequences(out / "train_text_document")[1] == [ids_of(corpus["enc"], d, bos=False) for d in expected]
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\x00" * 100)
+    r = toktok("encode", "-t", corpus["tok"], blob, "-o", tmp_path / "blob")
+    assert r.code == 1 and "blob.bin: not a text file (it holds a NUL byte)" in r.err
+
+
+@pytest.mark.parametrize("rule", ["paragraph", "split-on:"])
+def test_an_unknown_document_rule_is_refused(corpus, tmp_path, rule):
+    r = toktok("encode", "-t", corpus["tok"], corpus["files"][0], "-o", tmp_path / "o", "--documents", rule)
+    assert r.code == 2 and f"--documents must be one of blank-line, line, file or split-on:STRING, got {rule!r}" in r.err
 
 
 def test_standard_input_is_read_as_text(corpus, tmp_path):

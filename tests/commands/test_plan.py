@@ -106,10 +106,11 @@ def test_plan_not_sampled_when_the_budget_holds_the_text(small):
     assert r.code == 0, r.err
     assert r.out.count("sampled: no") == 2 and "sampled: yes" not in r.out
     assert f"capacity: {64 * TEXT:.1f} MiB of text (working_set_mb: 64)" in r.out
-    for f in plan["phases"][0]["files"]:  # one table row per file: format, KiB on disk, KiB of text, path
+    for f in plan["phases"][0]["files"]:  # one table row per file: format, KiB on disk, KiB of text, documents, path
         row = next(line for line in r.out.splitlines() if line.endswith(f["path"]))
         size, text = os.stat(f["path"]).st_size, f["text_bytes"]
-        assert row.split() == [f["format"], f"{size / 1024:.1f}", "KiB", f"{text / 1024:.1f}", "KiB", f["path"]]
+        rule = "blank-line" if f["format"].startswith("txt") else "file"  # each file's default rule
+        assert row.split() == [f["format"], f"{size / 1024:.1f}", "KiB", f"{text / 1024:.1f}", "KiB", rule, f["path"]]
 
 
 def test_plan_prints_the_effective_configuration_first(small):

@@ -603,13 +603,8 @@ def test_file_that_is_a_directory(project: Path) -> None:
     assert "phases[0].sources[0].file is a directory, not a file" in message and "use `path:`" in message
 
 
-def test_file_of_an_unreadable_kind(project: Path) -> None:
-    (project / "table.csv").write_text("a,b\n")
-    message = error_of(project, MINIMAL.replace("path: data", "file: table.csv"))
-    assert f"line 6: phases[0].sources[0].file is not a readable kind of file: {project / 'table.csv'}" in message
-
-
-@pytest.mark.parametrize("name", ["x.txt", "x.jsonl", "x.parquet", "x.txt.gz", "x.jsonl.zst", "X.TXT"])
+@pytest.mark.parametrize("name", ["x.txt", "x.jsonl", "x.parquet", "x.txt.gz", "x.jsonl.zst", "X.TXT", "table.csv",
+                                  "main.c", "README"])
 def test_readable_file_kinds(project: Path, name: str) -> None:
     (project / name).write_bytes(b"")
     cfg = load(project, MINIMAL.replace("path: data", f"file: {name}"))
@@ -934,3 +929,53 @@ def test_file_uris_are_absolute_and_checked(project: Path) -> None:
             load(project, MINIMAL.replace("- path: data", f"- file: '{bad}'"))
     with pytest.raises(ConfigError, match=re.escape("is a s3:// URI: only sources are read through pyarrow.fs")):
         load(project, MINIMAL + "work_dir: 's3://bucket/work'\n")
+
+
+# ------------------------------------------------------------ documents:
+
+
+@pytest.mark.parametrize("raw, held", [("file", "file"), ("blank-line", "blank-line"), ("line", "line"),
+                                       ("{split_on: '<|doc|>'}", "split-on:<|doc|>"), ("null", None)])
+def test_documents_rules(project: Path, raw: str, held: str | None) -> None:
+    cfg = load(project, MINIMAL.replace("- path: data", f"- path: data\n        documents: {raw}"))
+    assert cfg.phases[0].sources[0].documents == held
+
+
+@pytest.mark.parametrize("raw, wanted", [
+    ("paragraph", "phases[0].sources[0].documents must be file, blank-line, line or a mapping {split_on: STRING}, "
+                  "got 'paragraph'"),
+    ("5", "phases[0].sources[0].documents must be file, blank-line, line"),
+    ("{split_on: ''}", "phases[0].sources[0].documents.split_on must be a non-empty string"),
+    ("{split_on: 7}", "phases[0].sources[0].documents.split_on must be a non-empty string, got 7 (an integer)"),
+    ("{split: x}", "phases[0].sources[0].documents.split is not a known key (did you mean 'split_on'?)"),
+    ("{}", "phases[0].sources[0].documents.split_on is required"),
+])
+def test_documents_errors_name_the_key_and_line(project: Path, raw: str, wanted: str) -> None:
+    message = error_of(project, MINIMAL.replace("- path: data", f"- path: data\n        documents: {raw}"))
+    assert message.count("line 7: ") == 1 and wanted in message
+
+
+def test_documents_left_out_keeps_the_fingerprint(project: Path) -> None:
+    """A config that does not use documents: has the settings (and so the keys) it always had."""
+    cfg = load(project, MINIMAL)
+    assert "documents" not in effective_settings(cfg)["phases"][0]["sources"][0]
+    given = load(project, MINIMAL.replace("- path: data", "- path: data\n        documents: line"))
+    assert effective_settings(given)["phases"][0]["sources"][0]["documents"] == "line"
+    assert config_fingerprint(given) != config_fingerprint(cfg)
+
+
+@pytest.mark.parametrize("source", ["file: corpus.jsonl", "path: rows"])
+def test_documents_that_cut_text_refuse_files_of_rows(project: Path, source: str) -> None:
+    from toktoktok.config.preflight import preflight
+
+    (project / "rows").mkdir()
+    (project / "rows" / "a.txt").write_text("text\n")
+    (project / "rows" / "b.jsonl").write_text('{"text": "a row"}\n')
+    cfg = load(project, MINIMAL.replace("- path: data", f"- {source}\n        documents: line"))
+    with pytest.raises(ConfigError) as info:
+        preflight(cfg)
+    message = str(info.value)
+    assert "line 7: phases[0].sources[0].documents is line, which cuts text files only" in message
+    assert ".jsonl (a file of rows" in message and "\n" not in message and info.value.exit_code == 2
+    as_rows = load(project, MINIMAL.replace("- path: data", f"- {source}\n        documents: file"))
+    assert preflight(as_rows)[0] is as_rows

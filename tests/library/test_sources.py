@@ -328,13 +328,12 @@ def test_missing_file(tmp_path):
         read_docs(tmp_path / "nope.txt")
 
 
-def test_unsupported_suffix(tmp_path):
+def test_any_other_suffix_is_text_read_whole(tmp_path):
     path = tmp_path / "a.csv"
-    path.write_text("x")
-    with pytest.raises(SourceError, match=r"a\.csv: unsupported file type"):
-        read_docs(path)
-    with pytest.raises(SourceError, match=r"a\.csv: unsupported file type"):
-        list_source_files(Source(path=path, is_dir=False))
+    path.write_text("x,y\n\n1,2\n")
+    assert read_docs(path)[0] == ["x,y\n\n1,2\n"]  # one document: the file rule is its default
+    assert read_docs(path, documents="blank-line")[0] == ["x,y\n\n", "1,2\n"]
+    assert list_source_files(Source(path=path, is_dir=False)) == [path]
 
 
 # ------------------------------------------------------------ listing

@@ -25,8 +25,9 @@ from .schema import Config
 def _jsonable(value: Any) -> Any:
     """Dataclasses -> dicts, Paths (and URIs, without their query) -> strings,
     tuples -> lists, recursively."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if is_dataclass(value) and not isinstance(value, type):  # a field marked omit_none is left out while None
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)
+                if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
     if isinstance(value, (Path, RemotePath)):
         return str(value)
     if isinstance(value, (list, tuple)):

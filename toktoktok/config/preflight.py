@@ -10,8 +10,9 @@ for the pattern and the special tokens OpenAI's ``cl100k_base`` and
 ``preflight(cfg)`` then takes the vocabulary from that same read: it must be
 valid and leave room for the new special tokens; ``vocab_size`` is fitted to
 its size (its highest id + 1); an ``hf:`` role may name one of its special
-tokens; and every source lists its files (with ``on_bad_file: fail``, any
-listed file that cannot be opened, or a broken symbolic link, is an error).
+tokens; every source lists its files (with ``on_bad_file: fail``, any
+listed file that cannot be opened, or a broken symbolic link, is an error),
+and one with a ``documents:`` rule that cuts text lists no file of rows.
 Each problem is a ``ConfigError`` naming the key and its YAML line. The
 stages' ``workdir.check_ready`` calls it, then checks the folders it writes.
 """
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from toktoktok.config_errors import Context, config_error, describe
 from toktoktok.patterns import NAMED_PATTERNS, Pattern
 
-from .schema import Config, WarmStart
+from .schema import Config, Source, WarmStart
 from .sections import validate_pattern
 from .vocab_size import resolve_vocab_size
 
@@ -106,6 +107,22 @@ def _check_warm_start(cfg: Config) -> Base:
     return base
 
 
+def _check_document_rule(cfg: Config, where: tuple[Any, ...], src: Source, files: list[Any]) -> None:
+    """A ``documents:`` rule other than ``file`` cuts text files only: a source that
+    lists a file of rows (``.jsonl``, ``.parquet``, ``.arrow``: each row is a
+    document) with one is refused, naming the key and the first such file."""
+    from toktoktok.sources import ROW_KINDS, file_format
+
+    if src.documents in (None, "file"):
+        return
+    rows = next((f for f in files if file_format(f)[0] in ROW_KINDS), None)
+    if rows is not None:
+        shown = "{split_on: ...}" if src.documents.startswith("split-on:") else src.documents
+        raise config_error(cfg.path, where, f"is {shown}, which cuts text files only, but the source reads {rows} "
+                                            f"(a file of rows: each row is a document; leave documents: out or "
+                                            f"give documents: file)")
+
+
 def preflight(cfg: Config) -> tuple[Config, list[str]]:
     """Everything about the config that needs its files, checked before work starts;
     returns the config with every phase's merges known, and its warnings.
@@ -127,7 +144,8 @@ def preflight(cfg: Config) -> tuple[Config, list[str]]:
         for j, src in enumerate(phase.sources):
             where = ("phases", phase.index - 1, "sources", j, "path" if src.is_dir else "file")
             try:
-                list_source_files(src, strict=strict)
+                files = list_source_files(src, strict=strict)
             except (SourceError, OSError) as exc:
                 raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
+            _check_document_rule(cfg, ("phases", phase.index - 1, "sources", j, "documents"), src, files)
     return cfg, warnings

@@ -34,6 +34,9 @@ class Source:
     weight: float = 1.0
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    # how a file's text is cut into documents (DOCUMENT_RULES, or SPLIT_ON + the string);
+    # None: each file's default. Left out of the fingerprint when None, so older keys hold.
+    documents: str | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,9 @@ TOP_KEYS = (
     "engine", "ray",
 )  # fmt: skip
 PHASE_KEYS = ("name", "merges", "sources")
-SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude")
+SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude", "documents")
+DOCUMENT_RULES = ("file", "blank-line", "line")  # and {split_on: STRING}, held as SPLIT_ON + STRING
+SPLIT_ON = "split-on:"
 WARM_START_KEYS = ("file", "special_tokens")
 RAY_KEYS = ("address", "num_cpus")
 ENGINES = ("local", "ray")
@@ -123,9 +128,6 @@ HF_KEYS = (*HF_ROLES, "model_max_length", "chat_template")
 
 # Where a key belongs when it is written one level off.
 OUTPUT_SUFFIX = ".tiktoken"
-READABLE_SUFFIXES = (
-    ".txt", ".jsonl", ".parquet", ".arrow", ".txt.zst", ".txt.gz", ".jsonl.zst", ".jsonl.gz",
-)  # fmt: skip
 PATTERN_ALIASES = {"cl100k_base": "cl100k", "o200k_base": "o200k",
                    "r50k_base": "gpt2", "p50k_base": "gpt2"}  # fmt: skip
 MAX_MERGES = 2**31 - 1

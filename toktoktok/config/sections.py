@@ -58,8 +58,9 @@ from .schema import (
     PATTERN_ALIASES,
     PHASE_KEYS,
     RAY_KEYS,
-    READABLE_SUFFIXES,
+    DOCUMENT_RULES,
     SOURCE_KEYS,
+    SPLIT_ON,
     WARM_START_KEYS,
     Config,
     HfSettings,
@@ -134,9 +135,6 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
     is_dir = "path" in entry
     key = "path" if is_dir else "file"
     location = existing(ctx, path + (key,), entry[key], want_dir=is_dir, remote=True)
-    if not is_dir and not location.name.lower().endswith(READABLE_SUFFIXES):
-        readable = ", ".join(READABLE_SUFFIXES)
-        raise ctx.error(path + (key,), f"is not a readable kind of file: {location} (readable: {readable})")
     for glob_key in ("include", "exclude"):
         if glob_key in entry and not is_dir:
             raise ctx.error(path + (glob_key,), "is only allowed with `path:` (a directory), not with `file:`")
@@ -147,7 +145,32 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
                      f"a positive number at most {MAX_WEIGHT:,.0f}", lambda w: 0 < w <= MAX_WEIGHT)
     include = string_list(ctx, path + ("include",), entry.get("include"))
     exclude = string_list(ctx, path + ("exclude",), entry.get("exclude"))
-    return Source(location, is_dir, text_column, weight, include, exclude)
+    documents = validate_documents(ctx, path + ("documents",), entry.get("documents"))
+    return Source(location, is_dir, text_column, weight, include, exclude, documents)
+
+
+def validate_documents(ctx: Context, path: KeyPath, raw: Any) -> str | None:
+    """A source's ``documents:``: ``file``, ``blank-line``, ``line`` or ``{split_on: STRING}``
+    (held as ``split-on:STRING``); None (left out): each file's default.
+
+        >>> ctx = Context("c.yaml", Path("."))
+        >>> validate_documents(ctx, ("documents",), "line"), validate_documents(ctx, ("documents",), {"split_on": "<|x|>"})
+        ('line', 'split-on:<|x|>')
+    """
+    if raw is None:
+        return None
+    wanted = "file, blank-line, line or a mapping {split_on: STRING}"
+    if isinstance(raw, str):
+        if raw in DOCUMENT_RULES:
+            return raw
+        raise ctx.error(path, f"must be {wanted}, got {raw!r}")
+    if not isinstance(raw, dict):
+        raise ctx.error(path, f"must be {wanted}, got {describe(raw)}")
+    check_keys(ctx, path, raw, ("split_on",))
+    separator = require(ctx, raw, path, "split_on")
+    if not isinstance(separator, str) or not separator:
+        raise ctx.error(path + ("split_on",), f"must be a non-empty string, got {describe(separator)}")
+    return SPLIT_ON + separator
 
 
 def _phase(ctx: Context, path: KeyPath, raw: Any, index: int, merges_optional: bool) -> Phase:
@@ -391,7 +414,7 @@ def phase_warnings(phases: tuple[Phase, ...]) -> tuple[str, ...]:
             out.append(f"phase {phase.name!r} has merges: 0: it adds no tokens")
         seen: set[tuple[Any, ...]] = set()
         for source in phase.sources:
-            key = (source.path, source.is_dir, source.text_column, source.include, source.exclude)
+            key = (source.path, source.is_dir, source.text_column, source.include, source.exclude, source.documents)
             if key in seen:
                 twice = f"phase {phase.name!r} lists {source.path} twice"
                 out.append(f"{twice}: its text counts twice (weight: says so more plainly)")

@@ -4,10 +4,11 @@
 the document they belong to, so that a caller never holds more than a block
 or so of a file, whatever its size. A ``.jsonl`` or ``.parquet`` file is
 read by ``rows``; a ``.txt`` file (plain or compressed) is cut into
-documents by one of ``TXT_DOCUMENTS``: ``blank-line`` (a config's sources;
-the rule of docs/pretokenization.md#documents, found in ``txt_windows``),
-``line`` (every non-empty line without its break) or ``file`` (the whole
-text). ``iter_stream_blocks`` cuts standard input the same way (``toktok
+documents by one of ``TXT_DOCUMENTS``: ``blank-line`` (the default of a
+``.txt``; the rule of docs/pretokenization.md#documents, found in
+``txt_windows``), ``line`` (every non-empty line without its break) or
+``file`` (the whole text, the default of a file of any other suffix), or by
+``split-on:STRING`` (the text between occurrences of STRING). ``iter_stream_blocks`` cuts standard input the same way (``toktok
 encode --documents``). ``text_bytes`` measures a file's text for sampling.
 
     >>> import io
@@ -25,11 +26,11 @@ from typing import BinaryIO
 import regex
 import zstandard
 
-from toktoktok.sources.decoding import WIDE_BOMS, Utf8Decoder, recoded
+from toktoktok.sources.decoding import SNIFF_BYTES, WIDE_BOMS, Utf8Decoder, recoded
 from toktoktok.sources.reads import READ_ERRORS, Block, ReadStats, cannot_read
 from toktoktok.sources.row_batches import parquet_size_estimate, table_blocks, table_text_bytes
 from toktoktok.sources.rows import jsonl_blocks
-from toktoktok.sources.streams import as_path, file_format, open_binary, raw_chunks
+from toktoktok.sources.streams import TEXT, as_path, file_format, open_binary, raw_chunks
 from toktoktok.sources.txt_windows import windows
 from toktoktok.uris import is_remote
 
@@ -123,7 +124,46 @@ def _line_blocks(chunks: Iterable[bytes], block_chars: int, stats: ReadStats) ->
             doc += 1
 
 
-TXT_DOCUMENTS = ("blank-line", "line", "file")  # the rules that cut a .txt into documents
+def _split_blocks(chunks: Iterable[bytes], separator: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
+    """The ``split-on:STRING`` rule: the text between occurrences of ``separator``
+    (found left to right, not overlapping) is a document, the separator left
+    out; an empty one is no document. A long document is passed on in blocks,
+    keeping its last ``len(separator)`` characters back: no separator can start
+    in what is passed on, so its last block holds text."""
+    doc, held, keep = 0, "", len(separator)
+    for text in _decoded(chunks, stats):
+        found = (held + text).split(separator)
+        held = found.pop()
+        for part in found:
+            if part:
+                yield Block(doc, part, True)
+                stats.documents += 1
+                doc += 1
+        if len(held) > block_chars + keep:
+            yield Block(doc, held[:-keep], False)
+            held = held[-keep:]
+    if held:
+        yield Block(doc, held, True)
+        stats.documents += 1
+
+
+TXT_DOCUMENTS = ("blank-line", "line", "file")  # the rules that cut a text file into documents
+SPLIT_ON = "split-on:"  # and this followed by a string: the text between its occurrences
+
+
+def is_document_rule(documents: str) -> bool:
+    """Whether ``documents`` names a rule: one of ``TXT_DOCUMENTS``, or ``split-on:STRING``.
+
+        >>> is_document_rule("line"), is_document_rule("split-on:<|doc|>"), is_document_rule("split-on:")
+        (True, True, False)
+    """
+    return documents in TXT_DOCUMENTS or (documents.startswith(SPLIT_ON) and len(documents) > len(SPLIT_ON))
+
+
+def document_rule(kind: str, documents: str | None) -> str:
+    """The rule a text file of ``kind`` (``file_format``) is cut by: ``documents``
+    when given, else ``blank-line`` for ``.txt`` and ``file`` for any other."""
+    return documents if documents is not None else ("blank-line" if kind == "txt" else "file")
 
 
 def _txt_blocks(chunks: Iterable[bytes], documents: str, block_chars: int, stats: ReadStats) -> Iterator[Block]:
@@ -131,12 +171,14 @@ def _txt_blocks(chunks: Iterable[bytes], documents: str, block_chars: int, stats
         return _line_blocks(chunks, block_chars, stats)
     if documents == "file":
         return _file_blocks(chunks, stats)
+    if is_document_rule(documents) and documents.startswith(SPLIT_ON):
+        return _split_blocks(chunks, documents[len(SPLIT_ON):], block_chars, stats)
     if documents != "blank-line":
-        raise ValueError(f"unknown document rule {documents!r} (one of {', '.join(TXT_DOCUMENTS)})")
+        raise ValueError(f"unknown document rule {documents!r} (one of {', '.join(TXT_DOCUMENTS)}, split-on:STRING)")
     return _text_blocks(chunks, stats)
 
 
-def iter_stream_blocks(stream: BinaryIO, *, documents: str = "blank-line", block_chars: int = 1 << 20,
+def iter_stream_blocks(stream: BinaryIO, *, documents: str | None = "blank-line", block_chars: int = 1 << 20,
                        stats: ReadStats | None = None) -> Iterator[Block]:
     """Text from a binary stream (standard input) as document blocks, cut into
     documents like a ``.txt`` by the ``documents`` rule.
@@ -147,7 +189,8 @@ def iter_stream_blocks(stream: BinaryIO, *, documents: str = "blank-line", block
     """
     stats = stats if stats is not None else ReadStats()
     size = max(1, block_chars)
-    yield from _txt_blocks(recoded(iter(lambda: stream.read(size), b""), stats), documents, size, stats)
+    rule = documents or "blank-line"
+    yield from _txt_blocks(recoded(iter(lambda: stream.read(size), b""), stats), rule, size, stats)
     stats.files += 1
 
 
@@ -157,15 +200,15 @@ def iter_blocks(
     text_column: str = "text",
     block_chars: int = 1 << 20,
     stats: ReadStats | None = None,
-    documents: str = "blank-line",
+    documents: str | None = None,
 ) -> Iterator[Block]:
     """Stream one file as document blocks (never reading it whole).
 
-    ``.txt`` text is read in blocks of about ``block_chars`` bytes and cut
-    into documents by the ``documents`` rule (``TXT_DOCUMENTS``: ``blank-line``,
-    the default, docs/pretokenization.md#documents; ``line``, every non-empty
-    line without its break; ``file``, the whole file); jsonl and parquet
-    documents longer than ``block_chars`` come in several blocks.
+    Text (``.txt`` or a file of any other suffix) is read in blocks of about
+    ``block_chars`` bytes and cut into documents by the ``documents`` rule
+    (``is_document_rule``; None: ``document_rule``'s default, ``blank-line``
+    for ``.txt``, docs/pretokenization.md#documents, ``file`` for others);
+    jsonl and parquet documents longer than ``block_chars`` come in several blocks.
     Any failure to read the file raises SourceError naming it.
 
         >>> import tempfile
@@ -184,7 +227,8 @@ def iter_blocks(
         elif kind == "jsonl":
             yield from jsonl_blocks(path, text_column, block_chars, stats)
         else:
-            yield from _txt_blocks(raw_chunks(path, block_chars, stats), documents, block_chars, stats)
+            rule = document_rule(kind, documents)
+            yield from _txt_blocks(raw_chunks(path, block_chars, stats), rule, block_chars, stats)
     except READ_ERRORS as exc:
         raise cannot_read(path, exc) from exc
     stats.files += 1
@@ -193,7 +237,8 @@ def iter_blocks(
 def text_bytes(path: Path, *, text_column: str = "text") -> int:
     """The size of a file's text in bytes, without holding it: what sampling measures.
 
-    A plain ``.txt`` or ``.jsonl`` is its size on disk; a compressed one is
+    A plain ``.txt`` or ``.jsonl`` is its size on disk (a file of another
+    suffix too, once its first bytes are found to be text); a compressed one is
     decompressed as a stream and counted; for parquet it is the UTF-8 length
     of the text column. For jsonl this counts whole lines (keys and quoting
     too), a little more than the text: sampling then keeps a little less.
@@ -208,6 +253,8 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
     try:
         if kind in ("parquet", "arrow"):
             return table_text_bytes(path, text_column)
+        if kind == TEXT:
+            next(iter(raw_chunks(path, SNIFF_BYTES)), None)  # SourceError if it is not text
         if compression is None and not _wide_bom(path):
             return path.stat().st_size
         return sum(len(chunk) for chunk in raw_chunks(path, 1 << 22))

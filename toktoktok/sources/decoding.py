@@ -8,6 +8,10 @@
 - A file whose byte order mark says UTF-16 or UTF-32 (``WIDE_BOMS``) is
   decoded as such and given on as UTF-8 (``recoded``): such a text must never
   be trained on as bytes (every other byte 0).
+- A file of any other suffix than the known ones is read as text only if
+  its first ``SNIFF_BYTES`` (after recoding) hold no NUL byte and at most
+  ``NOT_TEXT_SHARE`` of them in invalid UTF-8 sequences (``not_text``): an
+  image or an object file is a bad file, never trained on.
 - A lone surrogate from a JSON escape (half of a cut emoji) cannot be
   encoded as UTF-8: it becomes U+FFFD and is counted the same way
   (``replace_surrogates``).
@@ -64,6 +68,27 @@ def recoded(chunks: Iterable[bytes], stats: ReadStats | None = None) -> Iterator
     rest = decoder.decode(b"", final=True)
     if rest:
         yield rest.encode("utf-8", "surrogatepass")
+
+
+SNIFF_BYTES = 8192  # how much of a file of another suffix is looked at to tell text from not
+NOT_TEXT_SHARE = 0.1  # invalid UTF-8 sequences per byte of those above which it is not text
+
+
+def not_text(head: bytes) -> str | None:
+    """Why the first bytes of a file show it is not UTF-8 text, or None: a NUL
+    byte, or more than ``NOT_TEXT_SHARE`` invalid sequences per byte (an
+    incomplete character at the end of ``head`` is not counted).
+
+        >>> not_text("héllo wörld".encode()), not_text(b"\x89PNG\r\n\x1a\n\x00\x00"), not_text(b"\xff\xfe\xfd ab")
+        (None, 'it holds a NUL byte', 'invalid UTF-8 in 3 of its first 6 bytes')
+    """
+    if b"\x00" in head:
+        return "it holds a NUL byte"
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
+    invalid = text.count(_REPLACEMENT) - head.count(_REPLACEMENT_UTF8)
+    if invalid > NOT_TEXT_SHARE * len(head):
+        return f"invalid UTF-8 in {invalid} of its first {len(head)} bytes"
+    return None
 
 
 def decode_line(raw: bytes, stats: ReadStats) -> str:

@@ -32,7 +32,7 @@ import regex
 from toktoktok.config import Source
 from toktoktok.config.values import special_kind
 from toktoktok.sources.reads import SourceError, cannot_read
-from toktoktok.sources.streams import SUFFIXES, as_path, file_format, open_binary
+from toktoktok.sources.streams import SUFFIXES, as_path, open_binary
 from toktoktok.uris import RemotePath, is_remote
 
 
@@ -137,8 +137,9 @@ def list_source_files(source: Source, *, strict: bool = False,
                       skipped: list[dict[str, str]] | None = None) -> list[Path]:
     """The files a source reads, in a deterministic order.
 
-    A ``file:`` source is itself; a ``path:`` directory is scanned
-    recursively for supported files, filtered by the include/exclude globs
+    A ``file:`` source is itself (any suffix); a ``path:`` directory is scanned
+    recursively for the files of ``SUFFIXES`` (with ``include``: for any file
+    the globs select), filtered by the include/exclude globs
     (``glob_match`` on the path relative to the directory, ``/`` separated)
     and sorted by that relative path.
 
@@ -152,7 +153,6 @@ def list_source_files(source: Source, *, strict: bool = False,
         if not path.is_file():
             special = special_kind(path) if not is_remote(path) else None
             raise SourceError(f"{path}: is not a regular file but {special}" if special else f"{path}: no such file")
-        file_format(path)
         if strict:
             _check_openable(path)
         return [path]
@@ -161,7 +161,7 @@ def list_source_files(source: Source, *, strict: bool = False,
     found: list[tuple[str, Path]] = []
     for file, is_file in _walk_files(path) if not is_remote(path) else _walk_remote(path):
         rel = file.relative_to(path).as_posix()
-        if _is_supported(file.name) and _selected(rel, source.include, source.exclude):
+        if (source.include or _is_supported(file.name)) and _selected(rel, source.include, source.exclude):
             if is_file:
                 found.append((rel, file))
             elif strict:
@@ -169,6 +169,8 @@ def list_source_files(source: Source, *, strict: bool = False,
             elif skipped is not None:
                 skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
     files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file in sorted(found)]
+    if not files and source.include:
+        raise SourceError(f"{path}: no file found (after include/exclude)")
     if not files:
         raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
     if strict:

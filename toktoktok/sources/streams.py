@@ -1,7 +1,9 @@
 """A source file as a stream of bytes: its format, opened where it lies, decompressed.
 
-A file's name says what it holds (``file_format``: ``.txt``, ``.jsonl`` or
-``.parquet``) and how it is compressed (``.zst``, ``.gz``, or not). It is
+A file's name says what it holds (``file_format``: ``.txt``, ``.jsonl``,
+``.parquet`` or ``.arrow``, else ``text``: any other file, read as plain
+UTF-8 text) and how it is compressed (``.zst``, ``.gz``, or not). A ``text``
+file whose first bytes are not text (``decoding.not_text``) fails to read. It is
 opened locally or, for a URI, through ``pyarrow.fs`` (``toktoktok.uris``), and
 ``raw_chunks`` gives its bytes decompressed, a chunk at a time, never whole.
 
@@ -26,27 +28,29 @@ from typing import BinaryIO
 
 import zstandard
 
-from toktoktok.sources.decoding import recoded
+from toktoktok.sources.decoding import SNIFF_BYTES, not_text, recoded
 from toktoktok.sources.reads import ReadStats, SourceError
 from toktoktok.uris import RemotePath, is_remote
 
 SUFFIXES = (".txt", ".jsonl", ".parquet", ".arrow", ".txt.zst", ".jsonl.zst", ".txt.gz", ".jsonl.gz")
+TEXT = "text"  # the kind of any file not named by SUFFIXES: plain UTF-8 text, never decompressed
+ROW_KINDS = ("jsonl", "parquet", "arrow")  # files of rows: each row (or JSON line's field) is a document
 
 _ZSTD_INPUT_SLICE = 1 << 13  # compressed bytes per decompress call
 
 
 def file_format(path: Path) -> tuple[str, str | None]:
-    """(kind, compression) of a supported file name, else SourceError.
+    """(kind, compression) of a file name: one of ``SUFFIXES``, else ``(TEXT, None)``.
 
-        >>> file_format(Path("a/b.jsonl.zst"))
-        ('jsonl', 'zst')
+        >>> file_format(Path("a/b.jsonl.zst")), file_format(Path("a/main.c"))
+        (('jsonl', 'zst'), ('text', None))
     """
     name = path.name.lower()
     for suffix in SUFFIXES:
         if name.endswith(suffix):
             kind, _, comp = suffix[1:].partition(".")
             return kind, comp or None
-    raise SourceError(f"{path}: unsupported file type (expected one of {', '.join(SUFFIXES)})")
+    return TEXT, None
 
 
 def as_path(path: Path | RemotePath | str) -> Path | RemotePath:
@@ -105,15 +109,35 @@ def _zstd_outputs(path: Path, fh: BinaryIO) -> Iterator[bytes]:
 
 def raw_chunks(path: Path, size: int, stats: ReadStats | None = None) -> Iterator[bytes]:
     """The file's bytes, decompressed, in chunks of about ``size`` bytes; a file
-    whose byte order mark says UTF-16 or UTF-32 comes as UTF-8 (``recoded``)."""
-    compression = file_format(path)[1]
+    whose byte order mark says UTF-16 or UTF-32 comes as UTF-8 (``recoded``); a
+    ``TEXT`` file whose first bytes are not text raises SourceError (``sniffed``)."""
+    kind, compression = file_format(path)
     if compression == "zst":
         chunks = _zstd_chunks(path, size)
     elif compression == "gz":
         chunks = _gzip_chunks(path, size)
     else:
         chunks = _plain_chunks(path, size)
-    return recoded(chunks, stats)
+    return sniffed(path, recoded(chunks, stats)) if kind == TEXT else recoded(chunks, stats)
+
+
+def sniffed(path: Path, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks`` as they are, once their first ``SNIFF_BYTES`` are found to be text
+    (``decoding.not_text``); else SourceError naming the file and why."""
+    head: list[bytes] = []
+    held = 0
+    for chunk in chunks:
+        head.append(chunk)
+        held += len(chunk)
+        if held >= SNIFF_BYTES:
+            break
+    first = b"".join(head)
+    why = not_text(first[:SNIFF_BYTES])
+    if why:
+        raise SourceError(f"{path}: not a text file ({why})")
+    if first:
+        yield first
+    yield from chunks
 
 
 def span_chunks(path: Path, span: tuple[int, int], size: int) -> Iterator[bytes]:

@@ -32,7 +32,6 @@ from typing import NamedTuple
 import numpy as np
 
 from toktoktok import documents
-from toktoktok.documents import doc_ends
 from toktoktok.interrupts import uninterrupted
 from toktoktok.sources.decoding import WIDE_BOMS, recoded
 from toktoktok.sources.reads import READ_ERRORS, ReadStats, cannot_read
@@ -122,12 +121,15 @@ def _load_document_kernels_once() -> None:
     uninterrupted(documents.load_document_kernels)
 
 
-def windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bool = False) -> Iterator[TxtWindow]:
+def windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bool = False,
+            ends: bool = True) -> Iterator[TxtWindow]:
     """A file's bytes (``chunks``, in order) as windows, with the document ends found
     by ``documents.doc_ends`` (each offset judged once, with 3 bytes of context
     on either side carried between windows). ``started``: the bytes are not the
-    file's first (a span after its start: no byte order mark to look for)."""
+    file's first (a span after its start: no byte order mark to look for).
+    ``ends`` False: no document ends (the whole file is one document)."""
     _load_document_kernels_once()
+    doc_ends = documents.doc_ends if ends else _no_ends
     ctx = b""  # the last 3 bytes already yielded: context before the next window
     pending = b""  # bytes read but not yet yielded (waiting for the bytes after them)
     for chunk in chunks:
@@ -164,17 +166,24 @@ def windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bool = 
     buf = ctx + pending
     lo = len(ctx)
     if len(buf) > lo:
-        ends = doc_ends(np.frombuffer(buf, dtype=np.uint8), lo, len(buf), True)
-        yield TxtWindow(memoryview(buf)[lo:], ends - lo)
+        found = doc_ends(np.frombuffer(buf, dtype=np.uint8), lo, len(buf), True)
+        yield TxtWindow(memoryview(buf)[lo:], found - lo)
+
+
+def _no_ends(buf: np.ndarray, lo: int, hi: int, final: bool) -> np.ndarray:
+    """``doc_ends`` of the ``file`` rule: none (offsets as ``doc_ends`` gives them, from 0)."""
+    return np.zeros(0, dtype=np.int64) + lo
 
 
 def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats | None = None,
-                     span: tuple[int, int] | None = None) -> Iterator[TxtWindow]:
+                     span: tuple[int, int] | None = None, ends: bool = True) -> Iterator[TxtWindow]:
     """Stream a ``.txt`` file (plain or compressed) as ``TxtWindow``s, its bytes
     undecoded: decode them in order with one ``Utf8Decoder``. The caller counts
     documents (``stats.documents``); read failures raise SourceError naming the file.
     ``span``: only bytes ``start:end`` of a plain file, cut where a document
-    starts (the Ray engine's byte ranges), read as they are.
+    starts (the Ray engine's byte ranges), read as they are. ``ends`` False:
+    the whole text is one document (the ``file`` rule); a file of another
+    suffix than ``.txt`` is read by ``raw_chunks`` (its first bytes checked).
 
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "a.txt"
@@ -191,7 +200,7 @@ def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats
         else:
             chunks = raw_chunks(path, max(1, block_bytes), stats) if span is None else \
                 span_chunks(path, span, max(1, block_bytes))
-        yield from windows(chunks, stats, span is not None and span[0] > 0)
+        yield from windows(chunks, stats, span is not None and span[0] > 0, ends)
     except READ_ERRORS as exc:
         raise cannot_read(path, exc) from exc
     stats.files += 1
