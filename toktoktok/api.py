@@ -14,9 +14,10 @@ jsonl file ``toktoktok_stages.pipeline.train_texts`` writes for the same
 documents and options, one phase named ``train`` (``tests/library/test_api.py``
 compares them). The steps: ``documents`` (each string one document),
 ``_fates`` (the held-out choice and the sample, keyed as that file's rows),
-``count_documents`` (the pieces, as ingest counts them), ``_learn`` (the
-merges, then the special tokens' ids) and ``encoding`` (checked as
-``toktoktok.load`` checks a file).
+``count_documents`` (the pieces, as ingest counts them), ``_learn`` (each
+phase's merges on the vocabulary so far; then the special tokens' ids) and
+``encoding`` (checked as ``toktoktok.load`` checks a file). A column of Arrow
+strings is ``api_columns``'s, several phases (``phases=``) ``api_phases``'.
 
 Options are the config's top-level keys (docs/configuration.md), checked by
 the config's own checks. Running a config or keeping the outputs is the
@@ -336,7 +337,7 @@ def _batches(docs: list[str], trained: np.ndarray, cutter: Any, chars_per_batch:
     batch: list[str] = []
     chars = 0
     for i in trained.tolist():
-        for part in _parts(docs[i], cutter):
+        for part in ingest_parts(docs[i], cutter):
             batch.append(part)
             chars += len(part)
         if chars >= chars_per_batch:
@@ -346,7 +347,7 @@ def _batches(docs: list[str], trained: np.ndarray, cutter: Any, chars_per_batch:
         yield batch
 
 
-def _parts(text: str, cutter: Any) -> list[str]:
+def ingest_parts(text: str, cutter: Any) -> list[str]:
     """One document as ingest sends it: whole, unless it is long enough for the
     cutter to force a cut (then cut as ingest cuts it, fed in read blocks)."""
     if cutter is None or len(text) <= cutter.part_chars + cutter.max_piece_chars:

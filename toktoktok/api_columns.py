@@ -179,12 +179,12 @@ class ColumnUnits:
 
     def _texts(self, texts: list[str]) -> Iterator[list[str]]:
         """Units as strings, cut as ingest cuts them, in batches."""
-        from toktoktok.api import _parts
+        from toktoktok.api import ingest_parts
 
         batch: list[str] = []
         chars = 0
         for text in texts:
-            for part in _parts(text, self.cutter):
+            for part in ingest_parts(text, self.cutter):
                 batch.append(part)
                 chars += len(part)
             if chars >= self.chars_per_batch:
