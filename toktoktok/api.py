@@ -14,9 +14,10 @@ jsonl file ``toktoktok_stages.pipeline.train_texts`` writes for the same
 documents and options, one phase named ``train`` (``tests/library/test_api.py``
 compares them). The steps: ``documents`` (each string one document),
 ``_fates`` (the held-out choice and the sample, keyed as that file's rows),
-``count_documents`` (the pieces, as ingest counts them), ``_learn`` (the
-merges, then the special tokens' ids) and ``encoding`` (checked as
-``toktoktok.load`` checks a file).
+``count_documents`` (the pieces, as ingest counts them), ``_learn`` (each
+phase's merges on the vocabulary so far; then the special tokens' ids) and
+``encoding`` (checked as ``toktoktok.load`` checks a file). A column of Arrow
+strings is ``api_columns``'s, several phases (``phases=``) ``api_phases``'.
 
 Options are the config's top-level keys (docs/configuration.md), checked by
 the config's own checks. Running a config or keeping the outputs is the
@@ -39,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
+from toktoktok import api_phases
+from toktoktok.api_phases import PHASE_NAME, PHASE_SLUG
 from toktoktok.config import MAX_MERGES, TOP_KEYS, check_settings
 from toktoktok.tuning import count_batch_chars, resolve_threads
 from toktoktok.errors import ConfigError, LayoutError, TooFewMerges, UsageError
@@ -46,10 +49,8 @@ from toktoktok.errors import ConfigError, LayoutError, TooFewMerges, UsageError
 if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
     import numpy as np
 
-PHASE_NAME = "train"  # the one phase: its name is the Encoding's name
-PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
 READ_BLOCK_CHARS = 1 << 20  # ingest reads a jsonl or parquet document in blocks of this many characters
-_NOT_OPTIONS = ("phases", "work_dir", "special_tokens")
+_NOT_OPTIONS = ("work_dir", "special_tokens")
 _MOVED = {
     "config": "train(): config= moved: use toktoktok_stages.pipeline.train_config(PATH)",
     "output": "train(): output= moved: use toktoktok_stages.pipeline.train_texts(texts, output=PATH, merges=..., ...) "
@@ -59,24 +60,29 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def train(
-    texts: Iterable[str] | None = None,
+    texts: Any = None,
     *,
     merges: int | None = None,
     special_tokens: Iterable[str] = (),
+    phases: list[dict[str, Any]] | None = None,
+    text_column: str = "text",
     config: Any = None,
     **options: Any,
 ) -> tiktoken.Encoding:
     """Train a tokenizer on ``texts`` in memory and return it as a ``tiktoken.Encoding``.
 
-    ``texts``: an iterable of strings, each one document. ``merges``: the
-    number of new tokens to learn (required). ``special_tokens``: added
-    after the merges, in this order. ``**options``: any other top-level
-    config option (``hardcoded_merges``, ``heldout_share``, ``pattern``,
-    ``seed``, ``min_frequency``, ``max_token_bytes``, ``pad_to_multiple_of``,
-    ``warm_start`` (a path, or ``{"file": ..., "special_tokens": {...}}``),
-    ``threads``, ``working_set_mb``, ``max_piece_bytes``, ``verbose``).
-    ``export_hf`` and ``on_bad_file`` are accepted and change nothing here (no
-    file is written or read); ``verbose=True`` prints a summary to stderr.
+    ``texts``: an iterable of strings, each one document; or a ``pyarrow``
+    ``Table`` (its ``text_column``), ``ChunkedArray`` or ``Array`` of strings,
+    or a ``datasets.Dataset`` (``api_columns``: no Python string a row).
+    ``merges``: the number of new tokens to learn. ``phases``: instead of
+    ``texts`` and ``merges``, a list of ``{"name", "merges", "texts"}`` (and
+    ``text_column``), trained one after another as a config's phases.
+    ``special_tokens``: added after the merges, in this order. ``**options``:
+    any other top-level config option (``hardcoded_merges``, ``heldout_share``,
+    ``pattern``, ``seed``, ``min_frequency``, ``max_token_bytes``,
+    ``pad_to_multiple_of``, ``warm_start``, ``threads``, ``working_set_mb``,
+    ``max_piece_bytes``, ``vocab_size``, ``verbose``). ``export_hf`` and
+    ``on_bad_file`` change nothing here; ``verbose=True`` prints a summary.
 
     Raises ``UsageError`` (a ``ValueError``) for a configuration problem, its
     message starting ``train():`` (and for ``config=`` or ``output=``, which are
@@ -84,31 +90,59 @@ def train(
     that is not a string.
     """
     _refuse_moved(texts, config, options)
-    if texts is None:
-        raise UsageError("train(): give texts (an iterable of strings, each one document)")
     vocab_size = options.pop("vocab_size", None)
-    if merges is None and vocab_size is None:
-        raise UsageError("train(): merges is required with texts (the number of new tokens to learn), "
-                         "unless vocab_size is given (the number of ids in all)")
-    settings = _settings(0 if merges is None else merges, special_tokens, options)
+    plan = api_phases.plan(texts, merges, phases, text_column, vocab_size)
+    settings = _settings(0, special_tokens, options)
     if vocab_size is not None:
-        merges = _merges_for(vocab_size, merges, settings)
-    docs, sizes = documents(texts)  # read once into a list: the sample needs the total before its first choice
+        fitted = _merges_for(vocab_size, [p["merges"] for p in plan], settings)
+        plan = [{**p, "merges": m} for p, m in zip(plan, fitted)]
     started = time.perf_counter()
-    # memory: the documents (the caller's strings, copied only where a surrogate is
-    # replaced), a batch of text per thread in flight and the summed piece counts;
-    # then what the merge loop needs, as in the train stage
+    vocab, kept = _base(settings)
+    # memory: a phase at a time: its documents (strings: the caller's, copied only where
+    # a surrogate is replaced; a column: Arrow's buffers), a batch of text per thread in
+    # flight and the summed piece counts; then what the merge loop needs, as in the train stage
     with _numba_threads(resolve_threads(settings["threads"])):
-        docs, fates, share = _fates(docs, sizes, settings)  # held-out text is not kept: nothing here measures it
-        table = count_documents(docs, fates, settings)
-        del docs
-        result, specials = _learn(table, merges, settings)
-    if vocab_size is not None and result.made < merges:
-        raise TooFewMerges(f"train(): made {result.made} of the {merges} merges that vocab_size {vocab_size} needs: "
-                           "give more text, lower min_frequency, or a smaller vocab_size")
-    if settings["verbose"]:
-        _summary(fates, share, table, result, merges, time.perf_counter() - started)
-    return encoding(result.vocab.ranks(), specials, settings["pattern"].tiktoken)
+        for phase in plan:
+            table, tally, share = _phase_counts(phase, settings)
+            result = _learn(vocab, table, phase["merges"], settings)
+            if vocab_size is not None and result.made < phase["merges"]:
+                raise TooFewMerges(f"train(): {_phase_name(phase, phases)}made {result.made} of the "
+                                   f"{phase['merges']} merges that vocab_size {vocab_size} needs: "
+                                   "give more text, lower min_frequency, or a smaller vocab_size")
+            if settings["verbose"]:
+                _summary(phase, tally, share, table, result, time.perf_counter() - started)
+            del table
+            vocab = result.vocab
+    from toktoktok.vocab import special_ids
+
+    specials = special_ids(settings["special_tokens"], len(vocab), kept=kept, pad_to=settings["pad_to_multiple_of"])
+    name = plan[-1]["name"] if phases is not None else PHASE_NAME
+    return encoding(vocab.ranks(), specials, settings["pattern"].tiktoken, name=name)
+
+
+def _phase_name(phase: dict[str, Any], phases: Any) -> str:
+    return f"phase {phase['name']!r} " if phases is not None else ""
+
+
+def _phase_counts(phase: dict[str, Any], settings: dict[str, Any]) -> tuple[Any, np.ndarray, float]:
+    """A phase's piece counts, its units' tally (trained, held out, left out) and its sample's share."""
+    import numpy as np
+
+    from toktoktok import api_columns, sampling
+
+    texts, slug = phase["texts"], phase["slug"]
+    if api_columns.is_column(texts):
+        col = api_columns.column(texts, phase["text_column"])
+        share = sampling.share(total=col.total, capacity=sampling.capacity(settings["working_set_mb"]))
+        units = api_columns.ColumnUnits(settings, slug, share, _cutter(settings), count_batch_chars(settings["working_set_mb"]))
+        table = count_jobs(units.jobs(col), settings)
+        return table, units.tally, share
+    if isinstance(texts, str):
+        raise UsageError("train(): a single string is not a list of documents: pass [text] for one document")
+    docs, sizes = documents(texts)  # read once into a list: the sample needs the total before its first choice
+    docs, fates, share = _fates(docs, sizes, settings, slug)  # held-out text is not kept: nothing here measures it
+    table = count_documents(docs, fates, settings)
+    return table, np.bincount(fates, minlength=3)[:3], share
 
 
 def _refuse_moved(texts: Any, config: Any, options: dict[str, Any]) -> None:
@@ -133,11 +167,11 @@ def _is_file(text: str) -> bool:
 
 def _settings(merges: Any, special_tokens: Iterable[str], options: dict[str, Any]) -> dict[str, Any]:
     """The options checked by the config's own checks, as ``Config`` fields."""
-    allowed = [k for k in TOP_KEYS if k not in _NOT_OPTIONS and k != "output"]
+    allowed = [k for k in TOP_KEYS if k not in _NOT_OPTIONS and k not in ("output", "phases")]
     for key in options:
         if key not in allowed:
             close = difflib.get_close_matches(key, ["merges", "special_tokens", *allowed], n=1)
-            why = ("cannot be given: train() has one phase and no work folder" if key in _NOT_OPTIONS
+            why = ("cannot be given: train() has no work folder" if key in _NOT_OPTIONS
                    else f"is not an option{f' (did you mean {close[0]!r}?)' if close else ''}")
             raise UsageError(f"train(): {key!r} {why} (options: merges, special_tokens, {', '.join(allowed)})")
     if not isinstance(merges, int) or isinstance(merges, bool) or not 0 <= merges <= MAX_MERGES:
@@ -187,7 +221,8 @@ def documents(texts: Iterable[str]) -> tuple[list[str], np.ndarray]:
     return docs, np.array(sizes, dtype=np.int64)
 
 
-def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any]) -> tuple[list[str], np.ndarray, float]:
+def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any],
+           slug: str = PHASE_SLUG) -> tuple[list[str], np.ndarray, float]:
     """The documents' units (``units.row_parts``: a document, or parts of one
     larger than the bound) and each unit's fate as ingest decides it for the
     rows of the jsonl file ``toktoktok_stages.pipeline.train_texts`` writes (keyed by
@@ -219,7 +254,7 @@ def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any]) -> tupl
             offsets.append(line + offset)
             unit_sizes.append(len(part.encode("utf-8")))
     share = sampling.share(total=int(lines[-1]), capacity=sampling.capacity(settings["working_set_mb"]))
-    fates, _ = sampling.unit_fates(unit_sizes, offsets, seed=settings["seed"], slug=PHASE_SLUG,
+    fates, _ = sampling.unit_fates(unit_sizes, offsets, seed=settings["seed"], slug=slug,
                                    file_index=0, heldout_share=settings["heldout_share"], sample_share=share)
     held = np.flatnonzero(fates == sampling.HELD)
     if len(held) and not np.any(fates == sampling.TRAIN):
@@ -233,23 +268,37 @@ def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any]) -> tupl
 
 def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]) -> Any:
     """The distinct pieces of the documents whose fate is ``TRAIN``, with their counts
-    (a ``counts`` table), in batches of parts, on ``threads`` threads for the scanner."""
+    (a ``counts`` table), in batches of parts (``count_jobs``)."""
     import numpy as np
 
-    from toktoktok import counts, sampling, scanner, unicode_classes
+    from toktoktok import sampling
+
+    trained = np.flatnonzero(fates == sampling.TRAIN)
+    return count_jobs(_batches(docs, trained, _cutter(settings), count_batch_chars(settings["working_set_mb"])),
+                      settings)
+
+
+def _cutter(settings: dict[str, Any]) -> Any:
+    """Ingest's part cutter for the pattern (None for a pattern that is never cut)."""
     from toktoktok.pretokenize import PartCutter
 
+    pattern = settings["pattern"]
+    if not (pattern.cut_at_spaces or pattern.cut_at_safe_places):
+        return None
+    return PartCutter(cut=True, breaks=pattern.cut_at_safe_places, special_tokens=settings["special_tokens"],
+                      max_piece_chars=settings["max_piece_bytes"])  # its part size: ingest's, the default
+
+
+def count_jobs(jobs: Iterable[Any], settings: dict[str, Any]) -> Any:
+    """The pieces of ``jobs`` (each a list of strings, or ``Segments`` of rows holding
+    no special token) summed into a ``counts`` table, on ``threads`` threads for the scanner."""
+    from toktoktok import scanner, unicode_classes
+    from toktoktok.summing import RunningSum
+
     pattern, specials = settings["pattern"], settings["special_tokens"]
-    cutter = None
-    if pattern.cut_at_spaces or pattern.cut_at_safe_places:
-        cutter = PartCutter(cut=True, breaks=pattern.cut_at_safe_places, special_tokens=specials,
-                            max_piece_chars=settings["max_piece_bytes"])  # its part size: ingest's, the default
     # the numba scanner in threads (it releases the GIL); a custom pattern's ``regex`` in
     # this thread: no worker processes, so a caller needs no ``if __name__ == "__main__"``
     workers = resolve_threads(settings["threads"]) if pattern.name in scanner.PATTERN_IDS else 1
-    size = count_batch_chars(settings["working_set_mb"])  # as ingest's batches
-    from toktoktok.summing import RunningSum
-
     summed = RunningSum()  # each batch's table added as it comes: memory is the sum and the batches in flight
     with contextlib.ExitStack() as stack:
         pool = None
@@ -257,16 +306,30 @@ def count_documents(docs: list[str], fates: np.ndarray, settings: dict[str, Any]
             unicode_classes.unicode_tables()  # build or load the tables once, before the threads
             pool = stack.enter_context(ThreadPoolExecutor(workers))
         inflight: list[Future[Any] | Any] = []
-        for batch in _batches(docs, np.flatnonzero(fates == sampling.TRAIN), cutter, size):
-            inflight.append(pool.submit(counts.count_texts, batch, pattern, specials) if pool
-                            else counts.count_texts(batch, pattern, specials))
+        for job in jobs:
+            inflight.append(pool.submit(_count, job, pattern, specials) if pool else _count(job, pattern, specials))
             while len(inflight) > (workers + 1 if pool else 0):  # bounded memory in flight
-                job = inflight.pop(0)
-                summed.add(job.result() if isinstance(job, Future) else job)
-        for job in inflight:
-            summed.add(job.result() if isinstance(job, Future) else job)
+                done = inflight.pop(0)
+                summed.add(done.result() if isinstance(done, Future) else done)
+        for done in inflight:
+            summed.add(done.result() if isinstance(done, Future) else done)
+    from toktoktok import counts
+
     table, _ = counts.cut_long_pieces(summed.table(), settings["max_piece_bytes"])  # as ingest does, per piece
     return table
+
+
+def _count(job: Any, pattern: Any, specials: Any) -> Any:
+    """One job's count table: ``Segments`` scanned where they lie, strings as ``counts.count_texts``."""
+    from toktoktok import counts
+    from toktoktok.text_segments import Segments
+
+    if isinstance(job, Segments):
+        from toktoktok.scanner import PATTERN_IDS
+        from toktoktok.span_table import count_pieces
+
+        return counts.from_arrays(*count_pieces(job.data, job.bounds, PATTERN_IDS[pattern.name]))
+    return counts.count_texts(job, pattern, specials)
 
 
 def _batches(docs: list[str], trained: np.ndarray, cutter: Any, chars_per_batch: int) -> Iterator[list[str]]:
@@ -274,7 +337,7 @@ def _batches(docs: list[str], trained: np.ndarray, cutter: Any, chars_per_batch:
     batch: list[str] = []
     chars = 0
     for i in trained.tolist():
-        for part in _parts(docs[i], cutter):
+        for part in ingest_parts(docs[i], cutter):
             batch.append(part)
             chars += len(part)
         if chars >= chars_per_batch:
@@ -284,7 +347,7 @@ def _batches(docs: list[str], trained: np.ndarray, cutter: Any, chars_per_batch:
         yield batch
 
 
-def _parts(text: str, cutter: Any) -> list[str]:
+def ingest_parts(text: str, cutter: Any) -> list[str]:
     """One document as ingest sends it: whole, unless it is long enough for the
     cutter to force a cut (then cut as ingest cuts it, fed in read blocks)."""
     if cutter is None or len(text) <= cutter.part_chars + cutter.max_piece_chars:
@@ -295,9 +358,10 @@ def _parts(text: str, cutter: Any) -> list[str]:
     return parts + cutter.finish()
 
 
-def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -> int:
-    """The merges that make exactly ``vocab_size`` ids (``toktoktok.id_layout``):
-    the base, the merges, the new special tokens and the padding."""
+def _merges_for(vocab_size: Any, merges: list[int | None], settings: dict[str, Any]) -> list[int]:
+    """Each phase's merges such that the ids number exactly ``vocab_size``
+    (``toktoktok.id_layout``): the base, the merges (None: the phase that gets the
+    rest), the new special tokens and the padding."""
     from toktoktok import id_layout
     from toktoktok.warm_start import load_base
 
@@ -312,33 +376,34 @@ def _merges_for(vocab_size: Any, merges: int | None, settings: dict[str, Any]) -
         size = id_layout.BYTES + (id_layout.HARDCODED_MERGES if settings["hardcoded_merges"] else 0)
     new = [t for t in settings["special_tokens"] if t not in kept]
     try:
-        return id_layout.fit_merges(vocab_size, base=size, merges=[merges], specials=len(new),
-                                    pad_to=settings["pad_to_multiple_of"])[0]
+        return id_layout.fit_merges(vocab_size, base=size, merges=list(merges), specials=len(new),
+                                    pad_to=settings["pad_to_multiple_of"])
     except LayoutError as exc:
         raise UsageError(f"train(): vocab_size {exc.problem}") from None
 
 
-def _learn(table: Any, merges: int, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
-    """Merges on the inventory sorted by piece (as the train stage sorts it: pieces
-    that share a pair sit close together); the special-token ids after them."""
-    from toktoktok.counts import inventory
-    from toktoktok.merge import train_phase
-    from toktoktok.piece_order import sorted_arrays
-    from toktoktok.vocab import Vocab, special_ids
+def _base(settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
+    """The vocabulary before the first phase and the special tokens it keeps."""
+    from toktoktok.vocab import Vocab
     from toktoktok.warm_start import load_base
 
     warm = settings["warm_start"]
     if warm is not None:
         base = load_base(warm.file, special_tokens=warm.special_tokens)
-        vocab, kept = base.vocab, base.special_tokens
-    else:
-        vocab, kept = Vocab.initial(hardcoded=settings["hardcoded_merges"]), {}
+        return base.vocab, base.special_tokens
+    return Vocab.initial(hardcoded=settings["hardcoded_merges"]), {}
+
+
+def _learn(vocab: Any, table: Any, merges: int, settings: dict[str, Any]) -> Any:
+    """A phase's merges on top of ``vocab``, on the inventory sorted by piece (as
+    the train stage sorts it: pieces that share a pair sit close together)."""
+    from toktoktok.counts import inventory
+    from toktoktok.merge import train_phase
+    from toktoktok.piece_order import sorted_arrays
+
     buf, off, counts = sorted_arrays(*inventory(table))
-    result = train_phase(vocab, buf, off, counts, merges=merges, min_frequency=settings["min_frequency"],
-                         max_token_bytes=settings["max_token_bytes"])
-    specials = special_ids(settings["special_tokens"], len(result.vocab), kept=kept,
-                           pad_to=settings["pad_to_multiple_of"])
-    return result, specials
+    return train_phase(vocab, buf, off, counts, merges=merges, min_frequency=settings["min_frequency"],
+                       max_token_bytes=settings["max_token_bytes"])
 
 
 def encoding(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str,
@@ -364,13 +429,14 @@ def _numba_threads(threads: int) -> Iterator[None]:
         numba.set_num_threads(before)
 
 
-def _summary(fates: np.ndarray, share: float, table: Any, result: Any, merges: int, seconds: float) -> None:
+def _summary(phase: dict[str, Any], tally: np.ndarray, share: float, table: Any, result: Any,
+             seconds: float) -> None:
     import numpy as np
 
     from toktoktok import sampling
 
-    tally = np.bincount(fates, minlength=3)
     pieces = int(np.asarray(table["count"]).sum()) if len(table) else 0
-    print(f"train(): {len(fates)} units (documents, or parts of large ones): {tally[sampling.TRAIN]} trained, {tally[sampling.HELD]} held out, "
+    print(f"train(): phase {phase['name']!r}: {int(tally.sum())} units (documents, or parts of large ones): "
+          f"{tally[sampling.TRAIN]} trained, {tally[sampling.HELD]} held out, "
           f"{tally[sampling.LEFT_OUT]} left out of the sample (share {share:.1%}); {pieces} pieces, "
-          f"{len(table)} distinct; {result.made} of {merges} merges made; {seconds:.2f} s", file=sys.stderr)
+          f"{len(table)} distinct; {result.made} of {phase['merges']} merges made; {seconds:.2f} s", file=sys.stderr)
