@@ -19,8 +19,8 @@ are summed piece by piece and compared across the one-file-a-document shapes.
 
 The folder shape is read through ``include:`` globs of its suffixes when
 this toktoktok reads any suffix (tried with ``toktok plan`` on a ``.c``
-file), else as ``.txt`` copies of its files (hard links); the report says
-which. The report replaces the ``## shapes`` part of ``--out`` (the scale
+file), else as ``.txt`` copies of its files (hard links), with
+``documents: file`` when ``plan`` accepts it; the report says which. The report replaces the ``## shapes`` part of ``--out`` (the scale
 section keeps that part when it rewrites the file).
 """
 
@@ -84,13 +84,27 @@ class Result:
         return median_of([x[key] for x in self.limits if key in x])
 
 
-def any_suffix(folder: Path, env: dict[str, str]) -> bool:
-    """Whether this toktoktok reads a ``.c`` file through ``include: ["**/*.c"]`` (``toktok plan`` says yes)."""
+@dataclass(frozen=True)
+class Reader:
+    """What this toktoktok reads: any suffix through ``include:``; ``documents: file`` on a source."""
+
+    suffixes: bool
+    documents: bool
+
+
+def accepts(source: dict, folder: Path, env: dict[str, str]) -> bool:
+    """Whether ``toktok plan`` accepts a config reading ``source``."""
+    cfg = config(source, folder, 1)
+    return subprocess.run([toktok_bin(), "plan", "-c", str(cfg)], capture_output=True, env=env).returncode == 0
+
+
+def reader(folder: Path, env: dict[str, str]) -> Reader:
+    """Tried with ``toktok plan`` on a folder of one ``.c`` file and one ``.txt`` file."""
     src = fresh(folder / "src")
     (src / "a.c").write_text("int main(void)\n{\n\treturn 0;\n}\n", encoding="utf-8")
-    cfg = config({"path": str(src), "include": ["**/*.c"]}, folder, 1)
-    done = subprocess.run([toktok_bin(), "plan", "-c", str(cfg)], capture_output=True, text=True, env=env)
-    return done.returncode == 0
+    (src / "b.txt").write_text("int x;\n", encoding="utf-8")
+    return Reader(accepts({"path": str(src), "include": ["**/*.c"]}, folder, env),
+                  accepts({"path": str(src), "documents": "file"}, folder, env))
 
 
 def config(source: dict, folder: Path, text_bytes: int) -> Path:
@@ -104,20 +118,21 @@ def config(source: dict, folder: Path, text_bytes: int) -> Path:
     return path
 
 
-def shapes_of(root: Path, facts: dict, suffixes: bool) -> list[Shape]:
+def shapes_of(root: Path, facts: dict, reader: Reader) -> list[Shape]:
     """The shapes under ``root`` (``shapes_corpus.SHAPE_FILES``), in the order they run."""
     f = {name: root / rel for name, rel in shapes_corpus.SHAPE_FILES.items()}
     files, parts = f"{facts['files']:,}", sorted((f["parquet-folder"]).glob("*.parquet"))
     shards = sorted(f["datasets"].glob("data-*.arrow"))
     read, pyarrow = "plain read of the file (`os.read`, 1 MiB blocks)", "pyarrow reads the `text` column whole"
-    if suffixes:
+    whole = {"documents": "file"} if reader.documents else {}
+    if reader.suffixes:
         globs = [f"**/*{s}" for s in scale_corpus.SUFFIXES] + list(scale_corpus.NAMES)
         folder = Shape("folder", f"a folder of {files} files as they are (`.c`, `.h`, ...), `include:` their "
-                       "suffixes", {"path": str(f["folder"]), "include": globs},
+                       "suffixes", {"path": str(f["folder"]), "include": globs, **whole},
                        ("files", [f["folder"]], "list the folder, open/read/close every file"), True)
     else:
         folder = Shape("folder", f"a folder of {files} `.txt` copies of the files (this toktoktok reads no other "
-                       "suffix)", {"path": str(f["folder-txt"])},
+                       "suffix)", {"path": str(f["folder-txt"]), **whole},
                        ("files", [f["folder-txt"]], "list the folder, open/read/close every file"), True)
     return [
         Shape("txt", "one `.txt` (documents separated by a blank line)", {"file": str(f["txt"])},
@@ -208,27 +223,44 @@ def run_shapes(shapes: list[Shape], reps: int, text_bytes: int, work: Path,
     return results
 
 
+def reference(shapes: list[Shape], results: dict[str, Result]) -> str | None:
+    """The shape every inventory is compared with: ``REFERENCE``, else the first one-file-a-document shape run."""
+    names = [s.name for s in shapes if s.per_file and results[s.name].inventory is not None]
+    return REFERENCE if REFERENCE in names else next(iter(names), None)
+
+
 def agreement(shapes: list[Shape], results: dict[str, Result], work: Path) -> list[list[str]]:
     """Per shape: distinct pieces, pieces, and whether its summed inventory is the reference's piece by piece."""
-    ref = results.get(REFERENCE)
-    ref_inv = ref.inventory if ref else None
+    ref = reference(shapes, results)
+    ref_inv = results[ref].inventory if ref else None
     rows = []
     for shape in shapes:
         inv = results[shape.name].inventory
         if inv is None:
             rows.append([shape.name, "–", "–", "failed"])
             continue
-        if ref_inv is None or shape.name == REFERENCE:
-            same = "reference" if shape.name == REFERENCE else "–"
+        if ref_inv is None or shape.name == ref:
+            same = "reference" if shape.name == ref else "–"
         elif inv["sha256"] == ref_inv["sha256"]:
             same = "yes, identical"
         else:
-            d = probe("diff", work / "inventories" / f"{shape.name}.arrow", work / "inventories" / f"{REFERENCE}.arrow")
-            same = f"**no**: {d['only_a']:,} pieces only here, {d['only_b']:,} only in {REFERENCE}, {d['differ']:,} " \
-                   "counted differently"
+            d = probe("diff", work / "inventories" / f"{shape.name}.arrow", work / "inventories" / f"{ref}.arrow")
+            shown = "; ".join(f"`{cell(p)}` {a if a is not None else 'absent'} here, {b if b is not None else 'absent'} "
+                              f"in {ref}" for p, a, b in d["examples"])
+            same = (f"**no**: {d['only_a']:,} pieces only here, {d['only_b']:,} only in {ref}, "
+                    f"{d['differ']:,} counted differently (e.g. {shown})")
         rows.append([shape.name + ("" if shape.per_file else " (blank-line documents)"), f"{inv['rows']:,}",
                      f"{inv['total']:,}", same])
     return rows
+
+
+def cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell's code span.
+
+        >>> print(cell("b'a|`'"))
+        b'a\\|\\x60'
+    """
+    return text.replace("|", "\\|").replace("`", "\\x60")
 
 
 def verdict(shapes: list[Shape], results: dict[str, Result]) -> str:
@@ -241,17 +273,44 @@ def verdict(shapes: list[Shape], results: dict[str, Result]) -> str:
             + ("**agree**: the same distinct pieces with the same counts." if agree else "**do not agree** (below)."))
 
 
-def on_disk(facts: dict, name: str, suffixes: bool) -> int:
+def on_disk(facts: dict, name: str, reader: Reader) -> int:
     """Bytes on disk of shape ``name`` (the folder read as ``.txt`` copies: the copies, hard links of the same size)."""
-    return facts["disk_bytes"].get("folder-txt" if name == "folder" and not suffixes else name, 0)
+    return facts["disk_bytes"].get("folder-txt" if name == "folder" and not reader.suffixes else name, 0)
 
 
 def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}×" if a is not None and b else "–"
 
 
+def same_as_scale(data: Path, facts: dict) -> str | None:
+    """Whether the one ``.txt`` has the size of the scale section's ``train-full.txt`` built here (full run only)."""
+    manifest = data / "kernel" / "manifest.json"
+    if facts["mb"] is not None or not manifest.exists():
+        return None
+    scale = json.loads(manifest.read_text())
+    if scale.get("deb") != facts["deb"]:
+        return f"(The scale corpus under `--data` was built from another package, `{scale.get('deb')}`.)\n"
+    same = scale["train"]["full"]["bytes"] == facts["bytes"] and scale["train"]["full"]["files"] == facts["files"]
+    return ("The one `.txt` has the files and bytes of the scale section's `train-full.txt` built here"
+            + (": the same text." if same else f" **not**: {scale['train']['full']} there.") + "\n")
+
+
+def folder_note(reader: Reader) -> str:
+    """How the folder shape is read, in the report's words."""
+    if reader.suffixes:
+        how = ("this toktoktok reads any suffix (`toktok plan` accepted `include: [\"**/*.c\"]`), so the folder is "
+               "read as it is, through `include:` globs of its suffixes and names")
+    else:
+        how = ("this toktoktok reads no other suffix than its own (`toktok plan` refused `include: [\"**/*.c\"]`), "
+               "so the folder is read as `.txt` copies of its files (hard links named `NAME.txt`)")
+    if reader.documents:
+        return how + "; `documents: file` makes each file one document."
+    return how + ("; this toktoktok has no `documents:` key, so a `.txt` file (a copy, or one of the tree's own) is "
+                  "cut at blank lines and loses a leading byte order mark, as a `.txt` is read.")
+
+
 def report(args: argparse.Namespace, facts: dict, run: dict, shapes: list[Shape], results: dict[str, Result],
-           suffixes: bool, work: Path) -> str:
+           reader: Reader, work: Path) -> str:
     base = results["txt"]
     rows, lrows = [], []
     for s in shapes:
@@ -263,7 +322,7 @@ def report(args: argparse.Namespace, facts: dict, run: dict, shapes: list[Shape]
         rows.append([label, num(wall, 2), ratio(wall, base.med("wall")), num(peak, 0),
                      ratio(peak, base.med("peak_mb")), num(stage, 2), num(nbytes / MB / stage if nbytes and stage
                                                                          else None, 0),
-                     num(r.manifest("documents"), 0), num(on_disk(facts, s.name, suffixes) / MB, 1)])
+                     num(r.manifest("documents"), 0), num(on_disk(facts, s.name, reader) / MB, 1)])
         kind, _, what = s.limit
         seconds, lbytes = r.limit("seconds"), r.limit("bytes")
         extra = ""
@@ -287,12 +346,8 @@ def report(args: argparse.Namespace, facts: dict, run: dict, shapes: list[Shape]
         "`train-full.txt` (or its prefix), the folder holds each file under its own path and name, parquet and "
         "Arrow a row a document (`text`, and the file's `path`), the `.jsonl` an object a line "
         "(`{\"text\": ..., \"path\": ...}`), the compressed files the same bytes compressed.", "",
-        "The folder shape: " + ("this toktoktok reads any suffix (`toktok plan` accepted `include: [\"**/*.c\"]`), "
-                                "so the folder is read as it is, through `include:` globs of its suffixes and names."
-                                if suffixes else
-                                "this toktoktok reads no other suffix than its own (`toktok plan` refused "
-                                "`include: [\"**/*.c\"]`), so the folder is read as `.txt` copies of its files "
-                                "(hard links named `NAME.txt`; each is then cut at blank lines, as a `.txt` is)."), "",
+        "The folder shape: " + folder_note(reader), "",
+        *([scale_note] if (scale_note := same_as_scale(args.data, facts)) else []),
         f"Each shape: `toktok ingest -c CFG --force` as a whole process in a fresh folder, one phase, "
         f"`threads: -1`, `heldout_share: 0`, a `working_set_mb` that keeps all text (nothing sampled). Shapes run in "
         f"turn, {args.reps} repetition(s), medians. ingest s: the process's wall; peak MB: its true peak RSS "
@@ -311,10 +366,11 @@ def report(args: argparse.Namespace, facts: dict, run: dict, shapes: list[Shape]
         md_table(["shape", "limit", "s", "MB/s", "÷ ingest"], lrows), "",
         "### Do the inventories agree?", "",
         "Each ingest's chunk tables of the first repetition, summed piece by piece (the distinct pieces and "
-        f"their counts), compared with the `{REFERENCE}` shape's. " + verdict(shapes, results)
+        f"their counts), compared with the `{reference(shapes, results)}` shape's. " + verdict(shapes, results)
         + " The `.txt` shapes are shown apart: their documents are other ones (cut at blank lines), so their "
         "inventory need not agree (with the default pattern, whose pieces never cross such a cut, it does).", "",
-        md_table(["shape", "distinct pieces", "pieces", f"same as {REFERENCE}"], agreement(shapes, results, work)), "",
+        md_table(["shape", "distinct pieces", "pieces", f"same as {reference(shapes, results)}"],
+                 agreement(shapes, results, work)), "",
     ]
     return "\n".join(lines)
 
@@ -351,22 +407,23 @@ def main(argv: list[str]) -> None:
     env = run_env(work / "numba-cache")
     shutil.rmtree(work / "numba-cache", ignore_errors=True)
     try:
-        suffixes = any_suffix(work / "probe", env)
-        log(f"any suffix read through include: {'yes' if suffixes else 'no, the folder is read as .txt copies'}")
-        shapes = shapes_of(root, facts, suffixes)
+        found = reader(work / "probe", env)
+        log(f"any suffix read through include: {'yes' if found.suffixes else 'no, the folder is read as .txt copies'}"
+            f"; documents: file {'accepted' if found.documents else 'not known'}")
+        shapes = shapes_of(root, facts, found)
         if args.only:
             wanted = {"txt", *args.only.split(",")}  # the .txt is every ratio's base
             shapes = [s for s in shapes if s.name in wanted]
         log(f"warm-up: every shape of the first {TINY_BYTES / MB:.0f} MB once, empty numba cache (compiles)")
         tiny = work / "tiny-shapes"
         shapes_corpus.write_shapes(tiny_docs(root / shapes_corpus.SHAPE_FILES["parquet"]), tiny)
-        for shape in shapes_of(tiny, {"files": 0}, suffixes):
+        for shape in shapes_of(tiny, {"files": 0}, found):
             if shape.name in {s.name for s in shapes}:
                 measured, _ = ingest(shape, work / "warmup" / shape.name, TINY_BYTES, env)
                 if measured.returncode:
                     log(f"  warm-up of {shape.name} failed (see {measured.log})")
         results = run_shapes(shapes, args.reps, facts["bytes"], work, env)
-        block = report(args, facts, run, shapes, results, suffixes, work)
+        block = report(args, facts, run, shapes, results, found, work)
         write_block(args.out, block)
         print(block)
     finally:
