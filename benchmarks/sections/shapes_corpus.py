@@ -102,14 +102,17 @@ def read_kernel(deb: Path, limit: int | None) -> list[tuple[str, bytes]]:
     return select(files, limit)
 
 
-def text_array(docs: list[tuple[str, bytes]], large: bool = False) -> pa.Array:
-    """The documents as one Arrow string array, built from a data buffer and offsets (no Python ``str`` a row)."""
+def text_arrays(docs: list[tuple[str, bytes]]) -> tuple[pa.Array, pa.Array]:
+    """The documents as an Arrow ``string`` and a ``large_string`` array over one data buffer (no ``str`` a row).
+
+        >>> [a.to_pylist() for a in text_arrays([("a", b"x"), ("b", b"yz")])]
+        [['x', 'yz'], ['x', 'yz']]
+    """
     offsets = np.zeros(len(docs) + 1, np.int64)
     np.cumsum([len(d) for _, d in docs], out=offsets[1:])
     data = pa.py_buffer(b"".join(d for _, d in docs))
-    if large:
-        return pa.LargeStringArray.from_buffers(len(docs), pa.py_buffer(offsets), data)
-    return pa.StringArray.from_buffers(len(docs), pa.py_buffer(offsets.astype(np.int32)), data)
+    return (pa.StringArray.from_buffers(len(docs), pa.py_buffer(offsets.astype(np.int32)), data),
+            pa.LargeStringArray.from_buffers(len(docs), pa.py_buffer(offsets), data))
 
 
 def compress(source: Path, how: str) -> Path:
@@ -144,12 +147,12 @@ def write_shapes(docs: list[tuple[str, bytes]], out: Path) -> dict[str, int]:
         copy.parent.mkdir(parents=True, exist_ok=True)
         os.link(target, copy)
     paths = pa.array([folder_path(p) for p, _ in docs], pa.string())
-    table = pa.table({"text": text_array(docs), "path": paths})
+    text, large_text = text_arrays(docs)
+    table = pa.table({"text": text, "path": paths})
     for name, codec in (("snappy", "snappy"), ("zstd", "zstd"), ("uncompressed", "none")):
         pq.write_table(table, out / f"{name}.parquet", row_group_size=ROW_GROUP, compression=codec)
-    large = pa.table({"text": text_array(docs, large=True), "path": paths})
-    pq.write_table(large, out / "large_string.parquet", row_group_size=ROW_GROUP, compression="snappy")
-    del large
+    pq.write_table(pa.table({"text": large_text, "path": paths}), out / "large_string.parquet",
+                   row_group_size=ROW_GROUP, compression="snappy")
     (out / "parquet-folder").mkdir()
     step = math.ceil(len(docs) / PARQUET_PARTS)
     for i in range(PARQUET_PARTS):
