@@ -6,7 +6,8 @@
 #   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/results/MEMORY.md)
 #   make bench-scale          toktoktok (local and Ray), rustbpe, HF on 0.1 / 0.3 / 1.2 GB of kernel source and 100 MB
 #                             of English prose (benchmarks/results/SCALE.md; builds its corpora under SCALE_DATA with apt-get download, the
-#                             prose from ../shared/corpora beside the checkout, skipped if absent; SCALE_REPS runs a point)
+#                             prose from ../shared/corpora beside the checkout, skipped if absent; SCALE_REPS runs a point);
+#                             then its shapes part: ingest of the same kernel text as parquet, Arrow, JSON lines, a folder, ...
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]
 #                             run one stage of a config (ingest, train, export, run)
 
@@ -61,6 +62,7 @@ bench-scale: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray,bench]'
 	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section scale --data $(SCALE_DATA) --reps $(SCALE_REPS)
+	$(BIN)/python benchmarks/run.py --section shapes --data $(SCALE_DATA) --reps $(SCALE_REPS)
 
 stage: $(STAMP)
 	$(BIN)/toktok $(STAGE) -c $(CONFIG) $(if $(PHASE),--phase "$(PHASE)")

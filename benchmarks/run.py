@@ -19,6 +19,11 @@ Sections (what each writes; the make target that runs it):
   1 MiB chunks, and documents) and Hugging Face on 0.1, 0.3 and 1.2 GB of the
   Linux kernel's source and on 100 MB of English prose (the shared corpora's);
   the scale targets; a cost model of ingesting 1 TB on 64 machines;
+- ``shapes`` -> the ``## shapes`` part of ``results/SCALE.md`` (``make bench-scale``):
+  ``toktok ingest`` on the scale section's kernel text in every shape users
+  bring (one ``.txt``, a folder of files, parquet, Arrow, ``datasets``'
+  folder, JSON lines, compressed), against one ``.txt``, with the limit each
+  works against and whether their inventories agree;
 - ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
@@ -32,7 +37,8 @@ Where things live:
   ``scaling`` and ``targets`` for its parts of RESULTS.md), and the
   processes the sections start: ``peer_trainers.py`` (rustbpe, Hugging Face),
   ``baseline_ingest.py`` (the ``findall`` baseline); ``scale_corpus.py``
-  builds the scale corpora;
+  builds the scale corpora, ``shapes_corpus.py`` the shapes, ``shapes_probe.py``
+  measures their limits and inventories;
 - ``results/``: the reports, as the last run of each section wrote them;
 - ``benchkit/``: the shared helpers: ``measure`` (a command run as a whole
   process, measured from outside: wall, CPU, ``ru_maxrss`` and the sampled
@@ -63,6 +69,7 @@ SECTIONS = {
     "ingest": "sections.peers",
     "memory": "sections.memory",
     "scale": "sections.scale",
+    "shapes": "sections.shapes",
     "scanner": "sections.scanner",
     "pieces": "sections.pieces",
     "corpus": "sections.scale_corpus",

@@ -81,3 +81,22 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def num(value: float | None, digits: int = 1) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def split_part(text: str, heading: str) -> tuple[str, str]:
+    """``text`` without its part under ``heading`` (a ``## `` line starting so), and that part.
+
+    The part runs to the next ``## `` heading or the end; a report written by
+    one section keeps another section's part this way.
+
+        >>> split_part("# R\\n## a\\nx\\n## shapes: s\\ny\\n### t\\n## b\\nz\\n", "## shapes")
+        ('# R\\n## a\\nx\\n## b\\nz\\n', '## shapes: s\\ny\\n### t\\n')
+        >>> split_part("# R\\n", "## shapes")
+        ('# R\\n', '')
+    """
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
+    if start is None:
+        return text, ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "".join(lines[:start] + lines[end:]), "".join(lines[start:end])

@@ -95,6 +95,7 @@ LABELS = {"toktoktok": "toktoktok", "ray": "toktoktok (Ray)", "hf": "HF tokenize
 COMMANDS = {"toktoktok": "toktoktok", "ray": "ray", "rustbpe": "rustbpe:chunks", "hf": "hf:chunks",
             "rustbpe-docs": "rustbpe"}
 TINY_BYTES = 1_000_000
+SHAPES_HEADING = "## shapes"  # the shapes section's part of the same report, kept when this one rewrites it
 MB = 1_000_000
 
 
@@ -811,8 +812,10 @@ def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str,
 
 
 def write_report(out: Path, text: str, done: list[str]) -> str:
+    """``text`` into ``out``, keeping the ``## shapes`` part the shapes section wrote there (at the end)."""
+    kept = bench_report.split_part(out.read_text(encoding="utf-8"), SHAPES_HEADING)[1] if out.exists() else ""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    out.write_text(text.rstrip("\n") + "\n\n" + kept if kept else text, encoding="utf-8")
     log(f"wrote {out} (sizes so far: {', '.join(done) or 'none'})")
     return text
 

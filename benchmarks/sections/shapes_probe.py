@@ -1,0 +1,164 @@
+"""The ``shapes`` section's probes, each a process of its own: the limits a shape works against, and inventories.
+
+    python benchmarks/sections/shapes_probe.py limit KIND PATH...       # prints JSON
+    python benchmarks/sections/shapes_probe.py inventory INGEST_FOLDER OUT.arrow
+    python benchmarks/sections/shapes_probe.py diff A.arrow B.arrow
+
+Limits (``KIND``), each timed around the reading alone, no tokenizing:
+
+- ``read``: ``os.open``/``read`` in 1 MiB blocks/``close`` of the files (after
+  one untimed pass, so the page cache is warm);
+- ``files``: every file under a folder: listing it (``os.scandir``, names in
+  order), then ``os.open``/``read``/``close`` of each (one untimed pass first);
+- ``parquet``: ``pyarrow.parquet.read_table(path, columns=["text"])``, whole
+  (after reading the first row group untimed);
+- ``arrow``: an Arrow IPC file or stream read whole (``pa.OSFile``, no memory map);
+- ``gzip``, ``zstd``: decompressed to nowhere in 1 MiB blocks (``gzip``,
+  ``zstandard``, the libraries toktoktok reads them with).
+
+``inventory``: the ingest folder's ``chunk-*.arrow`` tables summed piece by
+piece, sorted by piece, written as one uncompressed Arrow file; prints its
+sha256, rows and total count (equal digests: equal inventories). ``diff``:
+pieces found in only one of two such files, pieces counted differently, and
+the first few of them (``EXAMPLES``; repr, count in A, count in B).
+Run apart so the benchmark itself never holds a corpus.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+BLOCK = 1 << 20
+EXAMPLES = 3  # pieces shown of a diff
+
+
+def read_files(paths: list[str]) -> int:
+    """Bytes read by ``os.open``/``read``/``close`` of ``paths``."""
+    total = 0
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            while block := os.read(fd, BLOCK):
+                total += len(block)
+        finally:
+            os.close(fd)
+    return total
+
+
+def listing(folder: str) -> list[str]:
+    """Every file under ``folder``, in name order (``os.scandir``)."""
+    found, todo = [], [folder]
+    while todo:
+        current = todo.pop()
+        entries = sorted(os.scandir(current), key=lambda e: e.name)
+        found += [e.path for e in entries if e.is_file()]
+        todo += [e.path for e in reversed(entries) if e.is_dir()]
+    return found
+
+
+def column_bytes(table) -> int:  # noqa: ANN001 - a pyarrow Table
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.binary_length(table.column("text"))).as_py() or 0)
+
+
+def limit(kind: str, paths: list[str]) -> dict[str, float]:
+    """Seconds and bytes (text or decompressed bytes) of one limit over ``paths`` (see the docstring)."""
+    if kind == "read":
+        read_files(paths)
+        started = time.perf_counter()
+        return {"bytes": read_files(paths), "seconds": time.perf_counter() - started}
+    if kind == "files":
+        read_files(listing(paths[0]))
+        started = time.perf_counter()
+        names = listing(paths[0])
+        listed = time.perf_counter()
+        nbytes = read_files(names)
+        done = time.perf_counter()
+        return {"bytes": nbytes, "files": len(names), "list_seconds": listed - started,
+                "read_seconds": done - listed, "seconds": done - started}
+    if kind in ("parquet", "arrow"):
+        import pyarrow as pa
+        import pyarrow.ipc as ipc
+        import pyarrow.parquet as pq
+
+        if kind == "parquet":  # its first read sets up pyarrow's readers and codecs: a cost paid once, not per byte
+            pq.ParquetFile(paths[0]).read_row_group(0, columns=["text"])
+        tables, started = [], time.perf_counter()
+        for path in paths:
+            if kind == "parquet":
+                tables.append(pq.read_table(path, columns=["text"]))
+                continue
+            with open(path, "rb") as fh:
+                is_file = fh.read(6) == b"ARROW1"
+            with pa.OSFile(path) as source:
+                tables.append((ipc.open_file if is_file else ipc.open_stream)(source).read_all())
+        seconds = time.perf_counter() - started
+        return {"bytes": sum(column_bytes(t) for t in tables), "seconds": seconds}
+    if kind in ("gzip", "zstd"):
+        import zstandard
+
+        total, started = 0, time.perf_counter()
+        for path in paths:
+            with open(path, "rb") as raw:
+                reader = gzip.open(raw, "rb") if kind == "gzip" else zstandard.ZstdDecompressor().stream_reader(raw)
+                with reader:
+                    while block := reader.read(BLOCK):
+                        total += len(block)
+        return {"bytes": total, "seconds": time.perf_counter() - started}
+    raise SystemExit(f"unknown limit {kind!r} (read, files, parquet, arrow, gzip, zstd)")
+
+
+def inventory(folder: Path, out: Path) -> dict[str, object]:
+    """The summed, sorted count table of an ingest folder, written to ``out``; its digest, rows and total."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+
+    parts = [ipc.open_file(pa.memory_map(str(p))).read_all() for p in sorted(folder.glob("chunk-*.arrow"))]
+    schema = pa.schema([("piece", pa.large_binary()), ("count", pa.uint64())])
+    table = pa.concat_tables(parts) if parts else schema.empty_table()
+    summed = table.group_by("piece").aggregate([("count", "sum")]).rename_columns(["piece", "count"])
+    summed = summed.cast(schema).sort_by("piece").combine_chunks()
+    with ipc.new_file(str(out), schema) as writer:
+        writer.write_table(summed)
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    return {"sha256": digest, "rows": summed.num_rows, "total": int(pc.sum(summed.column("count")).as_py() or 0)}
+
+
+def diff(a: Path, b: Path) -> dict[str, int]:
+    """Pieces only in ``a``, only in ``b``, and in both with different counts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+
+    left, right = (ipc.open_file(pa.memory_map(str(p))).read_all() for p in (a, b))
+    joined = left.join(right, "piece", join_type="full outer", left_suffix="_a", right_suffix="_b")
+    ca, cb = joined.column("count_a"), joined.column("count_b")
+    odd = joined.filter(pc.fill_null(pc.not_equal(ca, cb), True)).slice(0, EXAMPLES).to_pylist()
+    return {"only_a": int(pc.sum(pc.is_null(cb)).as_py() or 0), "only_b": int(pc.sum(pc.is_null(ca)).as_py() or 0),
+            "differ": int(pc.sum(pc.fill_null(pc.not_equal(ca, cb), False)).as_py() or 0),
+            "examples": [[repr(r["piece"][:40]), r["count_a"], r["count_b"]] for r in odd]}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 3 and argv[0] == "limit":
+        print(json.dumps(limit(argv[1], argv[2:])))
+    elif len(argv) == 3 and argv[0] == "inventory":
+        print(json.dumps(inventory(Path(argv[1]), Path(argv[2]))))
+    elif len(argv) == 3 and argv[0] == "diff":
+        print(json.dumps(diff(Path(argv[1]), Path(argv[2]))))
+    else:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
