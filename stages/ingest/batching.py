@@ -141,8 +141,10 @@ def has_scanner(pattern: Pattern) -> bool:
 class Batcher:
     """Sends batches of parts to the workers (or counts them here) in order.
 
-    A batch never spans two files (``file_done`` sends the last one), so a
-    file's counts stay separable until its chunk is written.
+    A batch spans files only when they were read whole before any of their
+    text was sent (``file_start``); any other file's batches, groups and chunker
+    steps are its own (``file_done`` sends the last one), so its counts stay
+    separable until its chunk is written.
 
     Named patterns (the scanner, in threads): batches are counted into the
     workers' tables of their group (``GroupTables``); every ``GROUP_BATCHES``
@@ -171,6 +173,8 @@ class Batcher:
         self.inflight: list[tuple[Future | pa.Table | dict | int | None, float, int, int, list[int]]] = []
         self.sent_chars: dict[int, int] = {}  # characters of each file sent so far
         self.forced_cuts = 0  # cuts of pieces longer than max_piece_bytes
+        self.batches_sent = 0
+        self.whole_open = False  # whole files' text waits in the open batch (``file_start``)
         self.text_bytes: dict[int, int | None] = {}  # each file's text bytes as read (None: skipped as bad)
         self.specials_found: dict[str, int] = dict.fromkeys(cfg.special_tokens, 0)  # occurrences in the text
         # with workers, the chunker's sums run in a thread of their own, in order, so that
@@ -179,11 +183,34 @@ class Batcher:
         self.summer = ThreadPoolExecutor(1, thread_name_prefix="toktoktok-sum") if pool is not None else None
         self.sums: list[Future] = []
 
+    def file_start(self, *, whole: bool) -> None:
+        """A file begins; ``whole``: read whole already, so it cannot fail once its text
+        is sent (``local.whole_file``). The text of whole files in a row may share
+        batches and groups; a file read as it goes begins a batch, a group and a
+        step of the chunker of its own, so its counts can be dropped if it fails."""
+        if not whole:
+            self.close_whole()
+
+    def close_whole(self) -> None:
+        """The whole files in a row end here: their last batch and group are sent, and
+        the chunker takes their counts as one file's."""
+        if self.whole_open:
+            self.whole_open = False
+            self.file_done()
+
+    def sent(self) -> tuple[int, int]:
+        """How much text the batcher has taken (batches sent, texts waiting): the same
+        before and after a file that added none."""
+        return self.batches_sent, len(self.texts)
+
     def add(self, parts: list[str], weight: float, file_index: int) -> None:
-        if weight != self.weight or file_index != self.file_index:
+        if weight != self.weight:
+            self.close_whole()
+        if weight != self.weight or (file_index != self.file_index and not self.whole_open):
             self.send()
             self.end_group()
-            self.weight, self.file_index = weight, file_index
+            self.weight = weight
+        self.file_index = file_index
         for part in parts:
             self.texts.append(part)
             self.chars += len(part)
@@ -212,6 +239,7 @@ class Batcher:
                 job = self.pool.submit(count, *args)
         self.inflight.append((job, self.weight, self.file_index, first, lengths))
         self.texts, self.chars = [], 0
+        self.batches_sent += 1
         if self.fast:
             self.group_batches += 1
             if self.group_batches >= GROUP_BATCHES:
@@ -296,7 +324,13 @@ class Batcher:
             raise PatternMiss(exc.words, file=file_index,
                               offset=first + sum(lengths[: exc.index]) + exc.offset) from None
 
-    def file_done(self) -> None:
+    def file_done(self, *, whole: bool = False) -> None:
+        """The file's text is all added. A whole file's may wait in the open batch
+        (``file_start``); any other's is sent and its end marked for the chunker."""
+        if whole and self.fast:
+            self.whole_open = True
+            return
+        self.whole_open = False
         self.send()
         self.end_group()
         self.inflight.append((None, 1.0, self.file_index, 0, []))
@@ -318,6 +352,7 @@ class Batcher:
 
     def drain(self) -> None:
         """Count and sum everything sent; the chunker is then up to date."""
+        self.close_whole()
         self.send()
         self.end_group()
         while self.inflight:

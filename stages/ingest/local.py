@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+from pathlib import Path
 
 from toktoktok.config import Config, Phase
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import SourceError
+from toktoktok.sources import TEXT, SourceError, file_format
+from toktoktok.sources.reads import cannot_read
+from toktoktok.uris import is_remote
 
 from ..workdir.progress import Progress
 from .batching import Batcher, Workers
@@ -28,15 +32,23 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
     with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
         for index, (src, path) in enumerate(files):
             held_before, counted_before = len(heldout), dataclasses.replace(tally)
+            data = sent = None
             try:
-                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files)
-                batcher.file_done()
+                data = whole_file(cfg, path) if batcher.fast else None
+                batcher.file_start(whole=data is not None)
+                sent = batcher.sent()
+                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files,
+                            data=data)
+                batcher.file_done(whole=data is not None)
                 tally.files += 1
                 batcher.text_bytes[index] = tally.bytes_read - counted_before.bytes_read
             except (SourceError, FileNotFoundError) as exc:
                 if cfg.on_bad_file == "fail":
                     raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
-                batcher.discard(index)  # its counts, written chunk files included
+                if sent is not None and batcher.sent() != sent:
+                    if data is not None:  # mixed with other files' counts: cannot be taken out (never seen)
+                        raise SourceError(f"{path}: failed after it was read whole: {exc}") from exc
+                    batcher.discard(index)  # its counts, written chunk files included
                 del heldout[held_before:], held_files[held_before:]
                 bad = tally.bad_files
                 for f in dataclasses.fields(tally):
@@ -50,6 +62,29 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
         batcher.drain()
     return batcher
 
+
+
+WHOLE_FILE_BYTES = 1 << 20  # a plain local text file this small is read whole before any of it is counted
+
+
+def whole_file(cfg: Config, path: Path) -> bytes | None:
+    """A small plain text file's bytes, read whole (None: a file read as it goes).
+
+    Read before any of its text is sent, such a file cannot fail half way: the
+    batcher may then count many of them in one batch (``Batcher.file_done``),
+    where a folder of many small files spent its time ending a batch, a group
+    and a step of the chunker at every file.
+    """
+    kind, compression = file_format(path)
+    if compression is not None or kind not in ("txt", TEXT) or is_remote(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > WHOLE_FILE_BYTES:
+                return None
+            return fh.read()
+    except OSError as exc:
+        raise cannot_read(path, exc) from exc
 
 
 def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], batcher: Batcher,

@@ -83,13 +83,14 @@ def hold(text: str, held: list[str], tally: Tally) -> None:
 def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, batcher: Batcher,
                  heldout: list[str], tally: Tally, progress: Progress, share: float,
                  heldout_files: list[int] | None = None, span: tuple[int, int] | None = None,
-                 held_keys: list[tuple[int, int]] | None = None) -> None:
+                 held_keys: list[tuple[int, int]] | None = None, data: bytes | None = None) -> None:
     """Send one file's training text to the batcher and keep its held-out documents
     (``span``: only those bytes of a plain ``.txt``, starting where a document does:
     the Ray engine's byte ranges; their units, and so their keys, are those of the
     whole file, since the splitter counts offsets from the span's place in the
     stream, ``span_origin``). ``held_keys``: each held-out unit's key
-    ``(offset, row)`` is appended there (the Ray engine applies the cap from them)."""
+    ``(offset, row)`` is appended there (the Ray engine applies the cap from them).
+    ``data``: a small text file's bytes, read whole by the caller (``local``)."""
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
@@ -99,7 +100,8 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
     rule = document_rule(kind, src.documents)
     read_before = (tally.documents, tally.bytes_read)
     if kind in ("txt", TEXT) and rule in ("blank-line", "file"):
-        ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span, ends=rule == "blank-line")
+        ingest_txt(path, route, progress, splitter(cfg, span_origin(path, span)), span, ends=rule == "blank-line",
+                   data=data)
     elif kind in ("txt", TEXT):
         from .text_documents import ingest_documents  # it builds on this module's Router
 
@@ -314,7 +316,7 @@ class Router:
 
 
 def ingest_txt(path: Path, route: Router, progress: Progress, split: units.Splitter,
-               span: tuple[int, int] | None = None, ends: bool = True) -> None:
+               span: tuple[int, int] | None = None, ends: bool = True, data: bytes | None = None) -> None:
     """A ``.txt`` file, a window of bytes at a time (``sources.iter_txt_windows``),
     whose units ``split`` finds (``units.Splitter``).
 
@@ -331,7 +333,8 @@ def ingest_txt(path: Path, route: Router, progress: Progress, split: units.Split
     stats = ReadStats()
     decoder = route.decoder = Utf8Decoder(stats)
     try:
-        for window in _unit_windows(iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span, ends=ends), split):
+        read = iter_txt_windows(path, block_bytes=TXT_READ_BYTES, stats=stats, span=span, ends=ends, data=data)
+        for window in _unit_windows(read, split):
             stats.documents += window.documents
             progress.update(len(window.data))
             if route.fate in (None, TRAIN) and not route.deciding():

@@ -79,7 +79,7 @@ def not_text(head: bytes) -> str | None:
     byte, or more than ``NOT_TEXT_SHARE`` invalid sequences per byte (an
     incomplete character at the end of ``head`` is not counted).
 
-        >>> not_text("héllo wörld".encode()), not_text(b"\x89PNG\r\n\x1a\n\x00\x00"), not_text(b"\xff\xfe\xfd ab")
+        >>> not_text("héllo wörld".encode()), not_text(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00"), not_text(b"\\xff\\xfe\\xfd ab")
         (None, 'it holds a NUL byte', 'invalid UTF-8 in 3 of its first 6 bytes')
     """
     if b"\x00" in head:

@@ -35,7 +35,7 @@ from toktoktok import documents
 from toktoktok.interrupts import uninterrupted
 from toktoktok.sources.decoding import WIDE_BOMS, recoded
 from toktoktok.sources.reads import READ_ERRORS, ReadStats, cannot_read
-from toktoktok.sources.streams import as_path, file_format, raw_chunks, span_chunks
+from toktoktok.sources.streams import as_path, file_format, raw_chunks, sniffed, span_chunks
 from toktoktok.uris import is_remote
 
 
@@ -176,7 +176,8 @@ def _no_ends(buf: np.ndarray, lo: int, hi: int, final: bool) -> np.ndarray:
 
 
 def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats | None = None,
-                     span: tuple[int, int] | None = None, ends: bool = True) -> Iterator[TxtWindow]:
+                     span: tuple[int, int] | None = None, ends: bool = True,
+                     data: bytes | None = None) -> Iterator[TxtWindow]:
     """Stream a ``.txt`` file (plain or compressed) as ``TxtWindow``s, its bytes
     undecoded: decode them in order with one ``Utf8Decoder``. The caller counts
     documents (``stats.documents``); read failures raise SourceError naming the file.
@@ -184,6 +185,7 @@ def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats
     starts (the Ray engine's byte ranges), read as they are. ``ends`` False:
     the whole text is one document (the ``file`` rule); a file of another
     suffix than ``.txt`` is read by ``raw_chunks`` (its first bytes checked).
+    ``data``: the file's bytes, read whole by the caller (nothing is read here).
 
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "a.txt"
@@ -194,7 +196,9 @@ def iter_txt_windows(path: Path, *, block_bytes: int = 1 << 20, stats: ReadStats
     path = as_path(path)
     stats = stats if stats is not None else ReadStats()
     try:
-        if not is_remote(path) and file_format(path) == ("txt", None):
+        if data is not None:  # the file's bytes, read whole by the caller
+            chunks = recoded([data], stats) if file_format(path)[0] == "txt" else sniffed(path, recoded([data], stats))
+        elif not is_remote(path) and file_format(path) == ("txt", None):
             chunks = _plain_txt_chunks(path, max(1, block_bytes), stats) if span is None else \
                 _roomy_chunks(path, max(1, block_bytes), span)
         else:
