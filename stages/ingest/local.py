@@ -19,7 +19,7 @@ from toktoktok.uris import is_remote
 from ..workdir.progress import Progress
 from .batching import Batcher, Workers
 from .chunking import Chunker
-from .routing import Tally, ingest_file
+from .routing import Tally, ingest_file, ingest_whole
 
 
 def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
@@ -37,8 +37,9 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
                 data = whole_file(cfg, path) if batcher.fast else None
                 batcher.file_start(whole=data is not None)
                 sent = batcher.sent()
-                ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files,
-                            data=data)
+                if data is None or not ingest_whole(cfg, index, src, path, data, batcher, tally, progress, share):
+                    ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files,
+                                data=data)
                 batcher.file_done(whole=data is not None)
                 tally.files += 1
                 batcher.text_bytes[index] = tally.bytes_read - counted_before.bytes_read
@@ -79,12 +80,21 @@ def whole_file(cfg: Config, path: Path) -> bytes | None:
     if compression is not None or kind not in ("txt", TEXT) or is_remote(path):
         return None
     try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > WHOLE_FILE_BYTES:
-                return None
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         raise cannot_read(path, exc) from exc
+    try:
+        size = os.fstat(fd).st_size
+        if size > WHOLE_FILE_BYTES:
+            return None
+        chunks = [os.read(fd, size + 1)]  # one read, and one to find the end of a file that grew
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise cannot_read(path, exc) from exc
+    finally:
+        os.close(fd)
 
 
 def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], batcher: Batcher,

@@ -18,6 +18,7 @@ from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import (
     TEXT,
     ReadStats,
+    SourceError,
     TxtWindow,
     Utf8Decoder,
     document_rule,
@@ -25,6 +26,7 @@ from toktoktok.sources import (
     iter_txt_windows,
     open_binary,
 )
+from toktoktok.sources.decoding import SNIFF_BYTES, WIDE_BOMS, not_text
 
 from ..workdir.progress import Progress
 from .batching import Batcher, has_scanner
@@ -120,6 +122,46 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 
+def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, batcher: Batcher, tally: Tally,
+                 progress: Progress, share: float) -> bool:
+    """A small text file read whole (``local.whole_file``) sent as it is, with no
+    work per unit, where ``ingest_file`` would do just that: every unit trains (no
+    sample, no held-out draw left), the pattern takes bytes as read, the file is
+    valid UTF-8 without a wide byte order mark, and no document of it can be over
+    the bound. Counts as ``ingest_txt`` counts them; False: use ``ingest_file``.
+
+    A folder of many small files spent most of its time building the reader of
+    each file (router, cutter, splitter, windows) for a single window."""
+    kind, rule = file_format(path)[0], document_rule(file_format(path)[0], src.documents)
+    deciding = share < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
+    if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
+            or not _takes_bytes(cfg) or any(data.startswith(bom) for bom, _ in WIDE_BOMS)):
+        return False
+    if kind == TEXT and (why := not_text(data[:SNIFF_BYTES])):
+        raise SourceError(f"{path}: not a text file ({why})")
+    body = np.frombuffer(data, dtype=np.uint8)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]
+    if not documents.valid_utf8(body):
+        return False
+    found = 0
+    if len(body):
+        ends = documents.doc_ends(body, 0, len(body), True) if rule == "blank-line" else np.zeros(0, np.int64)
+        found = len(ends) + (not len(ends) or int(ends[-1]) < len(body))
+        batcher.add([memoryview(body)], src.weight, index)
+    tally.bytes_read += len(data)
+    tally.documents += found
+    tally.units += found
+    tally.kept_documents += found
+    tally.kept_bytes += len(body)
+    progress.update(len(data))
+    return True
+
+
+def _takes_bytes(cfg: Config) -> bool:
+    """``Router.bytes_ok``: training bytes may go to the scanner as read."""
+    return (has_scanner(cfg.pattern) and bool(cfg.pattern.cut_at_safe_places)
+            and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
+
+
 def splitter(cfg: Config, origin: int = 0) -> units.Splitter:
     """The unit splitter of a ``.txt`` file under this config (``origin``: the
     stream offset of the first byte it is fed)."""
@@ -170,8 +212,7 @@ class Router:
         self.held_keys: list[tuple[int, int]] = []  # each held-out unit's (offset, row)
         # Training bytes may go to the scanner as they were read (``train_bytes``):
         # they need a safe place to cut them that a special token cannot straddle.
-        self.bytes_ok = (has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
-                         and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
+        self.bytes_ok = _takes_bytes(cfg)
         self.carry = b""  # training bytes after the last safe place, not sent yet
         self.decoder: Utf8Decoder | None = None  # the file's (.txt), set by ingest_txt
 

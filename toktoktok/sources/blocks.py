@@ -265,9 +265,10 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
 def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, bool]:
     """A file's text bytes without reading its text: ``(size, exact)``.
 
-    Exact where the file says it at no cost (a plain ``.txt`` or ``.jsonl``: its
-    size; an ``.arrow`` file: its column's buffers, memory-mapped); else a
-    guess for ingest to check against what it reads (``.zst``: the frame's
+    Exact where the file says it at no cost (an ``.arrow`` file: its column's
+    buffers, memory-mapped); else a guess for ingest to check against what it
+    reads (a plain file: its size, exact but for a UTF-16 or UTF-32 byte order
+    mark, not looked for; ``.zst``: the frame's
     declared size; ``.gz``: the size its trailer records, modulo 2**32;
     ``.parquet``: the column's uncompressed size in the footer). A remote file,
     and one with a UTF-16 or UTF-32 byte order mark, are measured (``text_bytes``).
@@ -275,7 +276,7 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "a.txt"
         >>> text_bytes_estimate(f, text_column="text") if f.write_text("héllo") else None
-        (6, True)
+        (6, False)
     """
     path = as_path(path)
     kind, compression = file_format(path)
@@ -286,8 +287,8 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
             return parquet_size_estimate(path, text_column), False
         if kind == "arrow":
             return table_text_bytes(path, text_column), True
-        if compression is None:
-            return (path.stat().st_size, True) if not _wide_bom(path) else (text_bytes(path), True)
+        if compression is None:  # its size, unless a UTF-16 or UTF-32 mark makes it recoded: not opened to see
+            return path.stat().st_size, False
         guess = _declared_size(path, compression)
         return (guess, False) if guess is not None else (text_bytes(path), True)
     except READ_ERRORS as exc:

@@ -40,8 +40,10 @@ def _is_supported(name: str) -> bool:
     return name.lower().endswith(SUFFIXES)
 
 
-def _walk_files(root: Path) -> Iterator[tuple[Path, bool]]:
-    """(path, is a file) under root, skipping hidden names, visiting each real dir once.
+def _walk_files(root: Path) -> Iterator[tuple[Path, bool, str]]:
+    """(path, is a file, its real path) under root, skipping hidden names, visiting
+    each real dir once. A folder's real path is found once, so a file's costs
+    nothing unless the file is itself a symbolic link.
 
     Entries that are neither a file nor a folder come with ``False`` only when
     they are symbolic links (dangling, or looping): the caller decides.
@@ -69,18 +71,19 @@ def _walk_files(root: Path) -> Iterator[tuple[Path, bool]]:
             if is_dir:
                 subdirs.append(Path(entry.path))
             elif is_file:
-                yield Path(entry.path), True
+                link = entry.is_symlink()
+                yield Path(entry.path), True, os.path.realpath(entry.path) if link else os.path.join(real, entry.name)
             elif entry.is_symlink():
-                yield Path(entry.path), False
+                yield Path(entry.path), False, ""
         stack.extend(reversed(subdirs))
 
 
-def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool]]:
-    """(file, True) under a ``pyarrow.fs`` folder or prefix, hidden names (any part
-    starting with ".") skipped, in no order (the caller sorts): no links there."""
+def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool, str]]:
+    """(file, True, its path) under a ``pyarrow.fs`` folder or prefix, hidden names (any
+    part starting with ".") skipped, in no order (the caller sorts): no links there."""
     for file in root.walk():
         if not any(part.startswith(".") for part in file.relative_to(root).parts):
-            yield file, True
+            yield file, True, str(file)
 
 
 def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
@@ -158,17 +161,17 @@ def list_source_files(source: Source, *, strict: bool = False,
         return [path]
     if not path.is_dir():
         raise SourceError(f"{path}: no such directory")
-    found: list[tuple[str, Path]] = []
-    for file, is_file in _walk_files(path) if not is_remote(path) else _walk_remote(path):
+    found: list[tuple[str, Path, str]] = []
+    for file, is_file, real in _walk_files(path) if not is_remote(path) else _walk_remote(path):
         rel = file.relative_to(path).as_posix()
         if (source.include or _is_supported(file.name)) and _selected(rel, source.include, source.exclude):
             if is_file:
-                found.append((rel, file))
+                found.append((rel, file, real))
             elif strict:
                 raise SourceError(f"{file}: {_broken_link(file)}")
             elif skipped is not None:
                 skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
-    files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file in sorted(found)]
+    files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file, _ in sorted(found)]
     if not files and source.include:
         raise SourceError(f"{path}: no file found (after include/exclude)")
     if not files:
@@ -197,18 +200,20 @@ def _broken_link(path: Path) -> str:
 def _check_openable(path: Path) -> None:
     """Open and close the file, or SourceError saying why it cannot be read."""
     try:
-        with open_binary(path):
-            pass
+        if is_remote(path):
+            with open_binary(path):
+                pass
+        else:  # a regular file (the listing says so): no reader object needed
+            os.close(os.open(path, os.O_RDONLY))
     except OSError as exc:
         raise cannot_read(path, exc) from exc
 
 
-def _unique_real(found: list[tuple[str, Path]]) -> list[Path]:
+def _unique_real(found: list[tuple[str, Path, str]]) -> list[Path]:
     """Drop files already listed under another name (symlinks)."""
     seen: set[str] = set()
     out = []
-    for _, file in found:
-        real = os.path.realpath(file)
+    for _, file, real in found:
         if real not in seen:
             seen.add(real)
             out.append(file)
