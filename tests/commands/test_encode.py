@@ -416,6 +416,6 @@ def test_help_texts_name_the_formats_and_options():
     assert r.code == 0
     text = " ".join(r.out.split())
     for words in ("--format [npy|bin|megatron]", "train.bin and val.bin", "train_text_document.bin/.idx",
-                  "--bos TOKEN", "--val-share F", "--documents [blank-line|line|file]", "standard input",
+                  "--bos TOKEN", "--val-share F", "--documents RULE", "standard input",
                   "--dtype [uint16|uint32]", "--seed"):
         assert words in text, words

@@ -363,8 +363,8 @@ def test_encode_usage_errors_exit_2(trained, tmp_path):
     (busy / "notes.txt").write_text("mine")
     r = toktok("encode", "-t", trained["out"], data / "prose.txt", "-o", busy)
     assert r.code == 2 and "notes.txt" in one_line_error(r.err) and (busy / "notes.txt").read_text() == "mine"
-    (tmp_path / "x.md").write_text("#")
-    assert toktok("encode", "-t", trained["out"], tmp_path / "x.md", "-o", tmp_path / "o2").code == 2
+    (tmp_path / "x.md").write_text("#")  # any suffix is text: encoded, not refused
+    assert toktok("encode", "-t", trained["out"], tmp_path / "x.md", "-o", tmp_path / "o2").code == 0
     assert toktok("encode", data / "prose.txt", "-o", tmp_path / "o3").code == 2  # no tokenizer
 
 
