@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import regex
+import tiktoken
 import yaml
 
 from tests.helpers import SHARED
@@ -167,6 +168,21 @@ def write_config(folder: Path, phases: list[dict[str, Any]], **settings: Any) ->
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path
+
+
+def cli_encoding(folder: Path, phases: list[dict[str, Any]], **settings: Any) -> tiktoken.Encoding:
+    """``toktok run`` on a config of ``phases`` written in ``folder``; its tokenizer, loaded."""
+    import toktoktok
+
+    r = toktok("run", "-c", write_config(folder, phases, **settings))
+    assert r.code == 0, r.err
+    return toktoktok.load(folder / "out" / "tok.tiktoken")
+
+
+def same_tokenizer(a: tiktoken.Encoding, b: tiktoken.Encoding) -> None:
+    assert a._mergeable_ranks == b._mergeable_ranks
+    assert a._special_tokens == b._special_tokens
+    assert a._pat_str == b._pat_str
 
 
 def config_doc(path: Path) -> dict[str, Any]:

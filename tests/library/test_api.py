@@ -24,10 +24,11 @@ import toktoktok
 from tests.conftest import (
     SPECIALS,
     chunk_counts,
+    cli_encoding,
     english_text,
     manifest,
+    same_tokenizer,
     split_txt_documents,
-    toktok,
     work_of,
     write_config,
 )
@@ -51,19 +52,6 @@ def private_tmp(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
-
-
-def cli_encoding(folder, phases, **settings) -> tiktoken.Encoding:
-    config = write_config(folder, phases, **settings)
-    r = toktok("run", "-c", config)
-    assert r.code == 0, r.err
-    return toktoktok.load(folder / "out" / "tok.tiktoken")
-
-
-def same_tokenizer(a: tiktoken.Encoding, b: tiktoken.Encoding) -> None:
-    assert a._mergeable_ranks == b._mergeable_ranks
-    assert a._special_tokens == b._special_tokens
-    assert a._pat_str == b._pat_str
 
 
 def test_train_equals_the_cli_on_the_same_text(corpus, tmp_path, private_tmp):

@@ -15,10 +15,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import tiktoken
 
 import toktoktok
-from tests.conftest import SPECIALS, english_text, manifest, split_txt_documents, toktok, work_of, write_config
+from tests.conftest import (
+    SPECIALS,
+    cli_encoding,
+    english_text,
+    manifest,
+    same_tokenizer,
+    split_txt_documents,
+    work_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,18 +36,6 @@ def docs():
     found[20] = ""
     found[30] = " ".join(found[30:60])
     return found
-
-
-def cli_encoding(folder, phases, **settings) -> tiktoken.Encoding:
-    r = toktok("run", "-c", write_config(folder, phases, **settings))
-    assert r.code == 0, r.err
-    return toktoktok.load(folder / "out" / "tok.tiktoken")
-
-
-def same_tokenizer(a: tiktoken.Encoding, b: tiktoken.Encoding) -> None:
-    assert a._mergeable_ranks == b._mergeable_ranks
-    assert a._special_tokens == b._special_tokens
-    assert a._pat_str == b._pat_str
 
 
 def with_nulls(docs):
