@@ -327,7 +327,7 @@ class Batcher:
     def file_done(self, *, whole: bool = False) -> None:
         """The file's text is all added. A whole file's may wait in the open batch
         (``file_start``); any other's is sent and its end marked for the chunker."""
-        if whole and self.fast:
+        if whole and self.fast and float(self.weight).is_integer():  # a fractional weight rounds each file's sums
             self.whole_open = True
             return
         self.whole_open = False

@@ -923,7 +923,7 @@ def test_file_uris_are_absolute_and_checked(project: Path) -> None:
     cfg = load(project, MINIMAL.replace("- path: data", f"- file: '{uri}'"))
     assert cfg.phases[0].sources[0].path == target
     for bad, words in ((uri.replace("with", "without"), "does not exist"),
-                       ("file://relative/x.txt", "is not a usable URI"),
+                       ("file://relative/x.txt", "names the host 'relative': a file:// URI is a file on this machine"),
                        ("s3:///x.txt", "is a s3:// URI without a bucket or host")):
         with pytest.raises(ConfigError, match=re.escape(words)):
             load(project, MINIMAL.replace("- path: data", f"- file: '{bad}'"))

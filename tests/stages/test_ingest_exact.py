@@ -20,9 +20,10 @@ config loaded with ``load_config``) on real files, with every size shrunk so
 that each document is read in many blocks and cut into many parts, batches
 hold a few parts and chunk files a few batches:
 
-- ``iter_blocks`` is given a tiny ``block_chars`` and ``PartCutter`` a tiny
-  ``part_chars`` (ingest does not expose either, so the names it imported are
-  replaced by a wrapper and a subclass that force them);
+- the row readers (tables, JSON lines) are given tiny batches, ``.txt`` files
+  tiny reads, every file is read as it goes (none whole), and ``PartCutter``
+  a tiny ``part_chars`` (ingest does not expose it, so the name it imported
+  is replaced by a subclass that forces it);
 - ``stages.ingest.batching.BATCH_TEXT_CHARS`` and ``chunking.CHUNK_BYTES`` are made tiny;
 - and, for speed only (a run writes dozens of chunk files), the ``fsync``
   calls of ``toktoktok.atomic`` are skipped: they make writes durable, they do
@@ -59,13 +60,15 @@ import toktoktok.atomic as atomic  # noqa: E402
 import toktoktok_stages.ingest as ingest  # noqa: E402
 import toktoktok_stages.ingest.batching as batching  # noqa: E402
 import toktoktok_stages.ingest.chunking as chunking  # noqa: E402
+import toktoktok_stages.ingest.local as local  # noqa: E402
 import toktoktok_stages.ingest.routing as routing  # noqa: E402
+import toktoktok_stages.ingest.table_rows as table_rows  # noqa: E402
 from tests.conftest import split_txt_documents
 from toktoktok import units  # noqa: E402
 from toktoktok.config import load_config  # noqa: E402
 from toktoktok.patterns import NAMED_PATTERNS  # noqa: E402
 from toktoktok.pretokenize import PartCutter  # noqa: E402
-from toktoktok.sources import iter_blocks  # noqa: E402
+from toktoktok.sources import row_batches  # noqa: E402
 from toktoktok_stages import workdir  # noqa: E402
 from toktoktok_stages.workdir.progress import Progress  # noqa: E402
 
@@ -150,10 +153,9 @@ def _counting_add(self: Any, parts: Sequence[Any], weight: float, file_index: in
     return _batcher_add(self, parts, weight, file_index)
 
 
-def _tiny_iter_blocks(path: Path, **kwargs: Any) -> Iterator[Any]:
-    """iter_blocks with ``block_chars`` forced to SIZES (ingest leaves it at its default)."""
-    kwargs["block_chars"] = SIZES["block_chars"]
-    return iter_blocks(path, **kwargs)
+def _tiny_batches(read: Any) -> Any:
+    """A reader of row batches (tables, JSON lines) with batches of SIZES' block_chars bytes."""
+    return lambda *args: read(*args, batch_bytes=SIZES["block_chars"])
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +164,9 @@ def tiny() -> Iterator[pytest.MonkeyPatch]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(routing, "PartCutter", _TinyPartCutter)
         mp.setattr(batching.Batcher, "add", _counting_add)
-        mp.setattr(routing, "iter_blocks", _tiny_iter_blocks)
+        mp.setattr(table_rows, "iter_row_batches", _tiny_batches(row_batches.iter_row_batches))
+        mp.setattr(table_rows, "iter_jsonl_batches", _tiny_batches(row_batches.iter_jsonl_batches))
+        mp.setattr(local, "WHOLE_FILE_BYTES", -1)  # every file through the windows and the cutter, as read
         mp.setattr(routing, "TXT_READ_BYTES", SIZES["block_chars"])
         mp.setattr(batching, "BATCH_TEXT_CHARS", 16)
         mp.setattr(chunking, "CHUNK_BYTES", 64)

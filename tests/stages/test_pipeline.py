@@ -516,10 +516,12 @@ def test_bounded_parts_many_chunks_and_workers(tmp_path, corpus, monkeypatch):
     chunk files are many, and threads 1 and 2 give the same chunk files (rows
     sorted by piece, cut at fixed places in the data) and .tiktoken."""
     from toktoktok.pretokenize import PartCutter
-    from toktoktok.sources import iter_blocks
-    from toktoktok_stages.ingest import batching, chunking, routing
+    from toktoktok.sources import row_batches
+    from toktoktok_stages.ingest import batching, chunking, local, routing, table_rows
 
-    monkeypatch.setattr(routing, "iter_blocks", functools.partial(iter_blocks, block_chars=97))
+    for name in ("iter_row_batches", "iter_jsonl_batches"):
+        monkeypatch.setattr(table_rows, name, functools.partial(getattr(row_batches, name), batch_bytes=97))
+    monkeypatch.setattr(local, "WHOLE_FILE_BYTES", -1)  # small files read as they go, in tiny reads
     monkeypatch.setattr(routing, "TXT_READ_BYTES", 97)
     monkeypatch.setattr(routing, "PartCutter", functools.partial(PartCutter, part_chars=64))
     monkeypatch.setattr(batching, "BATCH_TEXT_CHARS", 3_000)
@@ -663,10 +665,9 @@ def test_txt_documents_and_newline_pieces(tmp_path, monkeypatch, block_chars):
     """Documents and newline pieces; also when the file is read a few characters at a
     time (a line break pair, a special token, a blank line split between reads)."""
     if block_chars:
-        from toktoktok.sources import iter_blocks
-        from toktoktok_stages.ingest import routing
+        from toktoktok_stages.ingest import local, routing
 
-        monkeypatch.setattr(routing, "iter_blocks", functools.partial(iter_blocks, block_chars=block_chars))
+        monkeypatch.setattr(local, "WHOLE_FILE_BYTES", -1)  # read as it goes, a few bytes at a time
         monkeypatch.setattr(routing, "TXT_READ_BYTES", block_chars)
     data = tmp_path / "docs"
     data.mkdir()
