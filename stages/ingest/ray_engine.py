@@ -406,9 +406,7 @@ class Capper:
                 held_bytes += len(data)
         self.before += held_bytes
         unit, keys = self.units[i], result.heldout_keys
-        sample_key = sampling.file_key(self.cfg.seed, self.phase.slug, unit.index, sampling.SAMPLE)
-        train = [j for j in back if sampling.chosen_at(sample_key, np.array([keys[j][0]], dtype=np.uint64),
-                                                       self.share, row=keys[j][1])[0]]
+        train = [j for j in back if self.trains(unit.index, keys[j])]
         if (short or last in train or (train and not separable(self.cfg, unit))
                 or any(len(texts[j]) > LONG_TEXT for j in train)):
             self.recount.append((i, before))
@@ -416,11 +414,24 @@ class Capper:
         if train:
             self.extra.append((i, [texts[j] for j in train]))
         tally.kept_documents += len(train)
-        tally.kept_bytes += sum(len(texts[j].encode("utf-8", "surrogatepass")) for j in train)
+        kept = sum(len(texts[j].encode("utf-8", "surrogatepass")) for j in train)
+        tally.kept_bytes += kept
+        tally.kept_by_file[unit.index] = tally.kept_by_file.get(unit.index, 0) + kept
         tally.sampled_out_documents += len(back) - len(train)
         tally.heldout_documents, tally.heldout_bytes, tally.heldout_truncated = len(held), held_bytes, cut
         result.heldout, result.heldout_keys = held, keys[: len(held)]
         return None
+
+
+    def trains(self, index: int, key: tuple[int, int]) -> bool:
+        """Whether the sample and the source's cap keep the unit of file ``index``
+        with ``key`` (offset, row), as ``routing.Router.keep`` decides it."""
+        share, cap = sampling.shares_of(self.share, index)
+        at = np.array([key[0]], dtype=np.uint64)
+        kept = sampling.chosen_at(sampling.file_key(self.cfg.seed, self.phase.slug, index, sampling.SAMPLE), at,
+                                  share, row=key[1])[0]
+        return bool(kept and sampling.chosen_at(sampling.file_key(self.cfg.seed, self.phase.slug, index,
+                                                                  sampling.CAP), at, cap, row=key[1])[0])
 
 
 def separable(cfg: Config, unit: Unit) -> bool:
