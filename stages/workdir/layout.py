@@ -18,7 +18,8 @@ from typing import Any
 from toktoktok import sampling
 from toktoktok.config import Config, ConfigError, Phase, Source
 from toktoktok.loading import meta_path, split_name
-from toktoktok.sources import SourceError, list_source_files, text_bytes, text_bytes_estimate
+from toktoktok.sources import ReadStats, SourceError, file_format, list_source_files, text_bytes, text_bytes_estimate
+from toktoktok.sources.row_batches import iter_jsonl_batches
 
 STAGE_FOLDERS = ("ingest", "train", "export")  # the folders of WORK, one a stage
 LOCK = ".lock"  # WORK/.lock: held by the run using the work folder
@@ -130,6 +131,12 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
     sizes: list[int | None] = []
     guessed: list[int] = []
     for index, ((src, path), fp) in enumerate(zip(files, fingerprints)):
+        if src.max_bytes is not None and file_format(path)[0] == "jsonl":
+            try:  # a capped source's JSON lines: the text itself, not the lines (never a recorded size)
+                sizes.append(jsonl_text_bytes(path, src.text_column))
+                continue
+            except (SourceError, OSError):
+                pass  # measured as any file below, which reports what is wrong
         if _fingerprint_key(fp) in known:
             sizes.append(known[_fingerprint_key(fp)])
             continue
@@ -146,6 +153,14 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
                 raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
             sizes.append(None)
     return sizes, tuple(guessed)
+
+
+def jsonl_text_bytes(path: Path, column: str) -> int:
+    """The UTF-8 bytes of a ``.jsonl`` file's text field (escapes decoded), read
+    through: what a capped source's share is measured on (``text_bytes`` counts
+    whole lines, keys and quoting too)."""
+    stats = ReadStats()
+    return sum(batch.text_bytes() for batch in iter_jsonl_batches(path, column, stats))
 
 
 def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
