@@ -177,3 +177,23 @@ def test_keys_without_and_with_max_bytes(tmp_path, shapes):
         assert folder.settings()["source_caps"][0]["max_bytes"] == cap
         keys_seen.add(folder.key())
     assert len(keys_seen) == 4
+
+
+def test_plan_shows_each_source_before_and_after_its_cap(tmp_path, shapes):
+    from toktoktok_stages.commands import plan
+
+    doc = {"output": str(tmp_path / "out" / "tok.tiktoken"), "working_set_mb": 1,
+           "phases": [{"name": "p", "merges": 10, "sources": [{"file": str(shapes["txt"]), "max_bytes": CAP},
+                                                               {"file": str(shapes["small"])}]}]}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    made = plan.make_plan(load_config(tmp_path / "c.yaml"))
+    (p,) = made["phases"]
+    capped, free = p["sources"]
+    text = shapes["txt"].stat().st_size
+    assert capped == {"source": str(shapes["txt"]), "text_bytes": text, "max_bytes": CAP,
+                      "cap_share": CAP / text, "kept_text_bytes": CAP}
+    assert free["max_bytes"] is None and free["kept_text_bytes"] == free["text_bytes"]
+    assert p["capped_text_bytes"] == CAP + free["text_bytes"] and p["share"] == 1.0
+    shown = plan.render(made)
+    assert f"source {shapes['txt']}: " in shown and "max_bytes 293.0 KiB: keeping 24.9% (about 293.0 KiB)" in shown
+    assert "after the caps: " in shown and f"source {shapes['small']}: " in shown and "no max_bytes" in shown
