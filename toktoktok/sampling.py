@@ -12,13 +12,6 @@ engine splits a file, and every unit has the same chance.
 ``capacity / total`` (``share``), so the kept text is ``capacity`` on
 average, and, units being small next to it, close to it.
 
-**A source's cap.** ``max_bytes`` on a source keeps each of its units with
-probability ``max_bytes / its text`` (``share`` again), by a hash of its own
-(salt ``CAP``): a unit trains when both the cap and the phase's sample keep
-it, and the phase's sample is measured on the text the caps keep. The
-held-out choice comes first, from the whole source: the cap thins training
-text only.
-
 A classic reservoir keeps the sample's text until the end, as it does not
 know the total in advance. toktoktok holds no text, so it measures the total
 first (``sources.text_bytes``) and decides each unit as it passes: the same
@@ -67,6 +60,12 @@ _GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9)
 class Shares:
     """What ingest keeps of a phase whose sources set ``max_bytes``: the phase's
     sample share and each file's source cap share (by file index).
+
+    A source's cap keeps each of its units with probability ``max_bytes / its
+    text`` (``share`` again), by a hash of its own (salt ``CAP``): a unit trains
+    when both the cap and the phase's sample keep it, and the phase's sample is
+    measured on the text the caps keep. The held-out choice comes first, from
+    the whole source: the cap thins training text only.
 
         >>> Shares(0.5, (1.0, 0.25)).of(1)
         (0.5, 0.25)

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from toktoktok import counts, sampling
@@ -406,7 +405,9 @@ class Capper:
                 held_bytes += len(data)
         self.before += held_bytes
         unit, keys = self.units[i], result.heldout_keys
-        train = [j for j in back if self.trains(unit.index, keys[j])]
+        shares = list(zip(sampling.shares_of(self.share, unit.index), (sampling.SAMPLE, sampling.CAP)))  # Router.keep
+        train = [j for j in back if all(sampling.chosen(self.cfg.seed, self.phase.slug, unit.index, keys[j][0], share,
+                                                        salt=salt, row=keys[j][1]) for share, salt in shares)]
         if (short or last in train or (train and not separable(self.cfg, unit))
                 or any(len(texts[j]) > LONG_TEXT for j in train)):
             self.recount.append((i, before))
@@ -421,17 +422,6 @@ class Capper:
         tally.heldout_documents, tally.heldout_bytes, tally.heldout_truncated = len(held), held_bytes, cut
         result.heldout, result.heldout_keys = held, keys[: len(held)]
         return None
-
-
-    def trains(self, index: int, key: tuple[int, int]) -> bool:
-        """Whether the sample and the source's cap keep the unit of file ``index``
-        with ``key`` (offset, row), as ``routing.Router.keep`` decides it."""
-        share, cap = sampling.shares_of(self.share, index)
-        at = np.array([key[0]], dtype=np.uint64)
-        kept = sampling.chosen_at(sampling.file_key(self.cfg.seed, self.phase.slug, index, sampling.SAMPLE), at,
-                                  share, row=key[1])[0]
-        return bool(kept and sampling.chosen_at(sampling.file_key(self.cfg.seed, self.phase.slug, index,
-                                                                  sampling.CAP), at, cap, row=key[1])[0])
 
 
 def separable(cfg: Config, unit: Unit) -> bool:
