@@ -28,6 +28,7 @@ result as a reservoir whose priorities are the hashes, nothing held.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,7 +52,40 @@ def share(*, total: int, capacity: int) -> float:
 
 RULE = "unit-offset+splitmix64"  # how units are cut and ``chosen`` hashes: part of ingest's key, so a change redoes the choice
 SAMPLE, HELDOUT = "sample", "heldout"  # the two choices' salts: independent of each other
+CAP = "cap"  # a source's cap (``max_bytes``): a salt of its own, so independent of both
 _GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+@dataclass(frozen=True)
+class Shares:
+    """What ingest keeps of a phase whose sources set ``max_bytes``: the phase's
+    sample share and each file's source cap share (by file index).
+
+    A source's cap keeps each of its units with probability ``max_bytes / its
+    text`` (``share`` again), by a hash of its own (salt ``CAP``): a unit trains
+    when both the cap and the phase's sample keep it, and the phase's sample is
+    measured on the text the caps keep. The held-out choice comes first, from
+    the whole source: the cap thins training text only.
+
+        >>> Shares(0.5, (1.0, 0.25)).of(1)
+        (0.5, 0.25)
+    """
+
+    phase: float
+    caps: tuple[float, ...]
+
+    def of(self, index: int) -> tuple[float, float]:
+        """File ``index``'s (sample share, cap share)."""
+        return self.phase, self.caps[index]
+
+
+def shares_of(share: float | Shares, index: int) -> tuple[float, float]:
+    """File ``index``'s (sample share, cap share) from a phase's share or ``Shares``.
+
+        >>> shares_of(0.5, 3)
+        (0.5, 1.0)
+    """
+    return share.of(index) if isinstance(share, Shares) else (share, 1.0)
 
 
 def chosen(seed: int, slug: str, file_index: int, offset: int, share: float, *, salt: str, row: int = 0) -> bool:
@@ -163,6 +197,7 @@ def unit_fates(
     file_index: int = 0,
     heldout_share: float,
     sample_share: float = 1.0,
+    cap_share: float = 1.0,
     heldout_cap: int = HELDOUT_CAP_BYTES,
     heldout_bytes: int = 0,
 ) -> tuple[np.ndarray, int]:
@@ -176,7 +211,8 @@ def unit_fates(
     in ``heldout_share`` while the phase has held out less than
     ``heldout_cap`` bytes; the one that crosses the cap is still held out
     (cut at the cap, so the phase never holds more). Every other unit is
-    trained on if its sample hash falls in ``sample_share``. This is the rule
+    trained on if its sample hash falls in ``sample_share`` and its cap hash
+    in ``cap_share`` (its source's ``max_bytes``). This is the rule
     ingest applies as it reads (the last-unit rule aside: see ``ingest``);
     the choice needs the sizes only for the cap.
 
@@ -195,6 +231,8 @@ def unit_fates(
     rows = np.asarray(rows, dtype=np.uint64)
     candidate = chosen_at(file_key(seed, slug, file_index, HELDOUT), offsets, heldout_share, row=rows)
     sampled = chosen_at(file_key(seed, slug, file_index, SAMPLE), offsets, sample_share, row=rows)
+    if cap_share < 1:
+        sampled &= chosen_at(file_key(seed, slug, file_index, CAP), offsets, cap_share, row=rows)
     fates = np.where(sampled, TRAIN, LEFT_OUT).astype(np.uint8)
     where = np.flatnonzero(candidate)
     before = heldout_bytes + np.cumsum(sizes[where]) - sizes[where]  # held out before each candidate

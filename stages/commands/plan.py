@@ -63,6 +63,20 @@ def _files(inputs: IngestInputs) -> list[dict[str, Any]]:
             for (src, path), fp, size in zip(inputs.files, inputs.fingerprints, inputs.sizes)]
 
 
+def _sources(phase: Phase, inputs: IngestInputs) -> list[dict[str, Any]]:
+    """Each source of a phase where one sets ``max_bytes`` (none otherwise): its text
+    bytes before its cap, the cap, the share it keeps and the text it keeps."""
+    caps = inputs.caps
+    if not caps:
+        return []
+    place = {id(src): i for i, src in enumerate(phase.sources)}
+    text = [0] * len(phase.sources)
+    for (src, _), size in zip(inputs.files, inputs.sizes):
+        text[place[id(src)]] += size or 0
+    return [{"source": str(src.path), "text_bytes": total, "max_bytes": src.max_bytes, "cap_share": cap,
+             "kept_text_bytes": round(total * cap)} for src, total, cap in zip(phase.sources, text, caps)]
+
+
 def phase_plan(work: Work, phase: Phase) -> dict[str, Any]:
     """One phase: its files, totals, capacity, sample share and expected peak memory."""
     from toktoktok import memory, sampling
@@ -72,9 +86,12 @@ def phase_plan(work: Work, phase: Phase) -> dict[str, Any]:
     text = sum(f["text_bytes"] or 0 for f in files)
     capacity = sampling.capacity(cfg.working_set_mb)
     share = inputs.share
-    kept = min(text, capacity)  # share * text, when sampled
+    sources = _sources(phase, inputs)
+    capped = sum(s["kept_text_bytes"] for s in sources) if sources else text  # the text the caps keep
+    kept = min(capped, capacity)  # share * capped, when sampled
     return {
         "name": phase.name, "slug": phase.slug, "merges": phase.merges, "gets_rest": phase.gets_rest, "files": files,
+        **({"sources": sources, "capped_text_bytes": capped} if sources else {}),
         "size_bytes": sum(f["size_bytes"] for f in files), "text_bytes": text,
         "capacity_bytes": capacity, "sampled": share < 1, "share": share, "kept_text_bytes": kept,
         "expected_peak_mb": memory.expected_peak_mb(working_set_mb=cfg.working_set_mb, kept_text_bytes=kept),
@@ -147,10 +164,16 @@ def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: in
         lines.append(f"  {f['format']:<9} {human(f['size_bytes']):>9} {text:>9}  {f['documents']:<10}  {f['path']}")
     lines.append(f"  total: {len(p['files'])} files, {human(p['size_bytes'])} on disk, "
                  f"{human(p['text_bytes'])} of text")
+    for c in p.get("sources", []):
+        cap = "no max_bytes" if c["max_bytes"] is None else f"max_bytes {human(c['max_bytes'])}"
+        lines.append(f"  source {c['source']}: {human(c['text_bytes'])} of text, {cap}: keeping "
+                     f"{c['cap_share']:.1%} (about {human(c['kept_text_bytes'])})")
+    if "capped_text_bytes" in p:
+        lines.append(f"  after the caps: {human(p['capped_text_bytes'])} of text")
     lines.append(f"  capacity: {human(p['capacity_bytes'])} of text (working_set_mb: {working_set_mb})")
     if p["sampled"]:
         lines.append(f"  sampled: yes, keeping {p['share']:.1%} of documents "
-                     f"(about {human(p['kept_text_bytes'])} of {human(p['text_bytes'])})")
+                     f"(about {human(p['kept_text_bytes'])} of {human(p.get('capped_text_bytes', p['text_bytes']))})")
     else:
         lines.append("  sampled: no")
     lines.append(f"  expected peak memory: about {p['expected_peak_mb']:.0f} MiB")

@@ -96,6 +96,10 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
         return {**folder.recorded, "skipped": True}
     if is_damage(stale):
         progress.note(f"warning: {stale}: ingesting phase '{phase.name}' again")
+    for src, cap in zip(phase.sources, inputs.caps):
+        if cap < 1:
+            progress.note(f"phase '{phase.name}': {src.path} is capped at max_bytes: {src.max_bytes:,}: "
+                          f"keeping {cap:.1%} of its text")
     if share < 1:
         progress.note(f"phase '{phase.name}' has {sum(s or 0 for s in sizes) / 2**20:.0f} MiB of text, more than "
                       f"working_set_mb ({cfg.working_set_mb} MiB) buys: sampling {share:.1%} of its text")
@@ -108,7 +112,7 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     try:
-        batcher = engine(cfg)(cfg, phase, files, chunker, tally, heldout, progress, share)
+        batcher = engine(cfg)(cfg, phase, files, chunker, tally, heldout, progress, inputs.shares)
     except PatternMiss as exc:  # a custom pattern: exit 1 whatever on_bad_file says (tiktoken would panic or drop text)
         raise PatternMiss(exc.words, file=files[exc.file][1], offset=exc.offset) from None
     except PatternTimeout as exc:  # a tokenizer must not depend on the machine's load
@@ -136,9 +140,10 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
         "settings": folder.settings(),
         "inputs": [{**fp, "text_bytes": size} for fp, size in zip(fingerprints, sizes)],
         "sample": {"working_set_mb": cfg.working_set_mb, "capacity_bytes": sampling.capacity(cfg.working_set_mb),
-                   "text_bytes": sum(s or 0 for s in sizes), "share": share},
+                   "text_bytes": sum(s or 0 for s in sizes), "share": share,
+                   **source_caps(phase, files, sizes, inputs.caps, tally)},
         "outputs": outputs,
-        "counts": {**tally.__dict__, "pieces": chunker.pieces, "chunks": len(chunker.outputs),
+        "counts": {**counted(tally), "pieces": chunker.pieces, "chunks": len(chunker.outputs),
                    "special_tokens_found": batcher.specials_found},
         "warnings": warnings,
         "engine": {"name": cfg.engine, **({"tasks": batcher.tasks, "recounted": batcher.recounted,
@@ -151,3 +156,24 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
         "workers_peak_rss_mb": round(sum(batcher.worker_peaks_kb.values()) / 1024, 1),
     })
 
+
+
+def counted(tally: Tally) -> dict[str, Any]:
+    """The tally as the manifest's ``counts`` (the kept bytes by file go to ``source_caps``)."""
+    return {name: value for name, value in tally.__dict__.items() if name != "kept_by_file"}
+
+
+def source_caps(phase: Phase, files: list, sizes: list[int | None], caps: tuple[float, ...],
+                tally: Tally) -> dict[str, Any]:
+    """The manifest's ``sample.sources`` when a source of the phase sets ``max_bytes``
+    (nothing otherwise): each source's text bytes, cap, cap share and the training
+    bytes kept of it."""
+    if not caps:
+        return {}
+    place = {id(src): i for i, src in enumerate(phase.sources)}
+    text, kept = [0] * len(caps), [0] * len(caps)
+    for index, ((src, _), size) in enumerate(zip(files, sizes)):
+        text[place[id(src)]] += size or 0
+        kept[place[id(src)]] += tally.kept_by_file.get(index, 0)
+    return {"sources": [{"path": str(src.path), "text_bytes": text[i], "max_bytes": src.max_bytes,
+                         "cap_share": caps[i], "kept_bytes": kept[i]} for i, src in enumerate(phase.sources)]}

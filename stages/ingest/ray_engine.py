@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from toktoktok import counts, sampling
@@ -406,9 +405,9 @@ class Capper:
                 held_bytes += len(data)
         self.before += held_bytes
         unit, keys = self.units[i], result.heldout_keys
-        sample_key = sampling.file_key(self.cfg.seed, self.phase.slug, unit.index, sampling.SAMPLE)
-        train = [j for j in back if sampling.chosen_at(sample_key, np.array([keys[j][0]], dtype=np.uint64),
-                                                       self.share, row=keys[j][1])[0]]
+        shares = list(zip(sampling.shares_of(self.share, unit.index), (sampling.SAMPLE, sampling.CAP)))  # Router.keep
+        train = [j for j in back if all(sampling.chosen(self.cfg.seed, self.phase.slug, unit.index, keys[j][0], share,
+                                                        salt=salt, row=keys[j][1]) for share, salt in shares)]
         if (short or last in train or (train and not separable(self.cfg, unit))
                 or any(len(texts[j]) > LONG_TEXT for j in train)):
             self.recount.append((i, before))
@@ -416,7 +415,9 @@ class Capper:
         if train:
             self.extra.append((i, [texts[j] for j in train]))
         tally.kept_documents += len(train)
-        tally.kept_bytes += sum(len(texts[j].encode("utf-8", "surrogatepass")) for j in train)
+        kept = sum(len(texts[j].encode("utf-8", "surrogatepass")) for j in train)
+        tally.kept_bytes += kept
+        tally.kept_by_file[unit.index] = tally.kept_by_file.get(unit.index, 0) + kept
         tally.sampled_out_documents += len(back) - len(train)
         tally.heldout_documents, tally.heldout_bytes, tally.heldout_truncated = len(held), held_bytes, cut
         result.heldout, result.heldout_keys = held, keys[: len(held)]

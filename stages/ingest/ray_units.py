@@ -187,6 +187,9 @@ def combine_tallies(parts: list[Tally]) -> Tally:
             value = getattr(part, f.name)
             if isinstance(value, list):
                 getattr(total, f.name).extend(value)
+            elif isinstance(value, dict):  # kept bytes by file: a file's ranges add up
+                for key, n in value.items():
+                    getattr(total, f.name)[key] = getattr(total, f.name).get(key, 0) + n
             else:
                 setattr(total, f.name, getattr(total, f.name) + value)
     return total

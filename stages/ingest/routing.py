@@ -59,6 +59,8 @@ class Tally:
     heldout_trained: int = 0  # 1 when a phase's only unit to train on had been held out (it trains)
     recoded_files: int = 0  # UTF-16 or UTF-32 by their byte order mark, decoded as such
     bad_files: list[dict[str, str]] = field(default_factory=list)
+    # each file's kept_bytes, by file index, for the manifest's per-source view (not one of its counts)
+    kept_by_file: dict[int, int] = field(default_factory=dict)
 
     def add_read(self, stats: ReadStats) -> None:
         """What reading a file (or part of it, if it failed) counted."""
@@ -96,7 +98,10 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
     cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
                         breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
-    route = Router(cfg, phase, index, src.weight, share, batcher, cutter, heldout, tally, heldout_files)
+    sample_share, cap_share = sampling.shares_of(share, index)  # ``share``: a float, or ``sampling.Shares``
+    route = Router(cfg, phase, index, src.weight, sample_share, batcher, cutter, heldout, tally, heldout_files,
+                   cap=cap_share)
+    kept_before = tally.kept_bytes
     route.held_keys = held_keys if held_keys is not None else []
     kind = file_format(path)[0]
     rule = document_rule(kind, src.documents)
@@ -119,6 +124,7 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
             progress.note(f"warning: {warning}")
     route.break_stream()
     tally.forced_cuts += cutter.forced_cuts
+    tally.kept_by_file[index] = tally.kept_by_file.get(index, 0) + tally.kept_bytes - kept_before
 
 
 
@@ -201,8 +207,10 @@ class Router:
 
     def __init__(self, cfg: Config, phase: Phase, index: int, weight: float, share: float, batcher: Batcher,
                  cutter: PartCutter, heldout: list[str], tally: Tally,
-                 heldout_files: list[int] | None = None) -> None:
+                 heldout_files: list[int] | None = None, cap: float = 1.0) -> None:
         self.cfg, self.slug, self.index, self.weight, self.share = cfg, phase.slug, index, weight, share
+        self.cap = cap  # the source's cap share (``max_bytes``): a unit trains if the cap keeps it too
+        self.cap_key = sampling.file_key(cfg.seed, phase.slug, index, sampling.CAP)
         self.batcher, self.cutter, self.heldout, self.tally = batcher, cutter, heldout, tally
         self.heldout_files = heldout_files if heldout_files is not None else []  # each held-out unit's file
         self.fate: str | None = None  # the open unit's; None between units
@@ -218,7 +226,15 @@ class Router:
 
     def deciding(self) -> bool:
         """Whether a unit could be anything but trained on now."""
-        return self.share < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
+        return self.share < 1 or self.cap < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
+
+    def keep(self, offsets: np.ndarray, row: int | np.ndarray = 0) -> np.ndarray:
+        """Whether the phase's sample and the source's cap both keep the units
+        starting at ``offsets`` (of ``row``): one vectorized hash each."""
+        kept = sampling.chosen_at(self.sample_key, offsets, self.share, row=row)
+        if self.cap < 1:
+            kept &= sampling.chosen_at(self.cap_key, offsets, self.cap, row=row)
+        return kept
 
     def open(self, offset: int, sample: str | None = None, row: int = 0) -> str:
         """Decide the next unit, starting at ``offset`` (of row ``row``: see
@@ -236,7 +252,7 @@ class Router:
             self.held_keys.append((offset, row))
         else:
             if sample is None:
-                sample = TRAIN if sampling.chosen_at(self.sample_key, at, self.share, row=row)[0] else SKIP
+                sample = TRAIN if self.keep(at, row)[0] else SKIP
             tally.sampled_out_documents += sample is SKIP
             tally.kept_documents += sample is TRAIN
             self.fate = sample
@@ -249,7 +265,7 @@ class Router:
         and every unit's fate in the sample, for ``open``."""
         cfg = self.cfg
         samples = [TRAIN if keep else SKIP
-                   for keep in sampling.chosen_at(self.sample_key, offsets, self.share, row=row).tolist()]
+                   for keep in self.keep(offsets, row).tolist()]
         fates: list[str | None] = list(samples)
         if cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
             for k in np.flatnonzero(sampling.chosen_at(self.heldout_key, offsets, cfg.heldout_share, row=row)).tolist():

@@ -62,7 +62,7 @@ def route_batch(batch: RowBatch, route: Router, stats: ReadStats) -> None:
         rows, starts = np.zeros(n, dtype=np.uint64), batch.starts.astype(np.uint64)
     sample = np.ones(n, dtype=np.bool_)
     if route.deciding():
-        sample = sampling.chosen_at(route.sample_key, starts, route.share, row=rows)
+        sample = route.keep(starts, rows)  # the phase's sample and the source's cap
         if cfg.heldout_share > 0 and route.tally.heldout_bytes < HELDOUT_CAP_BYTES:
             special |= batch.present & sampling.chosen_at(route.heldout_key, starts, cfg.heldout_share, row=rows)
     start = 0

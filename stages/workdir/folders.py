@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from toktoktok import counts
+from toktoktok import counts, sampling
 from toktoktok.config import Phase, Source
 from toktoktok.errors import DamagedArtifact, MissingInput, StaleInput
 from toktoktok.vocab import Vocab
@@ -149,6 +149,13 @@ class IngestInputs:
     share: float
     skipped: list[dict[str, str]]  # broken symbolic links a folder scan passed by (on_bad_file: skip)
     guessed: tuple[int, ...] = ()  # files whose size is a guess, checked by ingest (``IngestFolder.inputs``)
+    caps: tuple[float, ...] = ()  # each source's cap share (``layout.source_caps``); empty: no source sets max_bytes
+    file_caps: tuple[float, ...] = ()  # each file's, by file index
+
+    @property
+    def shares(self) -> float | sampling.Shares:
+        """What the engines are handed: the phase's share, with the files' cap shares if any source sets one."""
+        return sampling.Shares(self.share, self.file_caps) if self.caps else self.share
 
 
 class IngestFolder(StageFolder):
@@ -174,11 +181,13 @@ class IngestFolder(StageFolder):
             fingerprints = [layout.fingerprint(src, path) for src, path in files]
             estimate = not exact and cfg.engine == "local"
             sizes, guessed = layout.measure_text(cfg, files, fingerprints, self.recorded, estimate=estimate)
-            share = layout.phase_share(cfg, sizes, guessed)
+            caps = layout.source_caps(self.phase, files, sizes)  # capped sources are measured, never guessed
+            capped = layout.file_caps(self.phase, files, caps)
+            share = layout.phase_share(cfg, sizes, guessed, capped)
             if share is None:  # too near the capacity to trust the guesses: measure them
                 sizes, guessed = layout.measure_text(cfg, files, fingerprints, self.recorded)
-                share = layout.phase_share(cfg, sizes)
-            self._inputs = IngestInputs(files, fingerprints, sizes, share, skipped, guessed)
+                share = layout.phase_share(cfg, sizes, (), capped)
+            self._inputs = IngestInputs(files, fingerprints, sizes, share, skipped, guessed, caps, capped)
             self._key = None
         return self._inputs
 
@@ -188,17 +197,19 @@ class IngestFolder(StageFolder):
         then differ from the one the guesses gave (the caller ingests again)."""
         inputs = self.inputs()
         exact = [sizes.get(i, size) if i in inputs.guessed else size for i, size in enumerate(inputs.sizes)]
-        self._inputs = replace(inputs, sizes=exact, share=layout.phase_share(self.work.cfg, exact), guessed=())
+        share = layout.phase_share(self.work.cfg, exact, (), inputs.file_caps)
+        self._inputs = replace(inputs, sizes=exact, share=share, guessed=())
         self._key = None
         return self._inputs
 
     def settings(self) -> dict[str, Any]:
-        return keys.ingest_settings(self.work.cfg, self.phase, self.inputs().share)
+        inputs = self.inputs()
+        return keys.ingest_settings(self.work.cfg, self.phase, inputs.share, inputs.caps)
 
     def key(self) -> str:
         if self._key is None:
             inputs = self.inputs()
-            self._key = keys.ingest_key(self.work.cfg, self.phase, inputs.fingerprints, inputs.share)
+            self._key = keys.ingest_key(self.work.cfg, self.phase, inputs.fingerprints, inputs.share, inputs.caps)
         return self._key
 
     def manifest(self) -> dict[str, Any]:

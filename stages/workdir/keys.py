@@ -38,9 +38,13 @@ def base_description(cfg: Config, base_specials: dict[str, int]) -> dict[str, An
     return {"warm_start": file_digest(cfg.warm_start.file), "warm_start_special_tokens": base_specials}
 
 
-def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0) -> dict[str, Any]:
-    """The settings a phase's ingest depends on (recorded in its manifest)."""
+def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0, caps: tuple[float, ...] = ()) -> dict[str, Any]:
+    """The settings a phase's ingest depends on (recorded in its manifest); ``caps``:
+    each source's cap share (``layout.source_caps``), recorded with its ``max_bytes``
+    only when a source sets one, so other configs keep the keys they had."""
+    capped = {"source_caps": [{"max_bytes": src.max_bytes, "share": cap} for src, cap in zip(phase.sources, caps)]}
     return {
+        **(capped if caps else {}),
         "sample_share": share,
         "choice_rule": sampling.RULE,  # of the sample and of the held-out documents
         "stage": "ingest",
@@ -56,9 +60,10 @@ def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0) -> dict[str, 
     }
 
 
-def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]], share: float = 1.0) -> str:
-    """What the ingest of a phase depends on: settings, file fingerprints, the sample's share."""
-    return key_of({**ingest_settings(cfg, phase, share), "files": fingerprints})
+def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]], share: float = 1.0,
+               caps: tuple[float, ...] = ()) -> str:
+    """What the ingest of a phase depends on: settings, file fingerprints, the sample's and the caps' shares."""
+    return key_of({**ingest_settings(cfg, phase, share, caps), "files": fingerprints})
 
 
 def known_merges(phase: Phase) -> int:

@@ -18,7 +18,8 @@ from typing import Any
 from toktoktok import sampling
 from toktoktok.config import Config, ConfigError, Phase, Source
 from toktoktok.loading import meta_path, split_name
-from toktoktok.sources import SourceError, list_source_files, text_bytes, text_bytes_estimate
+from toktoktok.sources import ReadStats, SourceError, file_format, list_source_files, text_bytes, text_bytes_estimate
+from toktoktok.sources.row_batches import iter_jsonl_batches
 
 STAGE_FOLDERS = ("ingest", "train", "export")  # the folders of WORK, one a stage
 LOCK = ".lock"  # WORK/.lock: held by the run using the work folder
@@ -130,11 +131,17 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
     sizes: list[int | None] = []
     guessed: list[int] = []
     for index, ((src, path), fp) in enumerate(zip(files, fingerprints)):
+        if src.max_bytes is not None and file_format(path)[0] == "jsonl":
+            try:  # a capped source's JSON lines: the text itself, not the lines (never a recorded size)
+                sizes.append(jsonl_text_bytes(path, src.text_column))
+                continue
+            except (SourceError, OSError):
+                pass  # measured as any file below, which reports what is wrong
         if _fingerprint_key(fp) in known:
             sizes.append(known[_fingerprint_key(fp)])
             continue
         try:
-            if estimate:
+            if estimate and src.max_bytes is None:  # a capped source's share needs its exact size
                 size, exact = text_bytes_estimate(path, text_column=src.text_column)
                 sizes.append(size)
                 if not exact:
@@ -148,6 +155,14 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
     return sizes, tuple(guessed)
 
 
+def jsonl_text_bytes(path: Path, column: str) -> int:
+    """The UTF-8 bytes of a ``.jsonl`` file's text field (escapes decoded), read
+    through: what a capped source's share is measured on (``text_bytes`` counts
+    whole lines, keys and quoting too)."""
+    stats = ReadStats()
+    return sum(batch.text_bytes() for batch in iter_jsonl_batches(path, column, stats))
+
+
 def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
     return (fp.get("path"), fp.get("size"), fp.get("mtime_ns"), fp.get("text_column"))
 
@@ -155,13 +170,43 @@ def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
 ESTIMATE_MARGIN = 0.5  # guessed sizes are trusted to keep the whole text only this far below the capacity
 
 
-def phase_share(cfg: Config, sizes: list[int | None], guessed: tuple[int, ...] = ()) -> float | None:
+def source_caps(phase: Phase, files: list[tuple[Source, Path]], sizes: list[int | None]) -> tuple[float, ...]:
+    """Each source's cap share, in the phase's order: ``max_bytes`` over the text of
+    its files (``sizes``, measured), at most 1; 1.0 for a source without a cap.
+    Empty when no source of the phase sets ``max_bytes`` (nothing changes then).
+
+        >>> src = Source(Path("a.txt"), False, max_bytes=250)
+        >>> source_caps(Phase("p", 1, (src,), 1, "01-p"), [(src, Path("a.txt"))] * 2, [600, 400])
+        (0.25,)
+    """
+    if all(src.max_bytes is None for src in phase.sources):
+        return ()
+    text = [0] * len(phase.sources)
+    place = {id(src): i for i, src in enumerate(phase.sources)}
+    for (src, _), size in zip(files, sizes):
+        text[place[id(src)]] += size or 0
+    return tuple(1.0 if src.max_bytes is None else sampling.share(total=total, capacity=src.max_bytes)
+                 for src, total in zip(phase.sources, text))
+
+
+def file_caps(phase: Phase, files: list[tuple[Source, Path]], caps: tuple[float, ...]) -> tuple[float, ...]:
+    """Each file's cap share: its source's (``source_caps``), by file index."""
+    place = {id(src): i for i, src in enumerate(phase.sources)}
+    return tuple(caps[place[id(src)]] for src, _ in files) if caps else ()
+
+
+def phase_share(cfg: Config, sizes: list[int | None], guessed: tuple[int, ...] = (),
+                capped: tuple[float, ...] = ()) -> float | None:
     """The share of documents this phase keeps (1.0: no sampling); None when some
     sizes are guesses and the total is too near the capacity to trust them
     (measure those files: ``measure_text``). Whole text kept on guessed sizes is
-    checked by ingest against the bytes it read."""
+    checked by ingest against the bytes it read. ``capped``: each file's cap
+    share (``file_caps``), when a source sets ``max_bytes``: the total is then
+    the text the caps keep, each source counting at most its ``max_bytes``."""
     capacity = sampling.capacity(cfg.working_set_mb)
     total = sum(s or 0 for s in sizes)
+    if capped:
+        total = sum((s or 0) * cap for s, cap in zip(sizes, capped))
     if guessed and total > capacity * ESTIMATE_MARGIN:
         return None
     return sampling.share(total=total, capacity=capacity)

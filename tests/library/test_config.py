@@ -979,3 +979,30 @@ def test_documents_that_cut_text_refuse_files_of_rows(project: Path, source: str
     assert ".jsonl (a file of rows" in message and "\n" not in message and info.value.exit_code == 2
     as_rows = load(project, MINIMAL.replace("- path: data", f"- {source}\n        documents: file"))
     assert preflight(as_rows)[0] is as_rows
+
+
+# ------------------------------------------------------------ max_bytes:
+
+
+def test_max_bytes_is_read_and_left_out_of_the_fingerprint_when_absent(project: Path) -> None:
+    from toktoktok.config import config_fingerprint
+
+    cfg = load(project, MINIMAL.replace("- path: data", "- path: data\n        max_bytes: 5000000"))
+    assert cfg.phases[0].sources[0].max_bytes == 5_000_000
+    plain = load(project, MINIMAL)
+    assert plain.phases[0].sources[0].max_bytes is None
+    assert "max_bytes" not in effective_settings(plain)["phases"][0]["sources"][0]
+    assert effective_settings(cfg)["phases"][0]["sources"][0]["max_bytes"] == 5_000_000
+    assert config_fingerprint(plain) != config_fingerprint(cfg)
+
+
+@pytest.mark.parametrize("raw, wanted", [
+    ("0", "phases[0].sources[0].max_bytes must be an integer >= 1, got 0"),
+    ("-5", "phases[0].sources[0].max_bytes must be an integer >= 1, got -5"),
+    ("1.5", "phases[0].sources[0].max_bytes must be an integer >= 1, got 1.5"),
+    ("500MB", "phases[0].sources[0].max_bytes must be an integer >= 1, got '500MB'"),
+    ("true", "phases[0].sources[0].max_bytes must be an integer >= 1, got true (a boolean)"),
+])
+def test_max_bytes_errors_name_the_key_and_line(project: Path, raw: str, wanted: str) -> None:
+    message = error_of(project, MINIMAL.replace("- path: data", f"- path: data\n        max_bytes: {raw}"))
+    assert message.count("line 7: ") == 1 and wanted in message, message

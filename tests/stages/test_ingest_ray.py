@@ -508,3 +508,25 @@ def test_with_on_bad_file_skip_a_file_is_one_task(tmp_path):
         src = cfg.phases[0].sources[0]
         plans[mode] = splittable(cfg, src, data / "a.txt")
     assert plans == {"fail": True, "skip": False}
+
+
+def test_a_capped_source_same_as_local(tmp_path, corpus, monkeypatch):
+    """``max_bytes:`` on the source (and a held-out share, a sample): the Ray engine,
+    with a.txt cut into byte ranges, keeps the units the local engine keeps."""
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 40_000)
+    settings = {"heldout_share": 0.05, "working_set_mb": 1, "seed": 4}
+    configs = {}
+    for engine in ("local", "ray"):
+        config = write_config(tmp_path / engine, [phase("A", 300, {"path": str(corpus), "max_bytes": 250_000})],
+                              special_tokens=["<|endoftext|>"], **settings)
+        pipeline.run(dataclasses.replace(load_config(config), engine=engine), progress=Progress())
+        configs[engine] = config
+    expected, got = results(configs["local"]), results(configs["ray"])
+    local, ray = manifest(configs["local"]), manifest(configs["ray"])
+    (source,) = local["sample"]["sources"]
+    assert source["cap_share"] < 0.5 and expected["heldout"] and ray["engine"]["tasks"] > 4
+    assert local["sample"] == ray["sample"]
+    for what in expected:
+        assert got[what] == expected[what], what
+    for key in ("units", "kept_documents", "sampled_out_documents", "kept_bytes", "heldout_bytes"):
+        assert ray["counts"][key] == local["counts"][key], key

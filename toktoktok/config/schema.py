@@ -37,6 +37,9 @@ class Source:
     # how a file's text is cut into documents (DOCUMENT_RULES, or SPLIT_ON + the string);
     # None: each file's default. Left out of the fingerprint when None, so older keys hold.
     documents: str | None = field(default=None, metadata={"omit_none": True})
+    # a cap on the source's training text, in bytes (a seeded sample of it: ``sampling.CAP``);
+    # None: no cap. Left out of the fingerprint when None, so older keys hold.
+    max_bytes: int | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ TOP_KEYS = (
     "engine", "ray",
 )  # fmt: skip
 PHASE_KEYS = ("name", "merges", "sources")
-SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude", "documents")
+SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude", "documents", "max_bytes")
 DOCUMENT_RULES = ("file", "blank-line", "line")  # and {split_on: STRING}, held as SPLIT_ON + STRING
 SPLIT_ON = "split-on:"
 WARM_START_KEYS = ("file", "special_tokens")

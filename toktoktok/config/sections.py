@@ -146,7 +146,10 @@ def _source(ctx: Context, path: KeyPath, raw: Any) -> Source:
     include = string_list(ctx, path + ("include",), entry.get("include"))
     exclude = string_list(ctx, path + ("exclude",), entry.get("exclude"))
     documents = validate_documents(ctx, path + ("documents",), entry.get("documents"))
-    return Source(location, is_dir, text_column, weight, include, exclude, documents)
+    max_bytes = entry.get("max_bytes")
+    if max_bytes is not None:  # an integer only: the config parses no sizes with units
+        max_bytes = integer(ctx, path + ("max_bytes",), max_bytes, 1)
+    return Source(location, is_dir, text_column, weight, include, exclude, documents, max_bytes)
 
 
 def validate_documents(ctx: Context, path: KeyPath, raw: Any) -> str | None:
