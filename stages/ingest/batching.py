@@ -34,6 +34,7 @@ BATCH_TEXT_CHARS: int | None = None  # text per worker task; None: ``tuning.coun
 
 
 
+JOIN_TEXTS = 8  # a batch of more texts (many small files) is joined and scanned in one call, not one a text
 SUMS_AHEAD = 2  # group sums waiting for the summing thread, at most (each holds its group's tables)
 GROUP_BATCHES = 64  # batches a worker thread counts into one table before the summing thread adds it up
 # batches in flight per counting thread: 3 in all starved the threads while the main thread summed a group;
@@ -103,8 +104,8 @@ def count_into(texts: list, which: int, special_tokens: tuple[str, ...], tables:
     if special_tokens:
         texts = [bytes(t) if isinstance(t, memoryview) else t for t in texts]  # a view of a .txt window, as bytes
         found = special_occurrences(texts, special_tokens)
-    if not special_tokens and all(not isinstance(t, str) for t in texts):
-        for text in texts:  # each its own segment, scanned where it lies (joining them copied every byte)
+    if not special_tokens and all(not isinstance(t, str) for t in texts) and len(texts) <= JOIN_TEXTS:
+        for text in texts:  # each its own segment, scanned where it lies (joining large windows cost a copy)
             if len(text):
                 table.count(np.frombuffer(text, dtype=np.uint8), np.array([0, len(text)]), which, weight)
         return found

@@ -6,6 +6,7 @@ counted by this process's workers (``batching.Workers``: scanner threads, or
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import os
 from pathlib import Path
@@ -31,7 +32,7 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
     held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
         for index, (src, path) in enumerate(files):
-            held_before, counted_before = len(heldout), dataclasses.replace(tally)
+            held_before, counted_before = len(heldout), copy.copy(tally)  # the tally's fields are replaced, not changed in place
             data = sent = None
             try:
                 data = whole_file(cfg, path) if batcher.fast else None
@@ -87,7 +88,10 @@ def whole_file(cfg: Config, path: Path) -> bytes | None:
         size = os.fstat(fd).st_size
         if size > WHOLE_FILE_BYTES:
             return None
-        chunks = [os.read(fd, size + 1)]  # one read, and one to find the end of a file that grew
+        data = os.read(fd, size + 1)  # fewer bytes than asked: the end of the file
+        if len(data) <= size:
+            return data
+        chunks = [data]  # it grew meanwhile: read on to its end
         while chunks[-1]:
             chunks.append(os.read(fd, 1 << 16))
         return b"".join(chunks)

@@ -143,11 +143,11 @@ def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, 
     if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
             or not _takes_bytes(cfg) or any(data.startswith(bom) for bom, _ in WIDE_BOMS)):
         return False
-    if kind == TEXT and (why := not_text(data[:SNIFF_BYTES])):
-        raise SourceError(f"{path}: not a text file ({why})")
     body = np.frombuffer(data, dtype=np.uint8)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]
     if not documents.valid_utf8(body):
-        return False
+        return False  # replaced as read, or not text: ``ingest_file`` says which
+    if kind == TEXT and (why := not_text(data[:SNIFF_BYTES]) if b"\x00" in data[:SNIFF_BYTES] else None):
+        raise SourceError(f"{path}: not a text file ({why})")
     found = 0
     if len(body):
         ends = documents.doc_ends(body, 0, len(body), True) if rule == "blank-line" else np.zeros(0, np.int64)

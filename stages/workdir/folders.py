@@ -177,7 +177,8 @@ class IngestFolder(StageFolder):
         if self._inputs is None or (exact and self._inputs.guessed):
             cfg = self.work.cfg
             skipped: list[dict[str, str]] = []
-            files = layout.phase_files(self.phase, skipped=skipped if cfg.on_bad_file == "skip" else None)
+            files = layout.phase_files(self.phase, skipped=skipped if cfg.on_bad_file == "skip" else None,
+                                       listed=self.work.listed)
             fingerprints = [layout.fingerprint(src, path) for src, path in files]
             estimate = not exact and cfg.engine == "local"
             sizes, guessed = layout.measure_text(cfg, files, fingerprints, self.recorded, estimate=estimate)
@@ -196,7 +197,8 @@ class IngestFolder(StageFolder):
         file index -> text bytes, None for a file skipped as bad); their share may
         then differ from the one the guesses gave (the caller ingests again)."""
         inputs = self.inputs()
-        exact = [sizes.get(i, size) if i in inputs.guessed else size for i, size in enumerate(inputs.sizes)]
+        guessed = set(inputs.guessed)
+        exact = [sizes.get(i, size) if i in guessed else size for i, size in enumerate(inputs.sizes)]
         share = layout.phase_share(self.work.cfg, exact, (), inputs.file_caps)
         self._inputs = replace(inputs, sizes=exact, share=share, guessed=())
         self._key = None

@@ -93,10 +93,14 @@ def select_phases(cfg: Config, name: str | None) -> list[Phase]:
 # ---------------------------------------------------------------- a phase's inputs
 
 
-def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None) -> list[tuple[Source, Path]]:
+def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None,
+                listed: dict[Source, list[Path]] | None = None) -> list[tuple[Source, Path]]:
     """Every (source, file) of a phase, in config then path order; ``skipped``
-    collects what a folder scan passed by (broken symbolic links)."""
-    return [(src, path) for src in phase.sources for path in list_source_files(src, skipped=skipped)]
+    collects what a folder scan passed by (broken symbolic links); ``listed``:
+    sources listed already, moments ago, by the checks before the run."""
+    listed = listed or {}
+    return [(src, path) for src in phase.sources
+            for path in (listed[src] if src in listed else list_source_files(src, skipped=skipped))]
 
 
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:

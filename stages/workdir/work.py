@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toktoktok.config import Config, Phase, preflight
+from toktoktok.config import Config, Phase, Source, preflight
 from toktoktok.vocab import Vocab
 from toktoktok.warm_start import Base, load_base
 
@@ -44,6 +44,7 @@ class Work:
     def __init__(self, cfg: Config, *, base: Base | None = None) -> None:
         self.cfg = cfg
         self._base = base  # the warm start, once read (None: not read yet, or none)
+        self.listed: dict[Source, list[Path]] = {}  # each source's files as ``check_ready`` listed them
         self._ingest: dict[int, IngestFolder] = {}
         self._train: dict[int, TrainFolder] = {}
         self._export: ExportFolder | None = None
@@ -139,9 +140,12 @@ class Work:
         size is its highest id + 1, gaps and special tokens included. A ``hf:``
         role naming one of the base's own special tokens is checked here too.
         """
-        cfg, warnings = preflight(self.cfg)
+        listed: dict[Source, list[Path]] = {}
+        cfg, warnings = preflight(self.cfg, listed)
         ready.check_writable(cfg)
-        return Work(cfg), warnings
+        work = Work(cfg)
+        work.listed = listed
+        return work, warnings
 
     def output_set(self) -> list[Path]:
         """Every file an export writes beside ``output:`` (``layout.output_set``)."""

@@ -123,14 +123,16 @@ def _check_document_rule(cfg: Config, where: tuple[Any, ...], src: Source, files
                                             f"give documents: file)")
 
 
-def preflight(cfg: Config) -> tuple[Config, list[str]]:
+def preflight(cfg: Config, listed: dict | None = None) -> tuple[Config, list[str]]:
     """Everything about the config that needs its files, checked before work starts;
     returns the config with every phase's merges known, and its warnings.
 
     Raises ``ConfigError`` naming the key (and its YAML line) for a warm start
     that is not a usable vocabulary or leaves no room for the new special
     tokens, a ``vocab_size`` that cannot be made from its base, an ``hf:`` role
-    that is no special token, and a source with no readable file.
+    that is no special token, and a source with no readable file. ``listed``
+    (with ``on_bad_file: fail``, where the listing is checked): each source's
+    files, for the run that follows.
     """
     from toktoktok.sources import SourceError, list_source_files  # the readers: loaded only for a run
 
@@ -147,5 +149,7 @@ def preflight(cfg: Config) -> tuple[Config, list[str]]:
                 files = list_source_files(src, strict=strict)
             except (SourceError, OSError) as exc:
                 raise config_error(cfg.path, where, f"has a problem: {exc}") from exc
+            if listed is not None and strict:  # what the run reads, so that it lists each source once
+                listed[src] = files
             _check_document_rule(cfg, ("phases", phase.index - 1, "sources", j, "documents"), src, files)
     return cfg, warnings

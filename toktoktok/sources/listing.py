@@ -24,7 +24,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import regex
@@ -88,9 +88,27 @@ def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool, str]]:
 
 def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
     """include (empty = all) and not exclude, globs on the relative posix path."""
-    if include and not any(glob_match(rel, g) for g in include):
+    if include and not _any_glob(include)(rel):
         return False
-    return not any(glob_match(rel, g) for g in exclude)
+    return not (exclude and _any_glob(exclude)(rel))
+
+
+@functools.lru_cache(maxsize=64)
+def _any_glob(globs: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a relative path matches any of ``globs`` (``glob_match``), with one
+    regex for the globs on names and one for those on paths (a folder of many
+    files tried each glob in turn on each file)."""
+    names = [_glob_regex(g).pattern for g in globs if "/" not in g]
+    paths = [_glob_regex(g).pattern for g in globs if "/" in g]
+    on_name = regex.compile("|".join(f"(?:{p})" for p in names), regex.DOTALL) if names else None
+    on_path = regex.compile("|".join(f"(?:{p})" for p in paths), regex.DOTALL) if paths else None
+
+    def match(rel: str) -> bool:
+        if on_path is not None and on_path.fullmatch(rel):
+            return True
+        return on_name is not None and on_name.fullmatch(rel.rpartition("/")[2]) is not None
+
+    return match
 
 
 def glob_match(rel: str, pattern: str) -> bool:
@@ -162,8 +180,9 @@ def list_source_files(source: Source, *, strict: bool = False,
     if not path.is_dir():
         raise SourceError(f"{path}: no such directory")
     found: list[tuple[str, Path, str]] = []
+    prefix = len(str(path).rstrip("/")) + 1
     for file, is_file, real in _walk_files(path) if not is_remote(path) else _walk_remote(path):
-        rel = file.relative_to(path).as_posix()
+        rel = str(file)[prefix:] if not is_remote(path) else file.relative_to(path).as_posix()
         if (source.include or _is_supported(file.name)) and _selected(rel, source.include, source.exclude):
             if is_file:
                 found.append((rel, file, real))
