@@ -178,13 +178,15 @@ def _column_bytes(rg: Any, column: str, index: int) -> int:
     return int(rg.total_byte_size)
 
 
-def _arrow_batches(path: Path, column: str, batch_bytes: int) -> Iterator[RowBatch]:
-    """An Arrow IPC file (file or stream format: ``datasets`` writes streams), memory-mapped when local."""
+def _arrow_batches(path: Path, column: str, batch_bytes: int, *, mapped: bool = False) -> Iterator[RowBatch]:
+    """An Arrow IPC file (file or stream format: ``datasets`` writes streams), a record
+    batch read at a time; ``mapped``: memory-mapped instead (for a look at its offsets
+    alone: a mapped file's pages read count as the process's memory)."""
     if is_remote(path):
         fs, inner = path.inner()
         source = fs.open_input_file(inner)
     else:
-        source = pa.memory_map(str(path))
+        source = pa.memory_map(str(path)) if mapped else pa.OSFile(str(path))
     with source:
         try:
             reader = pa.ipc.open_file(source)
@@ -212,7 +214,13 @@ def table_blocks(path: Path, column: str, block_chars: int, stats: ReadStats) ->
 
 
 def table_text_bytes(path: Path, column: str) -> int:
-    """The UTF-8 length of a table file's text column, a batch at a time."""
+    """The UTF-8 length of a table file's text column, a batch at a time (an Arrow
+    file's from its offsets alone, memory-mapped)."""
+    if file_format(path)[0] == "arrow" and not is_remote(path):
+        try:
+            return sum(batch.text_bytes() for batch in _arrow_batches(path, column, BATCH_BYTES, mapped=True))
+        except READ_ERRORS as exc:
+            raise cannot_read(path, exc) from exc
     return sum(batch.text_bytes() for batch in iter_row_batches(path, column, ReadStats()))
 
 
