@@ -268,10 +268,10 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
     Exact where the file says it at no cost (an ``.arrow`` file: its column's
     buffers, memory-mapped); else a guess for ingest to check against what it
     reads (a plain file: its size, exact but for a UTF-16 or UTF-32 byte order
-    mark, not looked for; ``.zst``: the frame's
-    declared size; ``.gz``: the size its trailer records, modulo 2**32;
-    ``.parquet``: the column's uncompressed size in the footer). A remote file,
-    and one with a UTF-16 or UTF-32 byte order mark, are measured (``text_bytes``).
+    mark, not looked for; ``.zst``: the frame's declared size, or
+    ``ZSTD_GUESS_RATIO`` times the file's size without one; ``.gz``: the size
+    its trailer records, modulo 2**32; ``.parquet``: the column's uncompressed
+    size in the footer). A remote file is measured (``text_bytes``).
 
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "a.txt"
@@ -295,6 +295,9 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
         raise cannot_read(path, exc) from exc
 
 
+ZSTD_GUESS_RATIO = 8  # a zstd file that declares no size is guessed to hold this many times its size
+
+
 def _declared_size(path: Path, compression: str) -> int | None:
     """The size a compressed file declares of its text (None: none, or not readable as such:
     measuring it then says what is wrong)."""
@@ -302,7 +305,8 @@ def _declared_size(path: Path, compression: str) -> int | None:
         with open(path, "rb") as fh:
             if compression == "zst":
                 declared = zstandard.frame_content_size(fh.read(18))
-                return declared if declared >= 0 else None
+                # no size declared (streamed compression): a ratio text rarely passes
+                return declared if declared >= 0 else fh.seek(0, os.SEEK_END) * ZSTD_GUESS_RATIO
             if fh.seek(0, os.SEEK_END) < 18:  # no gzip member is shorter
                 return None
             fh.seek(-4, os.SEEK_END)
