@@ -129,7 +129,7 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, batcher: Batcher, tally: Tally,
-                 progress: Progress, share: float) -> bool:
+                 progress: Progress, share: float | sampling.Shares) -> bool:
     """A small text file read whole (``local.whole_file``) sent as it is, with no
     work per unit, where ``ingest_file`` would do just that: every unit trains (no
     sample, no held-out draw left), the pattern takes bytes as read, the file is
@@ -139,7 +139,8 @@ def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, 
     A folder of many small files spent most of its time building the reader of
     each file (router, cutter, splitter, windows) for a single window."""
     kind, rule = file_format(path)[0], document_rule(file_format(path)[0], src.documents)
-    deciding = share < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
+    sample, cap = sampling.shares_of(share, index)
+    deciding = sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
     if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
             or not _takes_bytes(cfg) or any(data.startswith(bom) for bom, _ in WIDE_BOMS)):
         return False
