@@ -390,7 +390,8 @@ def test_memory_does_not_follow_line_length(tmp_path, pattern):
         # a piece per word, and the last space (one line) or each line break (many lines)
         assert m["counts"]["pieces"] == words + (1 if separator == " " else words // 50_000)
         peaks[kind] = m["peak_rss_mb"]
-    assert peaks["one-line"] - peaks["many-lines"] < 24, f"peak RSS in MB {peaks}: memory follows the line's length"
+    # holding the line would cost twice its size (bytes and text); batches in flight vary from run to run below this margin
+    assert peaks["one-line"] - peaks["many-lines"] < 40, f"peak RSS in MB {peaks}: memory follows the line's length"
 
 
 @slow
