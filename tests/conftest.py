@@ -334,6 +334,25 @@ def read_arrow(path: Path) -> pa.Table:
         return pa.ipc.open_file(src).read_all()
 
 
+def ingest_here(folder: Path, sources: list[dict[str, Any]], **settings: Any) -> tuple[dict[str, Any], Path]:
+    """Ingest one phase of ``sources`` in this process (``heldout_share: 0`` unless given,
+    so that monkeypatched sizes apply): its manifest and its folder."""
+    import io
+
+    from toktoktok.config import load_config
+    from toktoktok_stages import ingest, workdir
+    from toktoktok_stages.workdir.progress import Progress
+
+    doc = {"output": str(folder / "out" / "tok.tiktoken"), "heldout_share": 0.0,
+           "phases": [{"name": "p", "merges": 10, "sources": sources}], **settings}
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "config.yaml"
+    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    cfg = load_config(config)
+    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
+    return manifest, workdir.ingest_dir(cfg, cfg.phases[0])
+
+
 def chunk_counts(phase_dir: Path) -> Counter[bytes]:
     """Summed (piece, count) of every chunk file of an ingest phase folder."""
     total: Counter[bytes] = Counter()

@@ -14,22 +14,17 @@ pieces, the same documents and the same bytes; one document alone in a
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from collections import Counter
 from pathlib import Path
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 import zstandard
 
+from tests.conftest import chunk_counts, ingest_here
 from tests.helpers import stdlib_sources
-from toktoktok.config import load_config
-from toktoktok_stages import ingest, workdir
-from toktoktok_stages.workdir.progress import Progress
 
 SPECIAL = "<|endoftext|>"
 
@@ -76,17 +71,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 
 def _ingest(folder: Path, source: dict) -> tuple[dict, Counter[bytes]]:
-    doc = {"output": str(folder / "out" / "tok.tiktoken"), "heldout_share": 0.0, "threads": 2,
-           "special_tokens": [SPECIAL], "phases": [{"name": "p", "merges": 10, "sources": [source]}]}
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    cfg = load_config(folder / "config.yaml")
-    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
-    counts: Counter[bytes] = Counter()
-    for chunk in sorted(workdir.ingest_dir(cfg, cfg.phases[0]).glob("chunk-*.arrow")):
-        df = pl.read_ipc(chunk)
-        counts.update(dict(zip(df["piece"].to_list(), df["count"].to_list())))
-    return manifest, counts
+    manifest, phase = ingest_here(folder, [source], threads=2, special_tokens=[SPECIAL])
+    return manifest, chunk_counts(phase)
 
 
 SHAPES = {

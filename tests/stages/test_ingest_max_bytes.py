@@ -12,9 +12,7 @@
 
 from __future__ import annotations
 
-import io
 import json
-from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -23,12 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.conftest import english_text
+from tests.conftest import chunk_counts, english_text, ingest_here
 from toktoktok import sampling
 from toktoktok.config import load_config
-from toktoktok_stages import ingest, workdir
+from toktoktok_stages import workdir
 from toktoktok_stages.ingest import routing, table_rows
-from toktoktok_stages.workdir.progress import Progress
 
 SIZE = 1_200_000  # bytes of each corpus
 CAP = 300_000  # a quarter of it
@@ -64,29 +61,10 @@ def shapes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"txt": txt, "parquet": table, "jsonl": lines, "small": small}
 
 
-def _ingest(folder: Path, sources: list[dict], **settings) -> tuple[dict, Path]:
-    doc = {"output": str(folder / "out" / "tok.tiktoken"), "heldout_share": 0.0,
-           "phases": [{"name": "p", "merges": 10, "sources": sources}], **settings}
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "config.yaml"
-    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    cfg = load_config(config)
-    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
-    return manifest, workdir.ingest_dir(cfg, cfg.phases[0])
-
-
-def _chunks(folder: Path) -> Counter[bytes]:
-    counts: Counter[bytes] = Counter()
-    for chunk in sorted(folder.glob("chunk-*.arrow")):
-        df = pl.read_ipc(chunk)
-        counts.update(dict(zip(df["piece"].to_list(), df["count"].to_list())))
-    return counts
-
-
 @pytest.mark.parametrize("shape", ["txt", "parquet", "jsonl"])
 def test_the_kept_text_is_within_5_percent_of_max_bytes(tmp_path, shapes, shape):
     for seed in range(4):
-        m, _ = _ingest(tmp_path / f"s{seed}", [{"file": str(shapes[shape]), "max_bytes": CAP}], seed=seed)
+        m, _ = ingest_here(tmp_path / f"s{seed}", [{"file": str(shapes[shape]), "max_bytes": CAP}], seed=seed)
         (source,) = m["sample"]["sources"]
         assert m["sample"]["share"] == 1.0  # the capped text fits the budget: no phase sample
         assert source["max_bytes"] == CAP and 0.2 < source["cap_share"] < 0.3
@@ -99,8 +77,8 @@ def test_the_kept_text_is_within_5_percent_of_max_bytes(tmp_path, shapes, shape)
 def test_the_choice_does_not_depend_on_read_size_or_threads(tmp_path, shapes, shape, monkeypatch):
     source = [{"file": str(shapes[shape]), "max_bytes": CAP}]
     settings = {"heldout_share": 0.05, "seed": 1}
-    base, folder = _ingest(tmp_path / "base", source, threads=2, **settings)
-    want = (_chunks(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list())
+    base, folder = ingest_here(tmp_path / "base", source, threads=2, **settings)
+    want = (chunk_counts(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list())
     assert base["counts"]["heldout_documents"] > 10 and base["counts"]["sampled_out_documents"] > 1000
     monkeypatch.setattr(routing, "TXT_READ_BYTES", 997)
     from toktoktok.sources import row_batches
@@ -108,8 +86,8 @@ def test_the_choice_does_not_depend_on_read_size_or_threads(tmp_path, shapes, sh
     for name in ("iter_row_batches", "iter_jsonl_batches"):  # tables and JSON lines in batches of a few rows
         read = getattr(row_batches, name)
         monkeypatch.setattr(table_rows, name, lambda *args, read=read: read(*args, batch_bytes=997))
-    small, folder = _ingest(tmp_path / "small", source, threads=1, **settings)
-    assert (_chunks(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list()) == want
+    small, folder = ingest_here(tmp_path / "small", source, threads=1, **settings)
+    assert (chunk_counts(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list()) == want
     assert {k: small["counts"][k] for k in ("units", "kept_bytes", "heldout_bytes", "kept_documents")} == \
         {k: base["counts"][k] for k in ("units", "kept_bytes", "heldout_bytes", "kept_documents")}
 
@@ -124,12 +102,12 @@ def test_the_caps_draw_does_not_depend_on_the_phase_sample(tmp_path, shapes):
         offsets.append(at)
         at += len(doc) + 2
     source = [{"file": str(path), "max_bytes": 600_000}]
-    alone, _ = _ingest(tmp_path / "alone", source, seed=7, working_set_mb=2)
+    alone, _ = ingest_here(tmp_path / "alone", source, seed=7, working_set_mb=2)
     cap = alone["sample"]["sources"][0]["cap_share"]
     assert 0.45 < cap < 0.55 and alone["sample"]["share"] == 1.0
     keep_cap = [sampling.chosen(7, "01-p", 0, o, cap, salt=sampling.CAP) for o in offsets]
     assert alone["counts"]["kept_documents"] == sum(keep_cap)
-    sampled, _ = _ingest(tmp_path / "sampled", source, seed=7, working_set_mb=1)
+    sampled, _ = ingest_here(tmp_path / "sampled", source, seed=7, working_set_mb=1)
     share = sampled["sample"]["share"]
     assert 0.6 < share < 0.8 and sampled["sample"]["sources"][0]["cap_share"] == cap
     keep = [c and sampling.chosen(7, "01-p", 0, o, share, salt=sampling.SAMPLE) for c, o in zip(keep_cap, offsets)]
@@ -140,7 +118,7 @@ def test_a_capped_source_beside_an_uncapped_one(tmp_path, shapes):
     """Only the capped source is thinned; the phase's sample is measured on the
     text the caps keep, so it samples less than the whole text would make it."""
     sources = [{"file": str(shapes["txt"]), "max_bytes": CAP}, {"file": str(shapes["parquet"])}]
-    m, _ = _ingest(tmp_path / "both", sources, seed=2)
+    m, _ = ingest_here(tmp_path / "both", sources, seed=2)
     capped, free = m["sample"]["sources"]
     assert capped["max_bytes"] == CAP and free["max_bytes"] is None and free["cap_share"] == 1.0
     assert abs(capped["kept_bytes"] - CAP) <= 0.05 * CAP
@@ -148,9 +126,9 @@ def test_a_capped_source_beside_an_uncapped_one(tmp_path, shapes):
     # a budget that holds the capped text but not the whole: the phase keeps all of it
     budget = 4  # MiB: capacity above capped + free, below the whole text
     assert capped["text_bytes"] + free["text_bytes"] > sampling.capacity(budget) > CAP + free["text_bytes"]
-    m2, _ = _ingest(tmp_path / "budget", sources, seed=2, working_set_mb=budget)
+    m2, _ = ingest_here(tmp_path / "budget", sources, seed=2, working_set_mb=budget)
     assert m2["sample"]["share"] == 1.0 and m2["sample"]["sources"] == m["sample"]["sources"]
-    m3, _ = _ingest(tmp_path / "tight", sources, seed=2, working_set_mb=3)  # less: the phase samples the capped text
+    m3, _ = ingest_here(tmp_path / "tight", sources, seed=2, working_set_mb=3)  # less: the phase samples the capped text
     want = sampling.capacity(3) / (capped["text_bytes"] * capped["cap_share"] + free["text_bytes"])
     assert m3["sample"]["share"] == pytest.approx(want) and 0.5 < want < 1
 

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -24,16 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import regex
-import yaml
 
-from tests.conftest import english_text
+from tests.conftest import chunk_counts, english_text, ingest_here
 from toktoktok import sampling, units
-from toktoktok.config import load_config
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.sources import text_bytes_estimate
-from toktoktok_stages import ingest, workdir
+from toktoktok_stages import workdir
 from toktoktok_stages.ingest import routing, table_rows
-from toktoktok_stages.workdir.progress import Progress
 
 SIZE = 1_500_000  # bytes of each corpus: 3.6 times the capacity at working_set_mb: 1
 
@@ -63,22 +59,7 @@ def shapes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _ingest(folder: Path, path: Path, **settings) -> tuple[dict, Path]:
-    doc = {"output": str(folder / "out" / "tok.tiktoken"), "heldout_share": 0.0,
-           "phases": [{"name": "p", "merges": 10, "sources": [{"file": str(path)}]}], **settings}
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "config.yaml"
-    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    cfg = load_config(config)
-    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
-    return manifest, workdir.ingest_dir(cfg, cfg.phases[0])
-
-
-def _chunks(folder: Path) -> Counter[bytes]:
-    counts: Counter[bytes] = Counter()
-    for chunk in sorted(folder.glob("chunk-*.arrow")):
-        df = pl.read_ipc(chunk)
-        counts.update(dict(zip(df["piece"].to_list(), df["count"].to_list())))
-    return counts
+    return ingest_here(folder, [{"file": str(path)}], **settings)
 
 
 @pytest.mark.parametrize("shape", ["lines", "line", "rows"])
@@ -111,14 +92,14 @@ def test_huge_line_pieces_are_the_pattern_over_the_kept_runs(tmp_path, shapes):
     runs.append("".join(run))
     compiled = regex.compile(NAMED_PATTERNS["default"].python)
     want = Counter(p.encode() for text in runs for p in compiled.findall(text))
-    assert _chunks(folder) == want
+    assert chunk_counts(folder) == want
 
 
 @pytest.mark.parametrize("shape", ["lines", "line", "rows"])
 def test_the_choice_does_not_depend_on_read_size_or_threads(tmp_path, shapes, shape, monkeypatch):
     settings = {"working_set_mb": 1, "heldout_share": 0.05, "seed": 1}
     base, folder = _ingest(tmp_path / "base", shapes[shape], threads=2, **settings)
-    want = (_chunks(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list())
+    want = (chunk_counts(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list())
     assert base["counts"]["heldout_documents"] > 10
     monkeypatch.setattr(routing, "TXT_READ_BYTES", 997)
     from toktoktok.sources import row_batches
@@ -127,7 +108,7 @@ def test_the_choice_does_not_depend_on_read_size_or_threads(tmp_path, shapes, sh
         read = getattr(row_batches, name)
         monkeypatch.setattr(table_rows, name, lambda *args, read=read: read(*args, batch_bytes=997))
     small, folder = _ingest(tmp_path / "small", shapes[shape], threads=1, **settings)
-    assert (_chunks(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list()) == want
+    assert (chunk_counts(folder), pl.read_ipc(folder / "heldout.arrow")["text"].to_list()) == want
     assert {k: small["counts"][k] for k in ("units", "kept_bytes", "heldout_bytes")} == \
         {k: base["counts"][k] for k in ("units", "kept_bytes", "heldout_bytes")}
 
@@ -141,7 +122,7 @@ def test_the_held_out_share_never_takes_a_phases_last_training_unit(tmp_path):
     assert m["counts"]["heldout_trained"] == 1
     assert m["counts"]["kept_documents"] == 1 and m["counts"]["heldout_documents"] == 0
     assert pl.read_ipc(folder / "heldout.arrow").height == 0
-    assert sum(_chunks(folder).values()) == 7
+    assert sum(chunk_counts(folder).values()) == 7
     other = next(s for s in range(1000) if not sampling.is_heldout(s, "01-p", 0, 0, 0.5))
     m, _ = _ingest(tmp_path / "other", path, heldout_share=0.5, seed=other)
     assert m["counts"]["heldout_trained"] == 0 and m["counts"]["kept_documents"] == 1
@@ -189,5 +170,5 @@ def test_a_guessed_size_that_proves_too_small_is_sampled_as_a_measured_one(tmp_p
     assert guessed["sample"]["share"] < 1 and guessed["sample"] == measured["sample"]
     assert guessed["inputs"] == measured["inputs"] and guessed["key"] == measured["key"]
     assert guessed["counts"] == measured["counts"]
-    assert _chunks(tmp_path / "guessed" / "out" / "tok.work" / "ingest" / "01-p") == _chunks(
+    assert chunk_counts(tmp_path / "guessed" / "out" / "tok.work" / "ingest" / "01-p") == chunk_counts(
         tmp_path / "measured" / "out" / "tok.work" / "ingest" / "01-p")
