@@ -334,9 +334,11 @@ def read_arrow(path: Path) -> pa.Table:
         return pa.ipc.open_file(src).read_all()
 
 
-def ingest_here(folder: Path, sources: list[dict[str, Any]], **settings: Any) -> tuple[dict[str, Any], Path]:
+def ingest_here(folder: Path, sources: list[dict[str, Any]], printed: Any = None,
+                **settings: Any) -> tuple[dict[str, Any], Path]:
     """Ingest one phase of ``sources`` in this process (``heldout_share: 0`` unless given,
-    so that monkeypatched sizes apply): its manifest and its folder."""
+    so that monkeypatched sizes apply): its manifest and its folder; ``printed``: a
+    stream that gets what the stage prints."""
     import io
 
     from toktoktok.config import load_config
@@ -349,7 +351,8 @@ def ingest_here(folder: Path, sources: list[dict[str, Any]], **settings: Any) ->
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     cfg = load_config(config)
-    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=io.StringIO()))
+    progress = Progress(stream=printed if printed is not None else io.StringIO())
+    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=progress)
     return manifest, workdir.ingest_dir(cfg, cfg.phases[0])
 
 

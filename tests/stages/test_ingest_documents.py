@@ -22,34 +22,20 @@ import io
 from collections import Counter
 from pathlib import Path
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
-from tests.conftest import english_text
+from tests.conftest import chunk_counts, english_text, ingest_here
 from toktoktok.config import load_config
 from toktoktok.errors import SourceError
-from toktoktok_stages import ingest, workdir
-from toktoktok_stages.workdir.progress import Progress
 
 
 def _ingest(folder: Path, sources: list[dict], **settings) -> tuple[dict, Counter[bytes], str]:
     """Ingest one phase of ``sources``: its manifest, its inventory and what it printed."""
-    doc = {"output": str(folder / "out" / "tok.tiktoken"), "heldout_share": 0.0,
-           "phases": [{"name": "p", "merges": 10, "sources": sources}], **settings}
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "config.yaml"
-    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    cfg = load_config(config)
     printed = io.StringIO()
-    manifest = ingest.run_ingest(workdir.Work(cfg), cfg.phases[0], force=True, progress=Progress(stream=printed))
-    counts: Counter[bytes] = Counter()
-    for chunk in sorted(workdir.ingest_dir(cfg, cfg.phases[0]).glob("chunk-*.arrow")):
-        df = pl.read_ipc(chunk)
-        counts.update(dict(zip(df["piece"].to_list(), df["count"].to_list())))
-    return manifest, counts, printed.getvalue()
+    manifest, phase = ingest_here(folder, sources, printed, **settings)
+    return manifest, chunk_counts(phase), printed.getvalue()
 
 
 def _lines() -> list[str]:
