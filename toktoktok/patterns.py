@@ -6,10 +6,15 @@ reference engine. They differ only where the engines read a construct
 differently: tiktoken's engine reads ``$`` as end of text, ``regex`` reads it
 as "end of text or before a final newline", so ``$`` becomes ``\\Z``.
 
+Each named pattern is one row of ``_TABLE``; its ``-digits`` variant takes
+one number at a time (``\\p{N}`` for ``\\p{N}{1,3}``), as Qwen2's pattern does.
+
     >>> resolve_pattern("cl100k").name
     'cl100k'
     >>> resolve_pattern(None).name
     'default'
+    >>> resolve_pattern(DEFAULT_DIGITS_PATTERN).name   # a string equal to a named one
+    'default-digits'
 """
 
 from __future__ import annotations
@@ -43,6 +48,22 @@ O200K_PATTERN = "|".join(
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 
 
+def _single_digits(pattern: str, run: str, one: str) -> str:
+    """``pattern`` with its one number alternative ``run`` written ``one``."""
+    if pattern.count(run) != 1:  # pragma: no cover - the patterns above are fixed
+        raise AssertionError(f"{run!r} is not once in {pattern!r}")
+    return pattern.replace(run, one)
+
+
+# One number at a time: Qwen2's pattern is DEFAULT_DIGITS_PATTERN. gpt2's
+# optional space stays with the first digit (`` ?\p{N}``), as it stays with
+# a run of letters or punctuation.
+DEFAULT_DIGITS_PATTERN = _single_digits(DEFAULT_PATTERN, r"\p{N}{1,3}", r"\p{N}")
+CL100K_DIGITS_PATTERN = _single_digits(CL100K_PATTERN, r"\p{N}{1,3}+", r"\p{N}")
+O200K_DIGITS_PATTERN = _single_digits(O200K_PATTERN, r"\p{N}{1,3}", r"\p{N}")
+GPT2_DIGITS_PATTERN = _single_digits(GPT2_PATTERN, r" ?\p{N}++", r" ?\p{N}")
+
+
 @dataclass(frozen=True)
 class Pattern:
     """A pre-tokenization pattern in both engines' spelling.
@@ -70,18 +91,38 @@ def _python_spelling(tiktoken_pattern: str) -> str:
     return tiktoken_pattern.replace("$", r"\Z")
 
 
+# The numba scanner's rules (``toktoktok.scanner``), chosen at run time by one
+# int, so that a new named pattern adds no compiled kernel: a base rule, plus
+# SCAN_SINGLE_DIGITS for one number a piece.
+SCAN_DEFAULT, SCAN_CL100K, SCAN_O200K, SCAN_GPT2 = 0, 1, 2, 3
+SCAN_SINGLE_DIGITS = 4
+
+# Every named pattern, the one place that lists them: name, tiktoken's
+# spelling, cut_at_safe_places, cut_at_spaces (why each is safe: the comment
+# above ``pretokenize.safe_cut``), the scanner's rule.
+_TABLE = (
+    ("default", DEFAULT_PATTERN, True, True, SCAN_DEFAULT),
+    ("cl100k", CL100K_PATTERN, True, True, SCAN_CL100K),
+    ("o200k", O200K_PATTERN, False, True, SCAN_O200K),
+    ("gpt2", GPT2_PATTERN, False, True, SCAN_GPT2),
+    ("default-digits", DEFAULT_DIGITS_PATTERN, True, True, SCAN_DEFAULT | SCAN_SINGLE_DIGITS),
+    ("cl100k-digits", CL100K_DIGITS_PATTERN, True, True, SCAN_CL100K | SCAN_SINGLE_DIGITS),
+    ("o200k-digits", O200K_DIGITS_PATTERN, False, True, SCAN_O200K | SCAN_SINGLE_DIGITS),
+    ("gpt2-digits", GPT2_DIGITS_PATTERN, False, True, SCAN_GPT2 | SCAN_SINGLE_DIGITS),
+)
 NAMED_PATTERNS: dict[str, Pattern] = {
-    "default": Pattern("default", DEFAULT_PATTERN, DEFAULT_PATTERN, True, True),
-    "cl100k": Pattern("cl100k", CL100K_PATTERN, _python_spelling(CL100K_PATTERN), True, True),
-    "o200k": Pattern("o200k", O200K_PATTERN, O200K_PATTERN, False, True),
-    "gpt2": Pattern("gpt2", GPT2_PATTERN, _python_spelling(GPT2_PATTERN), False, True),
+    name: Pattern(name, spelling, _python_spelling(spelling), safe, spaces)
+    for name, spelling, safe, spaces, _ in _TABLE
 }
+# The scanner's rule for each named pattern (a custom regex has none).
+SCANNER_RULES: dict[str, int] = {name: rule for name, *_, rule in _TABLE}
 
 
 def resolve_pattern(value: str | None) -> Pattern:
     """Map a config's ``pattern:`` value (None, a name, or a regex) to a Pattern.
 
-    A custom regex is used as written by both engines and matched over whole
+    A string equal to a named pattern's tiktoken spelling is that pattern. A
+    custom regex is used as written by both engines and matched over whole
     documents. Raises ``PatternError`` (a ``ValueError``) when a custom regex does not compile, and
     ``UnsafePattern`` (a ``ValueError``) when ``probe_pattern`` finds it can
     match the empty string or leave a character unmatched.
@@ -96,6 +137,9 @@ def resolve_pattern(value: str | None) -> Pattern:
         return NAMED_PATTERNS["default"]
     if value in NAMED_PATTERNS:
         return NAMED_PATTERNS[value]
+    for named in NAMED_PATTERNS.values():  # a named pattern's own string (Qwen2's, Llama 3's): it runs fast
+        if value == named.tiktoken:
+            return named
     import regex
 
     try:

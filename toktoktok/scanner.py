@@ -3,7 +3,8 @@
 A long module that stays whole: one state machine, whose per-pattern rules
 share its class tests and byte loads and are inlined into one kernel.
 
-For the named patterns (default, cl100k, o200k, gpt2) a small state machine
+For the named patterns (default, cl100k, o200k, gpt2, and their ``-digits``
+variants, one number a piece) a small state machine
 over the UTF-8 bytes decides each piece from a character or two and a run or
 two of a class: no Python object per piece, and the GIL released
 (docs/pretokenization.md, "Engines"); ``tests/library/test_scanner.py``
@@ -23,6 +24,8 @@ pieces found is ``toktoktok.span_table``'s.
     ["HTTPServer's", ' x', '/\\n\\n//', 'y']
     >>> split_text("it's 12345!! \\n x", GPT2)
     ['it', "'s", ' 12345', '!!', ' \\n', ' x']
+    >>> split_text("x 1234", DEFAULT | DIGITS), split_text(" 12", GPT2 | DIGITS)
+    (['x', ' ', '1', '2', '3', '4'], [' 1', '2'])
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ from numba import njit, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
+from toktoktok.patterns import (
+    SCAN_CL100K,
+    SCAN_DEFAULT,
+    SCAN_GPT2,
+    SCAN_O200K,
+    SCAN_SINGLE_DIGITS,
+    SCANNER_RULES,
+)
 from toktoktok.unicode_classes import (
     C_D,
     C_E,
@@ -53,12 +64,16 @@ from toktoktok.unicode_classes import (
     unicode_tables,
 )
 
-# Which pattern a kernel runs (the ``which`` argument).
-DEFAULT = 0
-CL100K = 1
-O200K = 2
-GPT2 = 3
-PATTERN_IDS = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
+# Which pattern a kernel runs (the ``which`` argument, a run-time value: a new
+# named pattern adds no compiled kernel): a base rule, with DIGITS set for one
+# number a piece. ``patterns.NAMED_PATTERNS`` lists the patterns, and
+# ``PATTERN_IDS`` gives each its ``which``.
+DEFAULT = SCAN_DEFAULT
+CL100K = SCAN_CL100K
+O200K = SCAN_O200K
+GPT2 = SCAN_GPT2
+DIGITS = SCAN_SINGLE_DIGITS
+PATTERN_IDS = SCANNER_RULES
 
 
 # ---------------------------------------------------------------------------
@@ -194,8 +209,11 @@ def _letters(buf, j, end, cls):
 
 
 @njit(cache=True, inline="always")
-def _numbers(buf, j, end, cls):
-    """End of ``\\p{N}{0,2}`` at ``j``: the rest of ``\\p{N}{1,3}``."""
+def _numbers(buf, j, end, cls, single):
+    """End of ``\\p{N}{0,2}`` at ``j``: the rest of ``\\p{N}{1,3}``; with
+    ``single`` (the ``-digits`` patterns' ``\\p{N}``), ``j`` itself."""
+    if single:
+        return j
     c, w = _cw(buf, j, end, cls)
     if c & NUMBER:
         j += w
@@ -286,7 +304,9 @@ def _space_run(buf, i, c, w, end, cls, cl100k):
 # - ``c`` is not a letter, number, CR or LF and ``d`` is a letter: ``c`` and
 #   the letter run (backtracking the optional ``[^\r\n\p{L}\p{N}]?`` cannot
 #   help, since ``c`` itself is not a letter);
-# - ``c`` is a number: one to three numbers;
+# - ``c`` is a number: one to three numbers (just ``c`` for ``\\p{N}``, the
+#   ``-digits`` variants, whose ``\\p{N}`` is the same alternative in the
+#   same place, so the rest of the order is untouched);
 # - ``c`` is neither white space, letter nor number, or ``c`` is a space and
 #   ``d`` is such a character: the run of such characters, then any CR/LF run;
 # - otherwise ``c`` starts a white space run (``_space_run``).
@@ -294,7 +314,7 @@ def _space_run(buf, i, c, w, end, cls, cl100k):
 # anything that could make it give back), so the two patterns differ only in
 # ``\s++$`` (``$``: the end of the text, ``\Z`` in ``regex``'s spelling).
 @njit(cache=True, inline="always")
-def _piece_end(buf, i, end, cls, contr, cl100k):
+def _piece_end(buf, i, end, cls, contr, cl100k, single):
     """End of the piece starting at ``i``: the first alternative that matches.
 
     For ``buf = b"x'Re 'Re"``: at ``i = 1`` the contraction ``'Re`` ends at 4;
@@ -307,7 +327,7 @@ def _piece_end(buf, i, end, cls, contr, cl100k):
     if c & LETTER:
         return _letters(buf, j, end, cls)
     if c & NUMBER:
-        return _numbers(buf, j, end, cls)
+        return _numbers(buf, j, end, cls, single)
     b = buf[i]
     if b == 39:  # the apostrophe: a contraction comes first
         k = _contraction(buf, j, end, contr)
@@ -369,11 +389,12 @@ def _with_suffix(buf, e, end, contr):
 
 
 @njit(cache=True, inline="always")
-def _piece_end_o200k(buf, i, end, cls, contr):
+def _piece_end_o200k(buf, i, end, cls, contr, single):
     """End of the o200k piece starting at ``i``: the first alternative that matches.
 
     Alternatives in order: ``P?U*L+S?``, ``P?U+L*S?`` (P: one character
-    that is not CR, LF, letter or number; S: a contraction), ``\\p{N}{1,3}``,
+    that is not CR, LF, letter or number; S: a contraction), ``\\p{N}{1,3}``
+    (``\\p{N}`` with ``single``),
     `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*``, then white space as in the default
     pattern. Each word alternative is tried with P before without it. For
     "!Ab'S x": "!Ab'S" (P, U, L, S), then " x".
@@ -383,7 +404,7 @@ def _piece_end_o200k(buf, i, end, cls, contr):
         first, second = _cased(buf, i, end, cls)
         return _with_suffix(buf, first if first >= 0 else second, end, contr)
     if c & NUMBER:
-        return _numbers(buf, i + w, end, cls)
+        return _numbers(buf, i + w, end, cls, single)
     b = buf[i]
     if b != 10 and b != 13:  # the character at i can be P
         first, second = _cased(buf, i + w, end, cls)
@@ -414,11 +435,12 @@ def _run_of(buf, j, end, cls, bits, within):
 
 
 @njit(cache=True, inline="always")
-def _piece_end_gpt2(buf, i, end, cls):
+def _piece_end_gpt2(buf, i, end, cls, single):
     """End of the gpt2 piece starting at ``i``: the first alternative that matches.
 
     Alternatives in order: ``'(?:[sdmt]|ll|ve|re)`` (lower case, ASCII only),
-    `` ?\\p{L}++``, `` ?\\p{N}++`` (no limit on digits), `` ?[^\\s\\p{L}\\p{N}]++``
+    `` ?\\p{L}++``, `` ?\\p{N}++`` (no limit on digits; `` ?\\p{N}`` with ``single``:
+    the space joins the first digit only), `` ?[^\\s\\p{L}\\p{N}]++``
     (no line breaks after it), ``\\s++$``, ``\\s+(?!\\S)``, ``\\s``. For
     "it's 12345!! \\n x": "it", "'s", " 12345", "!!", " \\n", " x".
     """
@@ -439,7 +461,7 @@ def _piece_end_gpt2(buf, i, end, cls):
     if c & LETTER:
         return _run_of(buf, j + w, end, cls, LETTER, True)
     if c & NUMBER:
-        return _run_of(buf, j + w, end, cls, NUMBER, True)
+        return j + w if single else _run_of(buf, j + w, end, cls, NUMBER, True)
     if not c & SPACE:
         return _run_of(buf, j + w, end, cls, LETTER | NUMBER | SPACE, False)
     # white space has no line-break rule here: the run to the end of the text,
@@ -462,11 +484,13 @@ def piece_end(buf, i, end, cls, contr, which):
     """End of the piece of pattern ``which`` that starts at ``i`` (``i < end``):
     one step of ``scan_kernel``, for a caller that handles each piece as it is
     found (``summing.RunningSum.count``)."""
-    if which == O200K:
-        return _piece_end_o200k(buf, i, end, cls, contr)
-    if which == GPT2:
-        return _piece_end_gpt2(buf, i, end, cls)
-    return _piece_end(buf, i, end, cls, contr, which == CL100K)
+    base = which & ~DIGITS
+    single = (which & DIGITS) != 0
+    if base == O200K:
+        return _piece_end_o200k(buf, i, end, cls, contr, single)
+    if base == GPT2:
+        return _piece_end_gpt2(buf, i, end, cls, single)
+    return _piece_end(buf, i, end, cls, contr, base == CL100K, single)
 
 
 @njit(cache=True, nogil=True, **NO_NRT)
@@ -482,21 +506,23 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     n = 0
     i = start
     cap = len(out_ends)
-    cl100k = which == CL100K
-    if which == O200K:
+    base = which & ~DIGITS
+    single = (which & DIGITS) != 0
+    cl100k = base == CL100K
+    if base == O200K:
         while i < end and n < cap:
-            i = _piece_end_o200k(buf, i, end, cls, contr)
+            i = _piece_end_o200k(buf, i, end, cls, contr, single)
             out_ends[n] = i
             n += 1
         return n
-    if which == GPT2:
+    if base == GPT2:
         while i < end and n < cap:
-            i = _piece_end_gpt2(buf, i, end, cls)
+            i = _piece_end_gpt2(buf, i, end, cls, single)
             out_ends[n] = i
             n += 1
         return n
     while i < end and n < cap:
-        i = _piece_end(buf, i, end, cls, contr, cl100k)
+        i = _piece_end(buf, i, end, cls, contr, cl100k, single)
         out_ends[n] = i
         n += 1
     return n
@@ -504,8 +530,9 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
 
 def check_which(which: int) -> None:
     """ValueError unless ``which`` is a pattern id the kernels run (one of ``PATTERN_IDS``)."""
-    if which not in (DEFAULT, CL100K, O200K, GPT2):
-        raise ValueError(f"which must be DEFAULT (0), CL100K (1), O200K (2) or GPT2 (3), not {which!r}")
+    if which not in PATTERN_IDS.values():
+        known = ", ".join(f"{name} ({rule})" for name, rule in PATTERN_IDS.items())
+        raise ValueError(f"which must be the id of a named pattern, one of {known}; not {which!r}")
 
 
 def scan(buf: np.ndarray, start: int, end: int, out_ends: np.ndarray, which: int) -> int:

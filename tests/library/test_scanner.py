@@ -21,10 +21,9 @@ from tests.helpers import SHARED
 from toktoktok import scanner, unicode_classes
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok.scanner import (
-    CL100K,
     DEFAULT,
     GPT2,
-    O200K,
+    PATTERN_IDS,
     scan,
     scan_cl100k,
     scan_default,
@@ -33,7 +32,7 @@ from toktoktok.scanner import (
 from toktoktok.span_table import count_pieces, count_pieces_threads, merge_counts
 
 SHARED = SHARED
-WHICH = {"default": DEFAULT, "cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
+WHICH = dict(PATTERN_IDS)  # every named pattern, its -digits variants included
 ORACLE = {WHICH[name]: regex.compile(NAMED_PATTERNS[name].python) for name in WHICH}
 EACH = pytest.mark.parametrize("which", list(WHICH.values()), ids=list(WHICH))
 
@@ -104,8 +103,18 @@ def test_named_entry_points():
     assert ends[: scan_cl100k(buf, 0, len(buf), ends)].tolist() == [1, 4]
     with pytest.raises(ValueError):
         scan_default(buf, 0, len(buf), np.empty(1, dtype=np.int64))
-    with pytest.raises(ValueError):
-        scan(buf, 0, len(buf), ends, 4)
+    for which in (-1, 8, scanner.DIGITS | 8):
+        with pytest.raises(ValueError, match="id of a named pattern"):
+            scan(buf, 0, len(buf), ends, which)
+
+
+def test_every_named_pattern_has_the_scanner():
+    """The table lists each pattern once, with a rule of its own: the -digits ones differ by DIGITS."""
+    assert set(WHICH) == set(NAMED_PATTERNS) and len(set(WHICH.values())) == len(WHICH)
+    for name in ("default", "cl100k", "o200k", "gpt2"):
+        assert WHICH[name + "-digits"] == WHICH[name] | scanner.DIGITS
+    assert split_text(" 12 ٣٤x", GPT2 | scanner.DIGITS) == [" 1", "2", " ٣", "٤", "x"]
+    assert split_text(" 12 ٣٤x", GPT2) == [" 12", " ٣٤", "x"]
 
 
 @EACH
