@@ -72,7 +72,7 @@ class Pattern:
     places (after a line break before a non-space, or after a non-space
     before a space) without changing what the pattern finds.
     ``cut_at_spaces`` says whether the second kind alone is safe: true for
-    o200k and gpt2 too, whose matches never run from a non-space into a
+    o200k and gpt2 (and their ``-digits`` variants) too, whose matches never run from a non-space into a
     following space (a space only ever starts a match), but whose line
     breaks are not safe (o200k's punctuation run swallows ``/`` after line
     breaks, gpt2's ``\\s++$`` ends differently at the end of a text). A

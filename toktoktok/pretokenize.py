@@ -30,8 +30,10 @@ import regex
 from toktoktok.errors import PatternMiss
 from toktoktok.patterns import Pattern
 
-# Why the safe places are safe for the default and cl100k patterns ("white space" is
-# regex's \s, the class the patterns use):
+# Why the safe places are safe for the default and cl100k patterns and their -digits
+# variants ("white space" is regex's \s, the class the patterns use; a variant differs
+# only in taking one number, \p{N}, where \p{N}{1,3} took up to three, an alternative
+# that holds no white space and reads nothing beyond its match either way):
 # - no alternative can match across one: letters, digits and contractions hold no
 #   white space; the punctuation alternative may end in line breaks but never
 #   continues past them; the white space alternatives stop at \S; and no
@@ -41,6 +43,12 @@ from toktoktok.patterns import Pattern
 #   whole by \s*[\r\n]+ (or cl100k's \s*[\r\n]) with or without the text after it,
 #   which is what \s++$ takes at the end of a part; before a place before a space,
 #   no match ends in white space.
+# Before a space alone (cut_at_spaces) is safe for o200k and gpt2 and their -digits
+# variants too: a space only ever starts a match there (their optional first space or
+# character, gpt2's `` ?\p{N}`` included, which takes one space and one number), so
+# no match runs from a non-space into a following space; and (?!\S) and \s++$ are
+# read only at the end of a white space run, which a cut before the run's first space
+# leaves whole in the part after the cut.
 # A cut must also not fall strictly inside an occurrence of a special token (of any
 # token, at any position, overlapping ones included): then the special tokens found
 # part by part are the ones found in the whole text.

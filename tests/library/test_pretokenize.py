@@ -13,13 +13,15 @@ from toktoktok.patterns import NAMED_PATTERNS, resolve_pattern
 from toktoktok.pretokenize import PartCutter, pieces, safe_cut, split_special
 
 SPECIALS = ("<|e|>", "<|eot|>", "<|a b\nc|>")
-CUT_PATTERNS = [NAMED_PATTERNS["default"], NAMED_PATTERNS["cl100k"]]
+# Each named pattern by the cut rule it claims (the -digits variants too).
+CUT_PATTERNS = [p for p in NAMED_PATTERNS.values() if p.cut_at_safe_places]
+SPACE_CUT_PATTERNS = [p for p in NAMED_PATTERNS.values() if p.cut_at_spaces and not p.cut_at_safe_places]
 
 # Fragments biased to where the patterns and the cut rule are delicate.
 FRAGMENTS = [
     "\n", "\r", "\r\n", "\n\n", " ", "  ", "\t", "\u00a0", "\u3000", "\x0b", "\x85",
     "\u2028", "\x1c", "'", "'s", "'LL", "'Re", "a", "Bc", "é", "e\u0301", "中文",
-    "1", "23", "4567", "٣", "!", "..", "/", "-", "$", "<|", "|>", "<|e", "e|>",
+    "1", "23", "4567", "٣", " 12", "'9", "!", "..", "/", "-", "$", "<|", "|>", "<|e", "e|>",
     *SPECIALS,
 ]
 fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4))
@@ -66,7 +68,7 @@ def test_parts_give_the_pieces_of_the_whole(pattern, text, sizes, part_chars, wi
     assert by_part == pieces(text, pattern, specials)
 
 
-@pytest.mark.parametrize("name", ["o200k", "gpt2"])
+@pytest.mark.parametrize("name", [p.name for p in SPACE_CUT_PATTERNS])
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=texts,
@@ -75,7 +77,7 @@ def test_parts_give_the_pieces_of_the_whole(pattern, text, sizes, part_chars, wi
     with_specials=st.booleans(),
 )
 def test_space_rule_alone_is_safe_for_o200k_and_gpt2(name, text, sizes, part_chars, with_specials):
-    """o200k and gpt2 may be cut between a non-space and a following space."""
+    """o200k and gpt2 (and their -digits variants) may be cut between a non-space and a following space."""
     pattern = NAMED_PATTERNS[name]
     specials = SPECIALS if with_specials else ()
     cutter = PartCutter(cut=True, breaks=False, special_tokens=specials, part_chars=part_chars)

@@ -14,7 +14,7 @@ import pytest
 import regex
 
 from toktoktok import units
-from toktoktok.patterns import resolve_pattern
+from toktoktok.patterns import NAMED_PATTERNS, resolve_pattern
 from toktoktok.sources import iter_txt_windows, txt_windows
 
 
@@ -100,11 +100,11 @@ def test_parts_are_within_the_bound_where_safe_places_allow():
     assert units.reference_units(one_long_word, bound, cut=True, breaks=True) == [(0, 10_000)]
 
 
-@pytest.mark.parametrize("name", ["default", "cl100k", "o200k", "gpt2"])
+@pytest.mark.parametrize("name", list(NAMED_PATTERNS))
 def test_pieces_over_the_parts_are_the_pieces_over_the_whole_document(name):
     pattern = resolve_pattern(name)
     rng = random.Random(name)
-    words = ["the", "cat", "  ", " ", "\n", "\n\n", "\r\n", "'s", "123456", "!!", "\t", "é", "ü\u3000", "/", "\n/",
+    words = ["the", "cat", "  ", " ", "\n", "\n\n", "\r\n", "'s", "123456", " 12", "!!", "\t", "é", "ü\u3000", "/", "\n/",
              "x\n ", " \n", "A", "Hello", "\u00a0"]
     for _ in range(20):
         text = "".join(rng.choice(words) for _ in range(3000))
