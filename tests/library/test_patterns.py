@@ -23,6 +23,7 @@ from toktoktok.errors import PatternMiss, UnsafePattern
 from toktoktok.patterns import (
     NAMED_PATTERNS,
     PROBE_CHARACTERS,
+    checked_pattern,
     first_miss,
     probe_pattern,
     resolve_pattern,
@@ -174,3 +175,39 @@ def test_ingest_stops_naming_the_file_and_offset(tmp_path: Path, corpus: Path, t
     assert f"{corpus / 'b.txt'}: the pattern leaves 'ž'" in line and "at character 2 of what this file trains on" in line
     assert "Traceback" not in result.err and "PanicException" not in result.err
     assert not (tmp_path / "p" / "out" / "tok.tiktoken").exists()
+
+
+# ------------------------------------------------------------------ a named pattern written out
+
+# Published models' pattern strings, copied from their tokenizer files: Qwen2's
+# splits numbers into single digits, Llama 3's is the default pattern.
+QWEN2 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+LLAMA3 = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+          r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+WRITTEN_OUT = [(QWEN2, "default-digits"), (LLAMA3, "default")] + [
+    (p.tiktoken, name) for name, p in NAMED_PATTERNS.items()
+]
+TEXT = "Im Jahr 2026 kostet's 1.234,56 €, nicht ٣٤٥ oder 12345!\n\n  Ende \t\n 7 \n "
+
+
+@pytest.mark.parametrize(("string", "name"), WRITTEN_OUT)
+def test_a_string_equal_to_a_named_pattern_is_that_pattern(string: str, name: str) -> None:
+    """It runs on the numba scanner (a custom regex has none), which splits as ``regex`` does."""
+    from toktoktok.scanner import PATTERN_IDS, split_text
+
+    pattern = resolve_pattern(string)
+    assert pattern is NAMED_PATTERNS[name] and pattern.name in PATTERN_IDS
+    assert split_text(TEXT, PATTERN_IDS[name]) == regex.findall(string.replace("$", r"\Z"), TEXT)
+    assert checked_pattern(string) is pattern
+
+
+def test_qwen2_in_a_config_and_in_train(tmp_path: Path, corpus: Path) -> None:
+    """From a config's ``pattern:`` and ``train(pattern=)`` alike; a near miss stays a custom regex."""
+    from toktoktok.config import load_config
+
+    config = write_config(tmp_path / "p", [phase("Only", 20, {"path": str(corpus)})], pattern=QWEN2)
+    assert load_config(config).pattern is NAMED_PATTERNS["default-digits"]
+    texts = ["In 2026, 1234 apples cost 56.78 each.\n\n"] * 20
+    assert toktoktok.train(texts, merges=30, pattern=QWEN2).encode("9876 x") == \
+        toktoktok.train(texts, merges=30, pattern="default-digits").encode("9876 x")
+    assert resolve_pattern(QWEN2 + "|x").name == "custom" and resolve_pattern(" " + QWEN2).name == "custom"
