@@ -190,7 +190,7 @@ WRITTEN_OUT = [(QWEN2, "default-digits"), (LLAMA3, "default")] + [
 TEXT = "Im Jahr 2026 kostet's 1.234,56 €, nicht ٣٤٥ oder 12345!\n\n  Ende \t\n 7 \n "
 
 
-@pytest.mark.parametrize(("string", "name"), WRITTEN_OUT)
+@pytest.mark.parametrize(("string", "name"), WRITTEN_OUT, ids=["qwen2", "llama3", *NAMED_PATTERNS])
 def test_a_string_equal_to_a_named_pattern_is_that_pattern(string: str, name: str) -> None:
     """It runs on the numba scanner (a custom regex has none), which splits as ``regex`` does."""
     from toktoktok.scanner import PATTERN_IDS, split_text
