@@ -317,8 +317,8 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
               help="Also compare this config's output .tiktoken; repeatable.")
 @click.option("--pattern", default=None, callback=check_pattern,
-              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or a regex "
-                   "(default: cl100k_base's and o200k_base's own, else the default pattern).")
+              help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default, each also "
+                   "NAME-digits) or a regex (default: cl100k_base's and o200k_base's own, else the default pattern).")
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")

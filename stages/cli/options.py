@@ -54,8 +54,9 @@ def engine_option(func: Callable) -> Callable:
 def tokenizer_options(func: Callable) -> Callable:
     """``-t TOK`` or ``-c CONFIG`` (the config's output), and ``--pattern`` for a bare ``.tiktoken``."""
     func = click.option("--pattern", default=None, callback=check_pattern,
-                        help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or "
-                             "a regex (default: cl100k_base's and o200k_base's own, else the default pattern).")(func)
+                        help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default, each "
+                             "also NAME-digits) or a regex (default: cl100k_base's and o200k_base's own, else the "
+                             "default pattern).")(func)
     func = click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
                         help="Use this config's output .tiktoken (instead of --tokenizer).")(func)
     func = click.option("-t", "--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path),
