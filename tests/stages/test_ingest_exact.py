@@ -75,10 +75,10 @@ from toktoktok_stages.workdir.progress import Progress  # noqa: E402
 SHARED = SHARED
 MULTILINGUAL = SHARED / "data" / "multilingual"
 
-PATTERN_NAMES = ("default", "cl100k", "o200k", "gpt2")
+PATTERN_NAMES = tuple(NAMED_PATTERNS)  # the -digits variants too
 # Patterns for which docs/pretokenization.md's .txt document boundary is a safe cut place.
-TXT_SPLIT_EXACT = ("default", "cl100k")
-TXT_SPLIT_INEXACT = ("o200k", "gpt2")
+TXT_SPLIT_EXACT = tuple(name for name, p in NAMED_PATTERNS.items() if p.cut_at_safe_places)
+TXT_SPLIT_INEXACT = tuple(name for name in PATTERN_NAMES if name not in TXT_SPLIT_EXACT)
 
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Tokens holding the characters safe cut places are made of (a space after a
@@ -489,6 +489,10 @@ WHOLE_FILE_CASES = [
     ("o200k", "Wow!\n\n/usr/bin\n"),  # whole file: '!\n\n/'; documents: '!\n\n', '/usr'
     ("default", "Para one.\n\nPara two.\n"),
     ("cl100k", "Wow!\n\n/usr/bin\n"),
+    ("gpt2-digits", "Para 1.\n\nPara 22.\n"),
+    ("o200k-digits", "Wow 42!\n\n/usr/bin\n"),
+    ("default-digits", "Para 1.\n\nPara 22.\n"),
+    ("cl100k-digits", "Wow 42!\n\n/usr/bin\n"),
 ]
 
 
@@ -527,7 +531,7 @@ def test_special_token_holding_a_blank_line_in_txt(tiny: pytest.MonkeyPatch, tmp
 # ------------------------------------------------------------ bounded parts
 
 
-@pytest.mark.parametrize("name", ["default", "cl100k", "o200k", "gpt2"])
+@pytest.mark.parametrize("name", PATTERN_NAMES)
 def test_txt_is_read_in_bounded_parts(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
     """docs/pretokenization.md: 'Files are read in bounded parts, cut only where no match can cross ... each
     named pattern needs its own proven rule' (and README.md#memory: files are streamed, never loaded whole).
