@@ -99,7 +99,7 @@ SCAN_SINGLE_DIGITS = 4
 
 # Every named pattern, the one place that lists them: name, tiktoken's
 # spelling, cut_at_safe_places, cut_at_spaces (why each is safe: the comment
-# above ``pretokenize.safe_cut``), the scanner's rule. A new one is a row here
+# at the top of ``pretokenize``), the scanner's rule. A new one is a row here
 # and, when no rule fits, a SCAN_ value that ``scanner.piece_end`` branches on;
 # the tests that prove the scanner, the cuts and the Hugging Face export run
 # over this table, so they take the row in too.

@@ -470,6 +470,20 @@ def test_custom_pattern_in_worker_processes(tiny: pytest.MonkeyPatch, tmp_path: 
     assert manifests[1]["workers_peak_rss_mb"] == 0
 
 
+QWEN2 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+
+
+def test_qwen2_pattern_written_out_runs_on_the_scanner(tiny: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Qwen2's pattern string as ``pattern:`` is default-digits (``run_ingest`` checks the name):
+    counted by the scanner in threads, no worker process, exactly findall's counts."""
+    _set_sizes(tiny, {"block_chars": 13, "part_chars": 11, "batch": 200, "chunk": 1000})
+    text = _adversarial_text()
+    counts, manifest, _ = run_ingest(tmp_path, [write_txt(tmp_path, text)], "default-digits", ODD_SPECIALS,
+                                     threads=2, custom=QWEN2)
+    check(counts, manifest, findall_counts([text], "default-digits", ODD_SPECIALS), len(txt_documents(text)))
+    assert manifest["workers_peak_rss_mb"] == 0, "the pattern ran in worker processes: the regex path"
+
+
 def test_reference_splitter_and_cutter() -> None:
     """The reference itself, on the docs' examples."""
     assert txt_documents("a\n\nb") == ["a\n\n", "b"]
