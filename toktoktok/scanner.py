@@ -301,8 +301,8 @@ def _space_run(buf, i, c, w, end, cls, cl100k):
 # - ``c`` is not a letter, number, CR or LF and ``d`` is a letter: ``c`` and
 #   the letter run (backtracking the optional ``[^\r\n\p{L}\p{N}]?`` cannot
 #   help, since ``c`` itself is not a letter);
-# - ``c`` is a number: one to three numbers (just ``c`` for ``\\p{N}``, the
-#   ``-digits`` variants, whose ``\\p{N}`` is the same alternative in the
+# - ``c`` is a number: one to three numbers (just ``c`` for ``\p{N}``, the
+#   ``-digits`` variants, whose ``\p{N}`` is the same alternative in the
 #   same place, so the rest of the order is untouched);
 # - ``c`` is neither white space, letter nor number, or ``c`` is a space and
 #   ``d`` is such a character: the run of such characters, then any CR/LF run;
