@@ -201,11 +201,14 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
+@click.option("--strip", is_flag=True,
+              help="Drop each document's trailing white space (Unicode White_Space, the patterns' \\s) before "
+                   "its separator (default: the text as read).")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
 def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, pattern: str | None, out: Path,
            fmt: str, dtype: str | None, separator: str | None, bos: str | None, documents: str | None,
            val_share: float | None, seed: int, shard_tokens: int, text_column: str, threads: int,
-           allow_special: bool, verbose: bool) -> None:
+           allow_special: bool, strip: bool, verbose: bool) -> None:
     """Encode text into token files for model training.
 
     Reads INPUTS (files: .txt, .jsonl, .parquet, .arrow, .txt/.jsonl as .zst
@@ -214,14 +217,14 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     - is standard input, read as text) and the tokenizer (--tokenizer, or -c
     for the config's output). Writes, in OUT, --format npy: shard-NNNNN.npy
     (--shard-tokens tokens each; val-shard-NNNNN.npy for the validation
-    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them);
-    megatron: train_text_document.bin/.idx (Megatron-LM's indexed dataset,
-    one sequence per document) and val_text_document.bin/.idx with
-    --val-share. Every file is written under a temporary name and renamed
-    when complete, indexes after their data, OUT/index.json (what was
-    written: files, documents, tokens, bytes) last. Prints the tokens, bytes
-    and bytes per token. Special tokens written in the text are encoded as
-    ordinary text unless --allow-special.
+    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them) and
+    nanoGPT's meta.pkl (its vocab_size); megatron: train_text_document.bin/.idx
+    (Megatron-LM's indexed dataset, one sequence per document) and
+    val_text_document.bin/.idx with --val-share. Every file is written
+    under a temporary name and renamed when complete, indexes after their
+    data, OUT/index.json (what was written: files, documents, tokens, bytes)
+    last. Prints the tokens, bytes and bytes per token. Special tokens
+    written in the text are encoded as ordinary text unless --allow-special.
     """
     from ..commands import encode as encoding
     from ..commands.inspect import path_or_output
@@ -230,7 +233,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     index = guarded(lambda: encoding.encode_corpus(
         tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
         threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose),
-        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose, writes=True)
+        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents, strip=strip),
+        verbose, writes=True)
     click.echo(encoding.summary(index, out))
 
 
