@@ -110,9 +110,9 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     cfg, progress = config_of(config, verbose)
     m = guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose, writes=True)
     c = m["counts"]
-    click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
-               f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
-               + (" (up to date)" if m.get("skipped") else ""))
+    click.echo(f"export: {'up to date, nothing written: ' if m.get('skipped') else ''}{cfg.output} "
+               f"({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
+               f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)")
     if m.get("hf"):
         click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
