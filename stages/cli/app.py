@@ -125,8 +125,8 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
 
     Reads the config and its sources (compressed files are decompressed as a
     stream to measure their text). Writes nothing: no output or work folder,
-    no lock. Prints the effective configuration (defaults filled in, paths
-    resolved) as YAML; the id layout (bytes, hardcoded merges or the warm
+    no lock. Prints the effective configuration as YAML, a config that loads
+    as it is (defaults filled in, paths absolute); the id layout (bytes, hardcoded merges or the warm
     start's base, each phase, special tokens, padding: first and last id of
     each); per phase, its files with format, size on disk and
     text bytes, the totals, whether the phase will be sampled and at what
