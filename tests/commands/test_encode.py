@@ -417,5 +417,5 @@ def test_help_texts_name_the_formats_and_options():
     text = " ".join(r.out.split())
     for words in ("--format [npy|bin|megatron]", "train.bin and val.bin", "train_text_document.bin/.idx",
                   "--bos TOKEN", "--val-share F", "--documents RULE", "standard input",
-                  "--dtype [uint16|uint32]", "--seed"):
+                  "--dtype [uint16|uint32]", "--seed", "meta.pkl", "--strip"):
         assert words in text, words
