@@ -143,3 +143,21 @@ def test_bin_writes_nanogpts_meta_pkl_in_the_set(inputs, tmp_path):
     npy = toktok("encode", "-t", inputs["tok"], inputs["files"][0], "-o", out)  # another format: the set goes
     assert npy.code == 0, npy.err
     assert not (out / "meta.pkl").exists() and "meta.pkl" in json.loads((out / "index.json").read_text())["removed"]
+
+
+def test_strip_reads_standard_input_and_long_documents_alike(inputs, tmp_path):
+    """Standard input takes --strip as files do; a document of over a part (1 MiB), cut at
+    safe places and ending in a long run of white space, comes out as the stripped document."""
+    from click.testing import CliRunner
+
+    from toktoktok_stages.cli.app import toktok as group
+
+    enc = inputs["enc"]
+    eot = enc.encode_single_token(EOT)
+    long = ("word and more words, " * 60_000) + "end." + " \n" * 3_000
+    text = "first document  \n\n" + long
+    piped = CliRunner().invoke(group, ["encode", "-t", str(inputs["tok"]), "-", "-o", str(tmp_path / "in"),
+                                       "--format", "megatron", "--separator", EOT, "--strip"], input=text.encode())
+    assert piped.exit_code == 0, piped.output
+    seqs = megatron_sequences(tmp_path / "in" / "train_text_document")[1]
+    assert seqs == [enc.encode_ordinary("first document") + [eot], enc.encode_ordinary(long.rstrip()) + [eot]]
