@@ -154,6 +154,7 @@ def make_plan(cfg: Config) -> dict[str, Any]:
         "config": str(cfg.path),
         "settings": effective_configuration(cfg),
         "threads_resolved": resolve_threads(cfg.threads),
+        "queries_left_out": sum(bool(getattr(src.path, "query", "")) for p in cfg.phases for src in p.sources),
         "ids": [block.as_dict() for block in layout],
         "vocab_size": layout[-1].last + 1,
         "phases": phases,
@@ -239,6 +240,9 @@ def render(plan: dict[str, Any]) -> str:
     lines.append("")
     if plan["settings"]["threads"] == -1:  # after the block, which a user may paste as it is
         lines += [f"# not part of the configuration: threads -1 is {plan['threads_resolved']} on this machine", ""]
+    if plan["queries_left_out"]:  # a remote path's ?options may hold an access key: never printed
+        lines += [f"# not shown: the ?query of {plan['queries_left_out']} remote source paths (add it back to paste "
+                  f"the configuration)", ""]
     lines += render_ids(plan) + [""]
     for i, p in enumerate(plan["phases"], 1):
         lines += _render_phase(p, i, len(plan["phases"]), plan["working_set_mb"]) + [""]
