@@ -1,12 +1,13 @@
 """A rerun with nothing changed says so: ``toktok run`` and ``toktok export``
-print "up to date, nothing written" where a run that writes prints "wrote",
-and the output files are indeed left as they were (their bytes and times)."""
+print "up to date, nothing written" where a run that writes prints "wrote"
+("up to date, not rewritten" when an earlier stage was redone to the same
+result), and the output files are indeed left as they were (bytes and times)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import english_text, toktok, write_config
+from tests.conftest import english_text, toktok, work_of, write_config
 
 
 def _stamp(folder: Path) -> dict[str, tuple[int, bytes]]:
@@ -33,6 +34,12 @@ def test_a_rerun_with_nothing_changed_says_nothing_was_written(tmp_path):
     export = toktok("export", "-c", config)
     assert export.code == 0, export.err
     assert export.out.startswith(f"export: up to date, nothing written: {out / 'tok.tiktoken'} ("), export.out
+    assert _stamp(out) == before
+
+    (work_of(config) / "ingest" / "01-only" / "manifest.json").unlink()  # ingest is redone, to the same counts
+    redone = toktok("run", "-c", config)
+    assert redone.code == 0, redone.err
+    assert redone.out.startswith(f"up to date, not rewritten: {out / 'tok.tiktoken'}: "), redone.out
     assert _stamp(out) == before
 
     config.write_text(config.read_text().replace("merges: 30", "merges: 31"))
