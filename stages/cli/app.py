@@ -110,9 +110,9 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     cfg, progress = config_of(config, verbose)
     m = guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose, writes=True)
     c = m["counts"]
-    click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
-               f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
-               + (" (up to date)" if m.get("skipped") else ""))
+    click.echo(f"export: {'up to date, nothing written: ' if m.get('skipped') else ''}{cfg.output} "
+               f"({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
+               f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)")
     if m.get("hf"):
         click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
@@ -125,8 +125,8 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
 
     Reads the config and its sources (compressed files are decompressed as a
     stream to measure their text). Writes nothing: no output or work folder,
-    no lock. Prints the effective configuration (defaults filled in, paths
-    resolved) as YAML; the id layout (bytes, hardcoded merges or the warm
+    no lock. Prints the effective configuration as YAML, a config that loads
+    as it is (defaults filled in, paths absolute); the id layout (bytes, hardcoded merges or the warm
     start's base, each phase, special tokens, padding: first and last id of
     each); per phase, its files with format, size on disk and
     text bytes, the totals, whether the phase will be sampled and at what
@@ -201,11 +201,14 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
+@click.option("--strip", is_flag=True,
+              help="Drop each document's trailing white space (Unicode White_Space, the patterns' \\s) before "
+                   "its separator (default: the text as read).")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
 def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, pattern: str | None, out: Path,
            fmt: str, dtype: str | None, separator: str | None, bos: str | None, documents: str | None,
            val_share: float | None, seed: int, shard_tokens: int, text_column: str, threads: int,
-           allow_special: bool, verbose: bool) -> None:
+           allow_special: bool, strip: bool, verbose: bool) -> None:
     """Encode text into token files for model training.
 
     Reads INPUTS (files: .txt, .jsonl, .parquet, .arrow, .txt/.jsonl as .zst
@@ -214,14 +217,14 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     - is standard input, read as text) and the tokenizer (--tokenizer, or -c
     for the config's output). Writes, in OUT, --format npy: shard-NNNNN.npy
     (--shard-tokens tokens each; val-shard-NNNNN.npy for the validation
-    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them);
-    megatron: train_text_document.bin/.idx (Megatron-LM's indexed dataset,
-    one sequence per document) and val_text_document.bin/.idx with
-    --val-share. Every file is written under a temporary name and renamed
-    when complete, indexes after their data, OUT/index.json (what was
-    written: files, documents, tokens, bytes) last. Prints the tokens, bytes
-    and bytes per token. Special tokens written in the text are encoded as
-    ordinary text unless --allow-special.
+    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them) and
+    nanoGPT's meta.pkl (its vocab_size); megatron: train_text_document.bin/.idx
+    (Megatron-LM's indexed dataset, one sequence per document) and
+    val_text_document.bin/.idx with --val-share. Every file is written
+    under a temporary name and renamed when complete, indexes after their
+    data, OUT/index.json (what was written: files, documents, tokens, bytes)
+    last. Prints the tokens, bytes and bytes per token. Special tokens
+    written in the text are encoded as ordinary text unless --allow-special.
     """
     from ..commands import encode as encoding
     from ..commands.inspect import path_or_output
@@ -230,7 +233,8 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     index = guarded(lambda: encoding.encode_corpus(
         tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
         threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose),
-        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose, writes=True)
+        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents, strip=strip),
+        verbose, writes=True)
     click.echo(encoding.summary(index, out))
 
 

@@ -137,6 +137,49 @@ def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_to
         reading.forced_cuts += cutter.forced_cuts
 
 
+# the patterns' white space, the ``regex`` module's ``\s`` (Unicode White_Space); Python's
+# str.isspace adds U+001C..U+001F, which the patterns take as punctuation, so a document
+# ending in one ends in a token of its own that stripping keeps
+WHITE_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+               "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def strip_ends(parts: Iterable[tuple[str, bool, int]]) -> Iterator[tuple[str, bool, int]]:
+    """``iter_parts`` with each document's trailing white space (``WHITE_SPACE``) dropped.
+
+    A document's parts are held from its last part with text on, until its
+    end shows whether more text follows: then they go on as they were, or
+    that part goes on without its trailing white space, ending the document,
+    and the white-space parts after it are dropped. The other parts are
+    untouched: every cut stays where ``PartCutter`` made it, with the same
+    text before it, so the tokens are those of the stripped document whole.
+
+        >>> parts = [("one  ", False, 0), (" \\n", False, 0), ("\\n", True, 0), ("two", False, 0), (" x\\n", True, 0)]
+        >>> list(strip_ends(parts))
+        [('one', True, 0), ('two', False, 0), (' x', True, 0)]
+        >>> list(strip_ends([(" \\n", True, 1)]))  # a document of white space: an empty one
+        [('', True, 1)]
+    """
+    held: list[tuple[str, bool, int]] = []  # the open document's parts from its last one with text
+    for text, end, index in parts:
+        kept = text.rstrip(WHITE_SPACE)
+        has_text = bool(kept)
+        if end:
+            if has_text:
+                yield from held
+                yield kept, True, index
+            elif held and held[0][0].strip(WHITE_SPACE):
+                yield held[0][0].rstrip(WHITE_SPACE), True, index
+            else:
+                yield "", True, index
+            held = []
+        elif has_text:
+            yield from held
+            held = [(text, False, index)]
+        else:
+            held.append((text, False, index))
+
+
 def encode_batch_chars(threads: int) -> int:
     """Characters of text per encoding batch: 1 MiB a thread, between 4 and 16 MiB."""
     return min(max(threads << 20, 4 << 20), 16 << 20)
