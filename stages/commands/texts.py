@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 import tiktoken
 
+from toktoktok.any_tokenizer import load_hf, load_stock, stock_of, tokenizer_file
 from toktoktok.config import Source
 from toktoktok.errors import UsageError
 from toktoktok.loading import load, meta_path
@@ -29,17 +30,43 @@ PART_CHARS = 1 << 20  # a longer document is cut into parts of about this many c
 MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut anyway (counted)
 
 
-def load_tokenizer(path: Path, pattern: str | None = None, *, override: bool = False) -> tiktoken.Encoding:
-    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion
-    (``compare``: a pattern for the bare files among several), or, with ``override``,
-    in place of the companion's as ``toktoktok.load(path, pattern=...)`` puts it
-    (``show``, ``encode``, ``decode``: one tokenizer, the user's pattern).
+CONFIG_SUFFIXES = (".yaml", ".yml")
 
-    Without a companion and ``pattern``, ``load`` gives OpenAI's cl100k_base
-    and o200k_base (recognised by content) their own pattern and special
-    tokens, any other file the default pattern and none.
+
+def tokenizer_path(value: str | Path | None, config: Path | None = None, what: str = "-t TOKENIZER") -> Path:
+    """The file a tokenizer argument names (exactly one of ``value`` and ``config``).
+
+    ``value`` is read in this order: an existing folder (its ``tokenizer.json``)
+    or file (a ``.yaml``/``.yml`` config: its output ``.tiktoken``; any other:
+    itself), then a stock name in tiktoken's cache (``any_tokenizer``).
+    """
+    from .inspect import config_output, path_or_output
+
+    if value is not None and config is None:
+        path = tokenizer_file(value)
+        return config_output(path) if path.is_file() and path.suffix in CONFIG_SUFFIXES else path
+    return path_or_output(value, config, what)
+
+
+def load_tokenizer(path: Path, pattern: str | None = None, *, override: bool = False) -> tiktoken.Encoding:
+    """The tokenizer of a file ``tokenizer_path`` gave: a ``.tiktoken`` with its
+    ``.meta.json``, a ``tokenizer.json`` (``any_tokenizer.load_hf``: its own
+    pre-tokenizer's pattern), or a stock vocabulary from tiktoken's cache.
+
+    ``pattern`` applies only to a tokenizer without a pattern of its own (a
+    ``.tiktoken`` without a companion, a stock one; ``compare``: a pattern for
+    the bare files among several), or, with ``override``, in place of its own
+    as ``toktoktok.load(path, pattern=...)`` puts it (``show``, ``encode``,
+    ``decode``: one tokenizer, the user's pattern). Without a companion and
+    ``pattern``, ``load`` gives OpenAI's cl100k_base and o200k_base
+    (recognised by content) their own pattern and special tokens, any other
+    file the default pattern and none.
     """
     path = Path(path)
+    if stock_of(path):
+        return load_stock(path, pattern)
+    if path.name.endswith(".json"):
+        return load_hf(path, pattern, override=override)
     if meta_path(path).is_file() and not override:
         return load(path)
     return load(path, pattern=pattern)
