@@ -123,18 +123,18 @@ def tokenizer_file(value: str | os.PathLike[str]) -> Path:
 
 
 def tokenizer_name(path: Path) -> str:
-    """What a tokenizer is called: ``cl100k_base``, ``NAME`` of ``NAME.hf/tokenizer.json``,
-    ``NAME`` of ``NAME.tiktoken``.
+    """What a tokenizer is called: a stock name, the folder of a ``tokenizer.json`` (so an
+    export's is ``NAME.hf``, beside ``NAME`` of its ``NAME.tiktoken``), another file's stem.
 
     >>> tokenizer_name(Path("out/demo.hf/tokenizer.json")), tokenizer_name(Path("out/demo.tiktoken.gz"))
-    ('demo', 'demo')
+    ('demo.hf', 'demo')
     """
     path = Path(path)
     if stock_of(path):
-        return stock_of(path)
-    if path.name.endswith(".json") and path.parent.name.endswith(".hf"):
-        return path.parent.name.removesuffix(".hf")
-    return split_name(path)[1] if not path.name.endswith(".json") else path.stem
+        return str(stock_of(path))
+    if path.name == "tokenizer.json" and path.parent.name:
+        return path.parent.name
+    return path.stem if path.name.endswith(".json") else split_name(path)[1]
 
 
 def load_stock(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
@@ -146,12 +146,12 @@ def load_stock(path: Path, pattern: str | None = None) -> tiktoken.Encoding:
     if hashlib.sha256(data).hexdigest() != stock.sha256:
         raise TokenizerFileError(path, f"is not {name} (its sha256 is not the one tiktoken expects): replace it "
                                  f"with {stock.url}")
-    ranks = _data_gym_ranks(data, path) if name == "gpt2" else read_tiktoken(path, data=data)
+    ranks = data_gym_ranks(data) if name == "gpt2" else read_tiktoken(path, data=data)
     pat = checked_pattern(pattern or stock.pattern).tiktoken
     return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks, special_tokens=dict(stock.special_tokens))
 
 
-def _data_gym_ranks(data: bytes, path: Path) -> dict[bytes, int]:
+def data_gym_ranks(data: bytes) -> dict[bytes, int]:
     """GPT-2's ranks from its ``vocab.bpe``: the 256 bytes in data-gym order, then each
     merge in turn (what tiktoken's ``data_gym_to_mergeable_bpe_ranks`` builds)."""
     printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
