@@ -108,13 +108,16 @@ def tokenizer_file(value: str | os.PathLike[str]) -> Path:
     """The file ``-t VALUE`` names: an existing path first, then a stock name.
 
     A folder gives its ``tokenizer.json``. ``UsageError`` (one line) for a
-    folder without one, or a value that is neither a path nor a stock name.
+    folder without one, a companion ``NAME.meta.json``, or a value that is
+    neither a path nor a stock name.
     """
     path = Path(value)
     if path.is_dir():
         if not (path / "tokenizer.json").is_file():
             raise UsageError(f"{path}: a folder without tokenizer.json; -t takes {FORMS}")
         return path / "tokenizer.json"
+    if path.name.endswith(".meta.json"):
+        raise UsageError(f"{path}: a .tiktoken's companion, not a tokenizer: give its {path.name[:-10]}.tiktoken")
     if path.exists():
         return path
     if str(value) in STOCK and str(value) in tiktoken.list_encoding_names():

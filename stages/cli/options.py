@@ -57,8 +57,9 @@ def engine_option(func: Callable) -> Callable:
 def tokenizer_options(func: Callable) -> Callable:
     """``-t TOK`` or ``-c CONFIG`` (the config's output), and ``--pattern`` for a bare ``.tiktoken``."""
     func = click.option("--pattern", default=None, callback=check_pattern,
-                        help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default) or "
-                             "a regex (default: cl100k_base's and o200k_base's own, else the default pattern).")(func)
+                        help="Pattern in place of the tokenizer's own (its .meta.json's or tokenizer.json's): a name "
+                             "(cl100k, o200k, gpt2, default) or a regex. A bare .tiktoken has cl100k_base's and "
+                             "o200k_base's own, else the default pattern.")(func)
     func = click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
                         help="Use this config's output .tiktoken (instead of --tokenizer).")(func)
     func = click.option("-t", "--tokenizer", default=None, metavar="TOKENIZER", help=TOKENIZER_HELP)(func)

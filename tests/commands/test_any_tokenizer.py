@@ -149,8 +149,10 @@ def test_an_unrunnable_split_regex_is_refused_unless_pattern_is_given(exported, 
 
 
 def test_a_folder_without_tokenizer_json_and_an_unknown_name_are_refused(exported, tmp_path):
+    companion = exported["tiktoken"].with_name("tok.meta.json")
     for value, words in ((tmp_path, "a folder without tokenizer.json"),
-                         ("cl200k_base", "no such file, and not a stock name")):
+                         ("cl200k_base", "no such file, and not a stock name"),
+                         (companion, "a .tiktoken's companion, not a tokenizer: give its tok.tiktoken")):
         for args in (("show", "-t", value, "x"), ("compare", value, "--text", exported["root"] / "prose.txt")):
             r = toktok(*args)
             assert r.code == 2, r.err
