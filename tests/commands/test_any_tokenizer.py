@@ -221,3 +221,28 @@ def test_gpt2s_merges_file_gives_tiktokens_ranks(tmp_path, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken reads the local files without caching them
     assert ours == data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"))
     assert ours[b"hell"] == 258 and len(ours) == 261
+
+
+@pytest.mark.parametrize("split", ["byte-level regex", "cl100k split"])
+def test_a_tokenizer_json_trained_by_hugging_face_gives_its_ids(tmp_path, split):
+    """A byte-level BPE trained by ``tokenizers`` (GPT-2's pre-tokenizer, or a Split as
+    Llama 3's) encodes in ``show`` exactly as ``tokenizers`` encodes it."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False) if split == "byte-level regex" else \
+        pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(NAMED_PATTERNS["cl100k"].tiktoken), behavior="isolated"),
+                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=["<|endoftext|>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(english_text(60_000).split("\n\n"), trainer)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    text = english_text(3_000, offset=70_000) + " 12345 naïve  x\n\n\ty'all"
+    r = toktok("show", "-t", tmp_path, "--color", "never", text)
+    assert r.code == 0, r.err
+    line = next(line for line in r.out.splitlines() if line.startswith("ids: "))
+    assert json.loads(line.removeprefix("ids: ")) == tok.encode(text).ids
+    ids = show_ids("-t", tmp_path / "tokenizer.json")  # special tokens too: its added tokens
+    assert tok.token_to_id("<|endoftext|>") in ids and ids == tok.encode(TEXT).ids
