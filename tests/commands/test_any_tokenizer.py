@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +119,8 @@ REFUSALS = {
                 "a Unigram tokenizer.json, not BPE"),
     "not byte-level": (lambda d: d["model"]["vocab"].update({"\u2581the": 99999}),
                        "not a byte-level BPE: vocab entry '▁the'"),
+    "a single byte missing": (lambda d: d["model"]["vocab"].pop("\u0100"),  # byte 0 in the ByteLevel alphabet
+                              "not a byte-level BPE: its vocabulary lacks 1 of the 256 single bytes"),
     "a normalizer": (lambda d: d.update(normalizer={"type": "NFC"}), "its normalizer (NFC) changes the text"),
     "a prefix space": (lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True),
                        "its ByteLevel adds a space"),
@@ -160,6 +163,7 @@ def test_a_folder_without_tokenizer_json_and_an_unknown_name_are_refused(exporte
 
 
 def test_a_stock_name_missing_from_the_cache_says_where_to_put_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     r = toktok("show", "-t", "o200k_base", "x")
     assert r.code == 1
@@ -170,6 +174,10 @@ def test_a_stock_name_missing_from_the_cache_says_where_to_put_it(tmp_path, monk
     monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "gym"))
     assert str(tmp_path / "gym" / cache_name("o200k_base")) in one_line_error(toktok("show", "-t", "o200k_base",
                                                                                      "x").err)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # what tempfile.gettempdir() answers
+    assert str(tmp_path / "tmp" / "data-gym-cache" / cache_name("o200k_base")) in one_line_error(
+        toktok("show", "-t", "o200k_base", "x").err)
 
 
 def test_a_stock_file_unlike_the_published_one_is_refused(tmp_path, monkeypatch):
