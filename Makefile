@@ -14,7 +14,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+HASH   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# two stamps: the demo needs the runtime dependencies alone, the tests their extras too
+STAMP  := $(VENV)/.installed-$(HASH)
+TESTS  := $(VENV)/.installed-test-$(HASH)
 
 CONFIG ?= configs/demo.yaml
 STAGE  ?= run
@@ -28,11 +31,15 @@ SCALE_REPS ?= 3
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray]'
+	$(BIN)/python -m pip install --quiet -e .
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-venv: $(STAMP)
+$(TESTS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray]'
+	touch $@
+
+venv: $(TESTS)
 
 demo-data: $(STAMP)
 	$(BIN)/python data/build_demo.py data/demo
@@ -45,20 +52,20 @@ demo: demo-data
 # is set, as on the machine of the figures in benchmarks/: 0.1-0.25 s more a process)
 COMPILE := $(BIN)/python -m compileall -q toktoktok stages
 
-test: $(STAMP)
+test: $(TESTS)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(TESTS)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
 	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section peers
 
-bench-memory: $(STAMP)
+bench-memory: $(TESTS)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
 	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section memory
 
-bench-scale: $(STAMP)
+bench-scale: $(TESTS)
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,ray,bench]'
 	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section scale --data $(SCALE_DATA) --reps $(SCALE_REPS)

@@ -326,8 +326,8 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
     export = result["export"]["counts"]
     size = export["vocab_size"]
     exact = " = vocab_size" if cfg.vocab_size is not None else ""
-    lines = [f"wrote {cfg.output}: vocabulary size {size}{exact} (ids 0..{size - 1}: {export['mergeable_ranks']} "
-             f"ranks + {export['special_tokens']} special tokens)"]
+    lines = [f"{_written(result)} {cfg.output}: vocabulary size {size}{exact} (ids 0..{size - 1}: "
+             f"{export['mergeable_ranks']} ranks + {export['special_tokens']} special tokens)"]
     for phase, ing, tr in zip(cfg.phases, result["ingest"], result["train"]):
         c, t = ing["counts"], tr["counts"]
         lines.append(f"  {phase.name}: {c['files']} files, {c['documents']} documents, {human_bytes(c['bytes_read'])}, "
@@ -351,6 +351,16 @@ def summary(cfg: Config, result: dict[str, Any]) -> str:
     if hf:
         lines.append(f"  Hugging Face: {hf['folder']}/ ({hf_roles_line(hf)})")
     return "\n".join(lines)
+
+
+def _written(result: dict[str, Any]) -> str:
+    """How a run's summary starts: ``wrote``, or, for an output export found current,
+    ``up to date, nothing written:`` (every stage skipped) or ``up to date, not rewritten:``
+    (an earlier stage was redone, to the same merges)."""
+    if not result["export"].get("skipped"):
+        return "wrote"
+    stages = result["ingest"] + result["train"]
+    return "up to date, " + ("nothing written:" if all(m.get("skipped") for m in stages) else "not rewritten:")
 
 
 def hf_roles_line(hf: dict[str, Any]) -> str:

@@ -23,6 +23,12 @@ KERNEL = ROOT / "toktoktok" / "merge.py"
 # a before->after figure: "0.74 -> 0.49 s", "1.2 → 0.9 MB"
 TIMING = re.compile(r"[0-9.]+ ?s? ?(->|→) ?[0-9.]+ ?(s|ms|MB|MiB)\b")
 ISSUE = re.compile(r"\bissues? ?#?[0-9]+", re.IGNORECASE)
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# a machine's own folders in pasted output: a reader's machine has none of them
+MACHINE_PATH = re.compile(r"(?<![\w.~])(/work/|/home/|/root/|/tmp/|/Users/|/private/|~/toktoktok)")
+# notes of one run on one day: a time of day, a dated timestamp, an `ls -l` date, the machine's load
+DATED = re.compile(r"load average|\bthis round\b|\bmoved in\b|\bat \d{1,2}:\d\d\b|\b20\d\d-\d\d-\d\d[ T]\d\d:\d\d"
+                   r"|\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +\d\d:\d\d\b", re.IGNORECASE)
 
 
 def rel(path: Path) -> str:
@@ -85,8 +91,23 @@ def test_tests_say_what_they_check_not_which_issue():
     assert found == []
 
 
+@pytest.mark.parametrize("page", DOC_PAGES, ids=rel)
+def test_docs_show_no_machine_paths_nor_dated_run_notes(page):
+    """A page says what holds on any machine: pasted output shows paths relative
+    to a checkout, and figures name the command that measures them, not the day."""
+    found = [f"{rel(page)}:{n}: {m.group()}" for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             for m in [MACHINE_PATH.search(line) or DATED.search(line)] if m]
+    assert found == []
+
+
 def test_the_checks_find_what_they_look_for():
     assert TIMING.search("# loading the inventory 0.36-0.43 -> 0.18 s")
     assert not TIMING.search("# 1 MiB windows, cut at safe places")
     assert ISSUE.search("Checks the fix of issue 14") and ISSUE.search("(issue #6)")
     assert comments("x = 1  # why\n") == [(1, "# why")]
+    assert MACHINE_PATH.search("wrote /work/main/out/demo/demo.tiktoken") and MACHINE_PATH.search("~/toktoktok/out")
+    assert not MACHINE_PATH.search("credentials in ~/.aws; measured with /usr/bin/time; see docs/outputs.md")
+    assert DATED.search("load average 1.3") and DATED.search("than at 07:47 the same morning")
+    assert DATED.search("-rw-r--r-- 1 root root 2002 Dec  1 16:49 index.json")
+    assert DATED.search("Run 2026-12-02 07:07 UTC")
+    assert not DATED.search("naïve café, 2026-12-01.") and not DATED.search("at most 30% of the memory")

@@ -100,6 +100,14 @@ class TokenizerFileError(ToktokError, ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class UnsupportedTokenizer(TokenizerFileError):
+    """A readable tokenizer of a kind tiktoken cannot encode alike (WordPiece or
+    Unigram, not byte-level, a normalizer, a pre-tokenizer with no pattern);
+    a usage error, since another file or ``--pattern`` is the way out."""
+
+    exit_code = 2
+
+
 class CompanionMismatch(ToktokError, ValueError):
     """A ``.tiktoken`` and its ``.meta.json`` that are not one set."""
 

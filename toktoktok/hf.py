@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
-from toktoktok.errors import TokenizerFileError
+from toktoktok.errors import TokenizerFileError, UnsupportedTokenizer
 from toktoktok.oniguruma import onig_pattern  # also re-exported: tests import it from here
 from toktoktok.vocab import BYTE_ORDER
 
@@ -69,7 +69,9 @@ def read_hf_tokenizer(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         raise TokenizerFileError(path, f"cannot read the tokenizer.json ({exc})") from exc
     model = doc.get("model") if isinstance(doc, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
-        raise TokenizerFileError(path, "not a BPE tokenizer.json (model.type must be 'BPE' with a vocab)")
+        kind = model.get("type") if isinstance(model, dict) else None
+        raise UnsupportedTokenizer(path, f"a {kind or 'model-less'} tokenizer.json, not BPE: only a byte-level BPE "
+                                 "(model.type 'BPE' with a vocab) can be read")
     added = {t["content"]: int(t["id"]) for t in doc.get("added_tokens") or []}
     ranks: dict[bytes, int] = {}
     for text, rank in model["vocab"].items():
@@ -78,7 +80,8 @@ def read_hf_tokenizer(path: Path) -> tuple[dict[bytes, int], dict[str, int]]:
         try:
             ranks[token_bytes(text)] = int(rank)
         except KeyError:
-            raise TokenizerFileError(path, f"vocab entry {text!r} is not byte-level (ByteLevel alphabet)") from None
+            raise UnsupportedTokenizer(path, f"not a byte-level BPE: vocab entry {text!r} is not in "
+                                     "the ByteLevel alphabet") from None
     return ranks, added
 
 

@@ -2,8 +2,8 @@
 
 A run's peak resident memory is a fixed overhead plus what ``working_set_mb``
 bounds. The constants here were measured on Linux x86-64, Python 3.11, with
-``benchmarks/run.py --section memory`` (``benchmarks/results/MEMORY.md``; the
-README's memory section).
+``benchmarks/run.py --section memory`` (``benchmarks/results/MEMORY.md``;
+docs/performance.md#memory).
 
 - ``FIXED_OVERHEAD_MB``: the interpreter, numpy, pyarrow, numba with its JIT
   (initialising LLVM at the first compiled call), the loaded kernels, the

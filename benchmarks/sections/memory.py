@@ -14,7 +14,7 @@ outside by ``benchkit.measure.run_measured``: ``ru_maxrss`` from
 ``os.wait4`` (the largest single process) and the sampled sum over the
 process and its workers ("tree", the launcher left out). A run's peak is the
 larger of the two (``Measured.peak_mb``): ``ru_maxrss`` is the largest single
-process's high-water mark, which toktoktok never resets (the README's "Honest
+process's high-water mark, which toktoktok never resets (docs/guarantees.md, "Honest
 memory figures"), and the tree adds the worker processes. Each stage's own account (``peak_rss_mb`` of the ingest, train
 and export manifests, ``all_processes_peak_rss_mb`` when a stage had worker
 processes) is shown beside it and also judged against the budget, but never

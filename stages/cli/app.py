@@ -110,9 +110,9 @@ def export(config: Path, verbose: bool, force: bool, hf: bool) -> None:
     cfg, progress = config_of(config, verbose)
     m = guarded(lambda: pipeline.export(cfg, force=force, hf=hf, progress=progress), verbose, writes=True)
     c = m["counts"]
-    click.echo(f"export: {cfg.output} ({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
-               f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)"
-               + (" (up to date)" if m.get("skipped") else ""))
+    click.echo(f"export: {'up to date, nothing written: ' if m.get('skipped') else ''}{cfg.output} "
+               f"({c['vocab_size']} tokens; {c['pieces_differing_from_tiktoken']} of "
+               f"{c['pieces_checked_with_tiktoken']} pieces differ from tiktoken)")
     if m.get("hf"):
         click.echo(f"export: {m['hf']['folder']}/ ({pipeline.hf_roles_line(m['hf'])})")
 
@@ -125,8 +125,8 @@ def plan(config: Path, verbose: bool, as_json: bool) -> None:
 
     Reads the config and its sources (compressed files are decompressed as a
     stream to measure their text). Writes nothing: no output or work folder,
-    no lock. Prints the effective configuration (defaults filled in, paths
-    resolved) as YAML; the id layout (bytes, hardcoded merges or the warm
+    no lock. Prints the effective configuration as YAML, a config that loads
+    as it is (defaults filled in, paths absolute); the id layout (bytes, hardcoded merges or the warm
     start's base, each phase, special tokens, padding: first and last id of
     each); per phase, its files with format, size on disk and
     text bytes, the totals, whether the phase will be sampled and at what
@@ -201,11 +201,14 @@ def inspect(path: Path | None, config: Path | None, top: int, search: str | None
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
+@click.option("--strip", is_flag=True,
+              help="Drop each document's trailing white space (Unicode White_Space, the patterns' \\s) before "
+                   "its separator (default: the text as read).")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
-def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None, pattern: str | None, out: Path,
+def encode(inputs: tuple[Path, ...], tokenizer: str | None, config: Path | None, pattern: str | None, out: Path,
            fmt: str, dtype: str | None, separator: str | None, bos: str | None, documents: str | None,
            val_share: float | None, seed: int, shard_tokens: int, text_column: str, threads: int,
-           allow_special: bool, verbose: bool) -> None:
+           allow_special: bool, strip: bool, verbose: bool) -> None:
     """Encode text into token files for model training.
 
     Reads INPUTS (files: .txt, .jsonl, .parquet, .arrow, .txt/.jsonl as .zst
@@ -214,23 +217,24 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
     - is standard input, read as text) and the tokenizer (--tokenizer, or -c
     for the config's output). Writes, in OUT, --format npy: shard-NNNNN.npy
     (--shard-tokens tokens each; val-shard-NNNNN.npy for the validation
-    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them);
-    megatron: train_text_document.bin/.idx (Megatron-LM's indexed dataset,
-    one sequence per document) and val_text_document.bin/.idx with
-    --val-share. Every file is written under a temporary name and renamed
-    when complete, indexes after their data, OUT/index.json (what was
-    written: files, documents, tokens, bytes) last. Prints the tokens, bytes
-    and bytes per token. Special tokens written in the text are encoded as
-    ordinary text unless --allow-special.
+    split); bin: train.bin and val.bin (raw ids, as nanoGPT reads them) and
+    nanoGPT's meta.pkl (its vocab_size); megatron: train_text_document.bin/.idx
+    (Megatron-LM's indexed dataset, one sequence per document) and
+    val_text_document.bin/.idx with --val-share. Every file is written
+    under a temporary name and renamed when complete, indexes after their
+    data, OUT/index.json (what was written: files, documents, tokens, bytes)
+    last. Prints the tokens, bytes and bytes per token. Special tokens
+    written in the text are encoded as ordinary text unless --allow-special.
     """
     from ..commands import encode as encoding
-    from ..commands.inspect import path_or_output
+    from ..commands.texts import tokenizer_path
 
-    tokenizer = guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
+    tokenizer = guarded(lambda: tokenizer_path(tokenizer, config), verbose)
     index = guarded(lambda: encoding.encode_corpus(
         tokenizer, list(inputs), out, separator=separator, shard_tokens=shard_tokens, text_column=text_column,
         threads=threads, allow_special=allow_special, pattern=pattern, progress=Progress(verbose=verbose),
-        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents), verbose, writes=True)
+        fmt=fmt, dtype=dtype, bos=bos, val_share=val_share, seed=seed, documents=documents, strip=strip),
+        verbose, writes=True)
     click.echo(encoding.summary(index, out))
 
 
@@ -247,7 +251,7 @@ def encode(inputs: tuple[Path, ...], tokenizer: Path | None, config: Path | None
 @click.option("--bytes", "raw", is_flag=True, help="Write the raw bytes to standard output (no replacement, no "
                                                      "newline added).")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
-def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pattern: str | None,
+def decode(ids: tuple[str, ...], tokenizer: str | None, config: Path | None, pattern: str | None,
            source: Path | None, dtype: str | None, document: int | None, raw: bool, verbose: bool) -> None:
     """Turn token ids back into text.
 
@@ -287,7 +291,7 @@ def decode(ids: tuple[str, ...], tokenizer: Path | None, config: Path | None, pa
 @click.option("--allow-special", is_flag=True,
               help="Encode the tokenizer's special tokens written in the text as their ids (default: as text).")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
-def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern: str | None, color: str,
+def show(text: str | None, tokenizer: str | None, config: Path | None, pattern: str | None, color: str,
          dots: bool, allow_special: bool, verbose: bool) -> None:
     """Show how the tokenizer cuts a text: token boundaries and ids.
 
@@ -311,7 +315,7 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
 
 
 @toktok.command()
-@click.argument("tokenizers", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("tokenizers", nargs=-1)
 @click.option("--text", "texts", multiple=True, required=True, type=click.Path(exists=True, path_type=Path),
               help="A text file or folder to measure on; repeat for several (one row each).")
 @click.option("-c", "--config", "configs", multiple=True, type=click.Path(path_type=Path),
@@ -322,20 +326,23 @@ def show(text: str | None, tokenizer: Path | None, config: Path | None, pattern:
 @click.option("--text-column", default="text", show_default=True, help="The text column of .jsonl and .parquet texts.")
 @click.option("--threads", type=int, default=-1, show_default=True, help="Encoding threads; -1 = all cores.")
 @click.option("-v", "--verbose", is_flag=True, help="A progress line in logs, tracebacks on errors.")
-def compare(tokenizers: tuple[Path, ...], texts: tuple[Path, ...], configs: tuple[Path, ...], pattern: str | None,
+def compare(tokenizers: tuple[str, ...], texts: tuple[Path, ...], configs: tuple[Path, ...], pattern: str | None,
             text_column: str, threads: int, verbose: bool) -> None:
     """Compare tokenizers' compression on the same texts.
 
-    Reads each TOKENIZER .tiktoken (any, e.g. cl100k_base.tiktoken.gz; pattern
-    from its .meta.json, else --pattern, else its own for OpenAI's cl100k_base
-    and o200k_base, else the default) and the --text
-    files or folders. Writes nothing; prints UTF-8 bytes per token of each
+    Reads each TOKENIZER (a .tiktoken, e.g. cl100k_base.tiktoken.gz, with the
+    pattern of its .meta.json, else --pattern, else its own for OpenAI's
+    cl100k_base and o200k_base, else the default; a tokenizer.json or NAME.hf/
+    folder, with its pre-tokenizer's pattern; a config; a stock name such as
+    cl100k_base, from tiktoken's cache) and the --text files or folders. Writes nothing; prints UTF-8 bytes per token of each
     tokenizer on each text, side by side (higher is better).
     """
     from ..commands import compare as comparing
     from ..commands.inspect import config_output
+    from ..commands.texts import tokenizer_path
 
-    paths = list(tokenizers) + [guarded(lambda c=c: config_output(c), verbose) for c in configs]
+    paths = [guarded(lambda t=t: tokenizer_path(t), verbose) for t in tokenizers]
+    paths += [guarded(lambda c=c: config_output(c), verbose) for c in configs]
     result = guarded(lambda: comparing.compare(paths, list(texts), pattern=pattern, text_column=text_column,
                                                 threads=threads, progress=Progress(verbose=verbose)), verbose)
     click.echo(comparing.render(result))

@@ -13,6 +13,9 @@ from ..workdir.progress import Progress
 from .guard import guarded
 
 CONFIG_HELP = "the YAML configuration (docs/configuration.md)"
+TOKENIZER_HELP = ("A .tiktoken (pattern and special tokens from its .meta.json), a byte-level BPE tokenizer.json or "
+                  "a NAME.hf/ folder holding one, a config (.yaml: its output), or a stock name (cl100k_base, "
+                  "o200k_base, r50k_base, p50k_base, gpt2) read from tiktoken's cache; an existing path first.")
 
 
 def check_pattern(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -54,14 +57,12 @@ def engine_option(func: Callable) -> Callable:
 def tokenizer_options(func: Callable) -> Callable:
     """``-t TOK`` or ``-c CONFIG`` (the config's output), and ``--pattern`` for a bare ``.tiktoken``."""
     func = click.option("--pattern", default=None, callback=check_pattern,
-                        help="Pattern for a .tiktoken without .meta.json: a name (cl100k, o200k, gpt2, default, each "
-                             "also NAME-digits) or a regex (default: cl100k_base's and o200k_base's own, else the "
-                             "default pattern).")(func)
+                        help="Pattern in place of the tokenizer's own (its .meta.json's or tokenizer.json's): a name "
+                             "(cl100k, o200k, gpt2, default, each also NAME-digits) or a regex. A bare .tiktoken has "
+                             "cl100k_base's and o200k_base's own, else the default pattern.")(func)
     func = click.option("-c", "--config", "config", type=click.Path(path_type=Path), default=None,
                         help="Use this config's output .tiktoken (instead of --tokenizer).")(func)
-    func = click.option("-t", "--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                        default=None,
-                        help="The .tiktoken (pattern and special tokens from its .meta.json).")(func)
+    func = click.option("-t", "--tokenizer", default=None, metavar="TOKENIZER", help=TOKENIZER_HELP)(func)
     return func
 
 
@@ -78,10 +79,9 @@ def config_of(config: Path, verbose: bool, engine: str | None = None):
     return cfg, Progress(verbose=verbose or cfg.verbose)
 
 
-def tokenizer_of(tokenizer: Path | None, config: Path | None, pattern: str | None, verbose: bool):
+def tokenizer_of(tokenizer: str | None, config: Path | None, pattern: str | None, verbose: bool):
     """The tokenizer of ``-t`` or ``-c`` (exactly one), loaded."""
-    from ..commands.inspect import path_or_output
-    from ..commands.texts import load_tokenizer
+    from ..commands.texts import load_tokenizer, tokenizer_path
 
-    path = guarded(lambda: path_or_output(tokenizer, config, "--tokenizer FILE"), verbose)
+    path = guarded(lambda: tokenizer_path(tokenizer, config), verbose)
     return guarded(lambda: load_tokenizer(path, pattern, override=True), verbose)

@@ -7,17 +7,18 @@ document is encoded on its own, special tokens in the text as ordinary text
 (``encode_ordinary_batch``), so the numbers are what ``toktok encode`` would
 produce without separators.
 
-Each tokenizer is a ``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``)
-file: its pattern and special tokens come from its ``NAME.meta.json`` when
-there is one; a file without one takes ``--pattern`` (a name such as
+Each tokenizer is a file ``texts.tokenizer_path`` found: a ``tokenizer.json``
+or a stock vocabulary is loaded as ``texts.load_tokenizer`` says. A
+``.tiktoken`` (or ``.tiktoken.gz``, ``.tiktoken.zst``) takes its pattern and
+special tokens from its ``NAME.meta.json`` when there is one; a file without one takes ``--pattern`` (a name such as
 ``cl100k`` or a regex), else its own when it is OpenAI's ``cl100k_base`` or
 ``o200k_base`` (recognised by content, ``toktoktok.known_bases``: o200k
 counted with the default pattern understates its compression of the
 multilingual reference texts by 3.6%), else the default pattern (docs/pretokenization.md).
 
 Decisions: one row per ``--text`` argument (a file, or a folder summed over
-its files) and a row ``all``; one column per tokenizer, named by its file
-name (made unique). Every document is read once and encoded by every
+its files) and a row ``all``; one column per tokenizer, named by its name
+(``any_tokenizer.tokenizer_name``, made unique). Every document is read once and encoded by every
 tokenizer in turn; memory is bounded by the batch, as in ``toktok encode``.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from toktoktok.errors import UsageError
-from toktoktok.loading import split_name
+from toktoktok.any_tokenizer import tokenizer_name
 from toktoktok.tuning import resolve_threads
 
 from ..workdir.progress import Progress
@@ -50,7 +51,7 @@ from .texts import (
 def _column_names(paths: Sequence[Path]) -> list[str]:
     names: list[str] = []
     for p in paths:
-        name = split_name(p)[1]
+        name = tokenizer_name(p)
         if name in names or name in ("text", "documents", "bytes"):
             k = 2
             while f"{name} ({k})" in names:
@@ -76,7 +77,7 @@ def compare(
     """
     progress = progress or Progress()
     if not tokenizers:
-        raise UsageError("give at least one tokenizer (.tiktoken file) to compare")
+        raise UsageError("give at least one tokenizer to compare (a .tiktoken, a tokenizer.json, a stock name or -c CONFIG)")
     if not texts:
         raise UsageError("give the texts to compare on with --text FILE_OR_FOLDER")
     if threads == 0 or threads < -1:

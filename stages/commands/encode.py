@@ -35,12 +35,12 @@ from toktoktok.errors import Interrupted, TokenizerFileError, UsageError
 from toktoktok.sampling import chosen_many, file_key
 from toktoktok.sources import TXT_DOCUMENTS, file_format, is_document_rule
 from toktoktok.tiktoken_file import SpecialIndex
-from toktoktok.token_files import FlatWriter, ShardWriter, bin_dtype, megatron_dtype, megatron_index, shard_dtype
+from toktoktok.token_files import bin_dtype, megatron_dtype, megatron_index, nanogpt_meta, shard_dtype
 from toktoktok.tuning import resolve_threads
 
 from ..workdir.artifacts import file_digest
 from ..workdir.progress import Progress
-from .encode_out import INDEX, OutFolder
+from .encode_out import INDEX, MEGATRON_PREFIXES, NANOGPT_META, OutFolder, split_writers
 from .texts import (
     MAX_PIECE_CHARS,
     STDIN,
@@ -52,6 +52,7 @@ from .texts import (
     iter_parts,
     load_tokenizer,
     pattern_name,
+    strip_ends,
 )
 
 FORMATS = ("npy", "bin", "megatron")
@@ -60,10 +61,6 @@ DEFAULT_BIN_VAL_SHARE = 0.0005  # nanoGPT reads a val.bin; its own OpenWebText p
 NANOGPT_BLOCK_SIZE = 1024  # nanoGPT's default context: a val.bin must hold more tokens than this
 INDEX_FORMATS = {"npy": "toktoktok-shards/1", "bin": "toktoktok-bin/1", "megatron": "toktoktok-megatron/1"}
 INDEX_FORMAT = INDEX_FORMATS["npy"]
-SHARD_NAME = "shard-{:05d}.npy"
-VAL_SHARD_NAME = "val-shard-{:05d}.npy"
-BIN_NAMES = {"train": "train.bin", "val": "val.bin"}
-MEGATRON_PREFIXES = {"train": "train_text_document", "val": "val_text_document"}
 SPLIT_RULE = "file-key+splitmix64"  # sampling.chosen_many on (seed, "encode", file index, "val"), document number
 _SPLIT_SLUG, _SPLIT_SALT = "encode", "val"
 
@@ -215,7 +212,7 @@ class Split:
     """One output split (train or val) and what went into it."""
 
     name: str
-    writer: Any  # ShardWriter or FlatWriter
+    writer: Any  # ShardWriter or FlatWriter (encode_out.split_writers)
     documents: int = 0
     tokens: int = 0
     pieces: list[list[int]] = field(default_factory=list)  # the batch being gathered
@@ -236,27 +233,6 @@ class Split:
             self.writer.write(tokens, self.ends)
         self.tokens += self.size
         self.pieces, self.ends, self.size = [], [], 0
-
-
-def _writers(fmt: str, out: OutFolder, dtype: np.dtype, shard_tokens: int, val: bool) -> dict[str, Any]:
-    """The writer of each split of a format (val only when there is a split, or for bin);
-    each clears the earlier set before its first file goes in place."""
-    if fmt == "npy":
-        writers = {"train": ShardWriter(out.folder, dtype, shard_tokens, SHARD_NAME, out.clear)}
-        if val:
-            writers["val"] = ShardWriter(out.folder, dtype, shard_tokens, VAL_SHARD_NAME, out.clear)
-        return writers
-    names = BIN_NAMES if fmt == "bin" else {k: f"{v}.bin" for k, v in MEGATRON_PREFIXES.items()}
-    writers = {}
-    try:
-        for split in ("train", "val"):
-            if split == "train" or val or fmt == "bin":
-                writers[split] = FlatWriter(out.folder / names[split], dtype, out.clear)
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
-    return writers
 
 
 # ---------------------------------------------------------------- the command
@@ -280,6 +256,7 @@ def encode_corpus(
     val_share: float | None = None,
     seed: int = 0,
     documents: str | None = None,
+    strip: bool = False,
 ) -> dict[str, Any]:
     """Encode ``inputs`` into token files under ``out``; returns the index (also written as ``out/index.json``).
 
@@ -292,6 +269,8 @@ def encode_corpus(
       one included), inside the token stream: a Megatron sequence, or the
       stretch of a flat file, of a document holds both.
     - ``val_share`` defaults to ``DEFAULT_BIN_VAL_SHARE`` for bin, else 0.
+    - ``strip`` drops each document's trailing white space (``texts.strip_ends``)
+      before its separator; off, the text is encoded as read.
     - Bounded memory: documents are read in batches of a few MB of text (more
       threads, bigger batches, capped); every file is written as its tokens
       arrive (``toktoktok.token_files``) and only a Megatron index's one
@@ -300,7 +279,7 @@ def encode_corpus(
       (``toktoktok.pretokenize.PartCutter``): the same tokens, in bounded
       parts; with other patterns it is encoded whole.
     - Atomic output: the trainer's indexes come after the data they describe
-      (the validation ``.idx``, then the training one), ``index.json`` last: a
+      (the validation ``.idx``, then the training one; bin's ``meta.pkl``), ``index.json`` last: a
       folder without it is an unfinished run. The earlier run's files are
       deleted just before the first new one goes in place (``encode_out``).
     - A split that would leave training empty is refused (``--val-share``,
@@ -333,9 +312,11 @@ def encode_corpus(
         reading = Reading()
         parts = iter_parts(files, text_column=text_column, cut=can_cut(enc), documents=documents,
                            special_tokens=sorted(enc.special_tokens_set) if allow_special else (), reading=reading)
+        if strip:
+            parts = strip_ends(parts)
         plain = all(f != STDIN and file_format(f)[1] is None and file_format(f)[0] != "parquet" for f in files)
         progress.start("encode", total=sum(f.stat().st_size for f in files) if plain else 0, unit="B")
-        writers = _writers(fmt, folder, ids, shard_tokens, val_share > 0)
+        writers = split_writers(fmt, folder, ids, shard_tokens, val_share > 0)
         splits = {name: Split(name, w) for name, w in writers.items()}
         train, val = splits["train"], splits.get("val")
         chooser = ValSplit(seed, val_share)
@@ -398,6 +379,9 @@ def encode_corpus(
                 idx = out / f"{MEGATRON_PREFIXES[name]}.idx"
                 atomic_write_bytes(idx, megatron_index(writers[name].lengths(), ids))
                 written.add(idx.name)
+        if fmt == "bin":  # nanoGPT's train.py sizes the model's embedding by it
+            atomic_write_bytes(out / NANOGPT_META, nanogpt_meta(enc.n_vocab))
+            written.add(NANOGPT_META)
         tokens = sum(s.tokens for s in splits.values())
         progress.done(f"{tokens} tokens")
         index: dict[str, Any] = {
@@ -414,6 +398,7 @@ def encode_corpus(
             "bos_id": bos_id,
             "special_tokens_in_text": "ids" if allow_special else "ordinary text",
             "documents_rule": documents if documents is not None else "blank-line",
+            "strip": strip,
             "text_column": text_column,
             "val_share": val_share,
             "seed": seed,
@@ -426,6 +411,8 @@ def encode_corpus(
             index["val_shards"] = results.get("val", [])
         else:
             index["files"] = {name: results[name] for name in ("train", "val") if name in results}
+            if fmt == "bin":
+                index["nanogpt_meta"] = NANOGPT_META
             if fmt == "megatron":
                 index["megatron_prefixes"] = {name: MEGATRON_PREFIXES[name] for name in results}
         index |= {
@@ -462,6 +449,8 @@ def summary(index: dict[str, Any], out: Path) -> str:
         names = [e["file"] for e in index["files"].values()]
         if index["format"] == INDEX_FORMATS["megatron"]:
             names += [f"{p}.idx" for p in index["megatron_prefixes"].values()]
+        if index.get("nanogpt_meta"):
+            names.append(index["nanogpt_meta"])
         written = ", ".join(names)
     marks = " + ".join(m for m, on in (("bos", index.get("bos")), ("separators", index.get("separator"))) if on)
     lines = [

@@ -1,5 +1,7 @@
 """``toktok encode``'s ``--out`` folder: one set of token files, written by one run at a time.
 
+Its files' names, the writer of each split (``split_writers``), and:
+
 - Locked: ``OUT/.encode.lock`` is held for the whole run (``workdir.locks``);
   a second encode into the folder fails at once naming it and its holder.
 - Checked: the folder is new, empty, or an earlier encode's output (its file
@@ -17,14 +19,23 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+import numpy as np
 
 from toktoktok.errors import UsageError
+from toktoktok.token_files import FlatWriter, ShardWriter
 
 from ..workdir.locks import holding
 
 INDEX = "index.json"
 LOCK = ".encode.lock"
-OUTPUT = re.compile(r"(val-)?shard-\d{5,}\.npy|(train|val)\.bin|(train|val)_text_document\.(bin|idx)")
+SHARD_NAME = "shard-{:05d}.npy"
+VAL_SHARD_NAME = "val-shard-{:05d}.npy"
+BIN_NAMES = {"train": "train.bin", "val": "val.bin"}
+MEGATRON_PREFIXES = {"train": "train_text_document", "val": "val_text_document"}
+NANOGPT_META = "meta.pkl"  # nanoGPT's train.py reads its vocab_size
+OUTPUT = re.compile(r"(val-)?shard-\d{5,}\.npy|(train|val)\.bin|(train|val)_text_document\.(bin|idx)|meta\.pkl")
 _TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 
@@ -71,7 +82,7 @@ class OutFolder:
             return
         (self.folder / INDEX).unlink(missing_ok=True)
         names = sorted(e.name for e in self.folder.iterdir() if OUTPUT.fullmatch(e.name))
-        for name in sorted(names, key=lambda n: not n.endswith(".idx")):  # indexes before the data they describe
+        for name in sorted(names, key=lambda n: not n.endswith((".idx", ".pkl"))):  # what describes data goes first
             (self.folder / name).unlink(missing_ok=True)
         self.earlier, self.cleared = names, True
 
@@ -88,3 +99,24 @@ class OutFolder:
 
 def _ours(name: str) -> bool:
     return name in (INDEX, LOCK) or bool(OUTPUT.fullmatch(name) or _TEMP.fullmatch(name))
+
+
+def split_writers(fmt: str, out: OutFolder, dtype: np.dtype, shard_tokens: int, val: bool) -> dict[str, Any]:
+    """The writer of each split of a format (val only when there is a split, or for bin);
+    each clears the earlier set before its first file goes in place."""
+    if fmt == "npy":
+        writers = {"train": ShardWriter(out.folder, dtype, shard_tokens, SHARD_NAME, out.clear)}
+        if val:
+            writers["val"] = ShardWriter(out.folder, dtype, shard_tokens, VAL_SHARD_NAME, out.clear)
+        return writers
+    names = BIN_NAMES if fmt == "bin" else {k: f"{v}.bin" for k, v in MEGATRON_PREFIXES.items()}
+    writers = {}
+    try:
+        for split in ("train", "val"):
+            if split == "train" or val or fmt == "bin":
+                writers[split] = FlatWriter(out.folder / names[split], dtype, out.clear)
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    return writers

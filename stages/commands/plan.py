@@ -1,8 +1,8 @@
 """``toktok plan -c CFG``: what a run would do, shown before any work starts.
 
 What it prints (docs/cli.md, toktok plan): the effective configuration as
-YAML (``effective_settings``, every default filled in and every path
-absolute, plus ``threads`` resolved), the id layout (``id_layout``), then per
+YAML (``effective_configuration``, a config that loads as it is, every
+default filled in and every path absolute), the id layout (``id_layout``), then per
 phase its files (with the rule that cuts each into documents), text bytes, capacity, sample share and expected peak
 memory, and last the run's expected peak (the largest phase's).
 
@@ -41,14 +41,50 @@ def human(size: float) -> str:
 
 
 def effective_configuration(cfg: Config) -> dict[str, Any]:
-    """``effective_settings`` with ``threads`` (resolved to a number) after ``working_set_mb``."""
-    from toktoktok.tuning import resolve_threads
+    """The config as a document that loads as it is: every key, defaults filled in,
+    paths absolute (``effective_settings`` in the config's own spelling).
 
-    out: dict[str, Any] = {}
-    for key, value in effective_settings(cfg).items():
-        out[key] = value
-        if key == "working_set_mb":
-            out["threads"] = resolve_threads(cfg.threads)
+    A phase whose merges are the rest of ``vocab_size`` leaves ``merges`` out,
+    as written, so the document says the same; the pattern is its name, or the
+    regex; a source says ``path:`` (a folder) or ``file:``. Nothing internal
+    (phase slugs and numbers) is in it: the phase tables show those. Loaded,
+    it gives the same settings, so the same stage keys (tests/commands/test_plan.py).
+    """
+    settings = effective_settings(cfg)
+    doc: dict[str, Any] = {"output": settings.pop("output"), "work_dir": settings.pop("work_dir"),
+                           "vocab_size": settings.pop("vocab_size"), "working_set_mb": settings.pop("working_set_mb"),
+                           "threads": cfg.threads}
+    pattern = settings.pop("pattern")
+    phases = settings.pop("phases")
+    doc |= settings
+    doc["pattern"] = pattern["name"] if pattern["name"] != "custom" else pattern["tiktoken"]
+    if cfg.hf is not None:
+        doc["hf"] = {**cfg.hf.roles, "model_max_length": cfg.hf.model_max_length,
+                     "chat_template": cfg.hf.chat_template}
+    if cfg.warm_start is not None and cfg.warm_start.special_tokens is None:
+        del doc["warm_start"]["special_tokens"]  # the base's own, read from it as when left out
+    doc |= {"engine": cfg.engine, "ray": {"address": cfg.ray.address, "num_cpus": cfg.ray.num_cpus}}
+    doc["phases"] = [_phase_document(phase, entry) for phase, entry in zip(cfg.phases, phases)]
+    return doc
+
+
+def _phase_document(phase: Phase, entry: dict[str, Any]) -> dict[str, Any]:
+    """One phase of ``effective_configuration``."""
+    from toktoktok.config.schema import SPLIT_ON
+
+    out: dict[str, Any] = {"name": phase.name}
+    if not phase.gets_rest:
+        out["merges"] = phase.merges
+    out["sources"] = []
+    for src, raw in zip(phase.sources, entry["sources"]):
+        source = {"path" if src.is_dir else "file": raw.pop("path")}
+        raw.pop("is_dir")
+        if not src.is_dir:  # globs belong to a folder's scan
+            raw.pop("include"), raw.pop("exclude")
+        rule = raw.get("documents")
+        if rule is not None and rule.startswith(SPLIT_ON):
+            raw["documents"] = {"split_on": rule[len(SPLIT_ON):]}
+        out["sources"].append(source | raw)
     return out
 
 
@@ -104,6 +140,7 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     Raises ``ConfigError`` for what ``run`` would refuse before starting.
     """
     from toktoktok import memory
+    from toktoktok.tuning import resolve_threads
 
     from ..ingest import check_engine
     from ..workdir import Work
@@ -116,6 +153,8 @@ def make_plan(cfg: Config) -> dict[str, Any]:
     return {
         "config": str(cfg.path),
         "settings": effective_configuration(cfg),
+        "threads_resolved": resolve_threads(cfg.threads),
+        "queries_left_out": sum(bool(getattr(src.path, "query", "")) for p in cfg.phases for src in p.sources),
         "ids": [block.as_dict() for block in layout],
         "vocab_size": layout[-1].last + 1,
         "phases": phases,
@@ -180,11 +219,30 @@ def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: in
     return lines
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML with a string holding a line break in double quotes (``"\\n---\\n"``), so the
+    configuration block has no blank line inside it and ends at the first one."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if any(c in value for c in "\n\r\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _string)
+
+
 def render(plan: dict[str, Any]) -> str:
     """The plan as text: the configuration as YAML, each phase, the run's peak memory."""
-    settings = yaml.safe_dump(plan["settings"], sort_keys=False, allow_unicode=True, width=10_000)
-    lines = [f"# effective configuration of {plan['config']} (defaults filled in, paths resolved)",
-             settings.rstrip("\n"), ""]
+    settings = yaml.dump(plan["settings"], Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000)
+    lines = [f"# effective configuration of {plan['config']}: a config that loads as it is "
+             f"(defaults filled in, paths absolute)", settings.rstrip("\n")]
+    lines.append("")
+    if plan["settings"]["threads"] == -1:  # after the block, which a user may paste as it is
+        lines += [f"# not part of the configuration: threads -1 is {plan['threads_resolved']} on this machine", ""]
+    if plan["queries_left_out"]:  # a remote path's ?options may hold an access key: never printed
+        lines += [f"# not shown: the ?query of {plan['queries_left_out']} remote source paths (add it back to paste "
+                  f"the configuration)", ""]
     lines += render_ids(plan) + [""]
     for i, p in enumerate(plan["phases"], 1):
         lines += _render_phase(p, i, len(plan["phases"]), plan["working_set_mb"]) + [""]

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 import tiktoken
 
+from toktoktok.any_tokenizer import load_hf, load_stock, stock_of, tokenizer_file
 from toktoktok.config import Source
 from toktoktok.errors import UsageError
 from toktoktok.loading import load, meta_path
@@ -29,17 +30,43 @@ PART_CHARS = 1 << 20  # a longer document is cut into parts of about this many c
 MAX_PIECE_CHARS = 1 << 26  # a run with no safe place longer than this is cut anyway (counted)
 
 
-def load_tokenizer(path: Path, pattern: str | None = None, *, override: bool = False) -> tiktoken.Encoding:
-    """A ``.tiktoken`` with its ``.meta.json``; ``pattern`` only when there is no companion
-    (``compare``: a pattern for the bare files among several), or, with ``override``,
-    in place of the companion's as ``toktoktok.load(path, pattern=...)`` puts it
-    (``show``, ``encode``, ``decode``: one tokenizer, the user's pattern).
+CONFIG_SUFFIXES = (".yaml", ".yml")
 
-    Without a companion and ``pattern``, ``load`` gives OpenAI's cl100k_base
-    and o200k_base (recognised by content) their own pattern and special
-    tokens, any other file the default pattern and none.
+
+def tokenizer_path(value: str | Path | None, config: Path | None = None, what: str = "-t TOKENIZER") -> Path:
+    """The file a tokenizer argument names (exactly one of ``value`` and ``config``).
+
+    ``value`` is read in this order: an existing folder (its ``tokenizer.json``)
+    or file (a ``.yaml``/``.yml`` config: its output ``.tiktoken``; any other:
+    itself), then a stock name in tiktoken's cache (``any_tokenizer``).
+    """
+    from .inspect import config_output, path_or_output
+
+    if value is not None and config is None:
+        path = tokenizer_file(value)
+        return config_output(path) if path.is_file() and path.suffix in CONFIG_SUFFIXES else path
+    return path_or_output(value, config, what)
+
+
+def load_tokenizer(path: Path, pattern: str | None = None, *, override: bool = False) -> tiktoken.Encoding:
+    """The tokenizer of a file ``tokenizer_path`` gave: a ``.tiktoken`` with its
+    ``.meta.json``, a ``tokenizer.json`` (``any_tokenizer.load_hf``: its own
+    pre-tokenizer's pattern), or a stock vocabulary from tiktoken's cache.
+
+    ``pattern`` applies only to a tokenizer without a pattern of its own (a
+    ``.tiktoken`` without a companion, a stock one; ``compare``: a pattern for
+    the bare files among several), or, with ``override``, in place of its own
+    as ``toktoktok.load(path, pattern=...)`` puts it (``show``, ``encode``,
+    ``decode``: one tokenizer, the user's pattern). Without a companion and
+    ``pattern``, ``load`` gives OpenAI's cl100k_base and o200k_base
+    (recognised by content) their own pattern and special tokens, any other
+    file the default pattern and none.
     """
     path = Path(path)
+    if stock_of(path):
+        return load_stock(path, pattern)
+    if path.name.endswith(".json"):
+        return load_hf(path, pattern, override=override)
     if meta_path(path).is_file() and not override:
         return load(path)
     return load(path, pattern=pattern)
@@ -135,6 +162,49 @@ def iter_parts(files: Sequence[Path], *, text_column: str, cut: bool, special_to
                 reading.documents += 1
         reading.raw_bytes += stats.bytes_read - raw_before
         reading.forced_cuts += cutter.forced_cuts
+
+
+# the patterns' white space, the ``regex`` module's ``\s`` (Unicode White_Space); Python's
+# str.isspace adds U+001C..U+001F, which the patterns take as punctuation, so a document
+# ending in one ends in a token of its own that stripping keeps
+WHITE_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+               "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def strip_ends(parts: Iterable[tuple[str, bool, int]]) -> Iterator[tuple[str, bool, int]]:
+    """``iter_parts`` with each document's trailing white space (``WHITE_SPACE``) dropped.
+
+    A document's parts are held from its last part with text on, until its
+    end shows whether more text follows: then they go on as they were, or
+    that part goes on without its trailing white space, ending the document,
+    and the white-space parts after it are dropped. The other parts are
+    untouched: every cut stays where ``PartCutter`` made it, with the same
+    text before it, so the tokens are those of the stripped document whole.
+
+        >>> parts = [("one  ", False, 0), (" \\n", False, 0), ("\\n", True, 0), ("two", False, 0), (" x\\n", True, 0)]
+        >>> list(strip_ends(parts))
+        [('one', True, 0), ('two', False, 0), (' x', True, 0)]
+        >>> list(strip_ends([(" \\n", True, 1)]))  # a document of white space: an empty one
+        [('', True, 1)]
+    """
+    held: list[tuple[str, bool, int]] = []  # the open document's parts from its last one with text
+    for text, end, index in parts:
+        kept = text.rstrip(WHITE_SPACE)
+        has_text = bool(kept)
+        if end:
+            if has_text:
+                yield from held
+                yield kept, True, index
+            elif held and held[0][0].strip(WHITE_SPACE):
+                yield held[0][0].rstrip(WHITE_SPACE), True, index
+            else:
+                yield "", True, index
+            held = []
+        elif has_text:
+            yield from held
+            held = [(text, False, index)]
+        else:
+            held.append((text, False, index))
 
 
 def encode_batch_chars(threads: int) -> int:

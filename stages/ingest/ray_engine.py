@@ -1,6 +1,6 @@
 """Ingest on Ray (``engine: ray``): the phase's files counted by Ray tasks, their
 count tables summed in a tree of tasks, the stage then writing its chunk files
-and manifest as the local engine does (the README's "Ingest on Ray"; why it is
+and manifest as the local engine does (docs/ray.md; why it is
 built so: docs/decisions.md).
 
 Work units (``plan_units``): one task per file, or per byte range of a large

@@ -135,7 +135,7 @@ def test_bin_is_what_nanogpt_memmaps(corpus, tmp_path):
     r = toktok("encode", "-t", corpus["tok"], *files, "-o", out, "--format", "bin", "--separator", EOT, "--bos", BOS,
                "--val-share", 0.2, "--seed", 3, "--threads", 2)
     assert r.code == 0, r.err
-    assert sorted(p.name for p in out.iterdir()) == [".encode.lock", "index.json", "train.bin", "val.bin"]
+    assert sorted(p.name for p in out.iterdir()) == [".encode.lock", "index.json", "meta.pkl", "train.bin", "val.bin"]
     docs = file_documents(files)
     val = [chosen(3, "encode", i, d, 0.2, salt="val") for i, d, _ in docs]
     assert 0.1 < sum(val) / len(val) < 0.3, "about the share"
@@ -417,5 +417,5 @@ def test_help_texts_name_the_formats_and_options():
     text = " ".join(r.out.split())
     for words in ("--format [npy|bin|megatron]", "train.bin and val.bin", "train_text_document.bin/.idx",
                   "--bos TOKEN", "--val-share F", "--documents RULE", "standard input",
-                  "--dtype [uint16|uint32]", "--seed"):
+                  "--dtype [uint16|uint32]", "--seed", "meta.pkl", "--strip"):
         assert words in text, words

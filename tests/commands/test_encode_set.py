@@ -127,10 +127,12 @@ def test_index_names_the_tokenizer_that_was_loaded(texts, tmp_path):
     ("npy", ["--val-share", "0.2", "--shard-tokens", "5000"]),
 ])
 def test_a_kill_at_any_rename_never_mixes_two_runs(texts, tmp_path, fmt, args):
-    common = ["encode", "-t", str(texts["tok"]), "--format", fmt, "--separator", EOT, *args]
+    common = ["encode", "--format", fmt, "--separator", EOT, *args]
     earlier = tmp_path / "earlier"
     smaller = ["--shard-tokens", "1500"] if fmt == "npy" else []  # the earlier run has more shards
-    assert toktok(*common, *smaller, texts["old"], "-o", earlier).code == 0
+    other = make_tokenizer(tmp_path / "other", top=40_000)  # another vocab_size: bin's meta.pkl differs too
+    assert toktok(*common, "-t", other, *smaller, texts["old"], "-o", earlier).code == 0
+    common += ["-t", str(texts["tok"])]
     states, finished = [], None
     for at in range(1, 30):
         out = tmp_path / f"kill-{at}"

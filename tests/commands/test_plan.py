@@ -123,8 +123,9 @@ def test_plan_prints_the_effective_configuration_first(small):
     assert settings["work_dir"] == str(work_of(small["config"]))
     assert settings["threads"] == 1 and settings["working_set_mb"] == 64
     assert settings["heldout_share"] == 0.005 and settings["min_frequency"] == 2  # defaults filled in
-    assert settings["pattern"]["name"] == "default" and settings["on_bad_file"] == "fail"
+    assert settings["pattern"] == "default" and settings["on_bad_file"] == "fail"
     assert settings["phases"][0]["sources"][0]["path"] == str(small["data"] / "dir")
+    assert settings["phases"][1]["sources"][0]["file"] == str(small["data"] / "single.txt")
     assert rest.index("phase 2 of 2: Single") < rest.index("\nexpected peak memory: about")
     assert r.out.rstrip().splitlines()[-1].startswith("expected peak memory: about ")
 
@@ -190,3 +191,91 @@ def test_plan_missing_source_exits_2_like_run(tmp_path):
     run = toktok("run", "-c", config)
     assert run.code == 2 and run.err == r.err  # the same check, the same message
     assert not (tmp_path / "cfg" / "out").exists()
+
+
+# ---------------------------------------------------------------- the configuration, pasted back
+
+INTERNAL = ("index", "slug", "gets_rest", "is_dir")  # the loaded config's own fields, never a config's keys
+
+
+def pasted(config: Path, where: Path) -> Path:
+    """The configuration block ``toktok plan`` prints (its first lines, to the first blank
+    line), written as a config file in another folder, as a user pastes it."""
+    r = toktok("plan", "-c", config)
+    assert r.code == 0, r.err
+    block = r.out.split("\n\n")[0]
+    assert block.startswith("# effective configuration of ")
+    where.mkdir(parents=True)
+    (where / "pasted.yaml").write_text(block + "\n", encoding="utf-8")
+    return where / "pasted.yaml"
+
+
+def stage_keys(config: Path) -> dict:
+    """Every setting that shapes a run and each stage's settings, as ``toktok run`` computes them."""
+    from toktoktok.config import effective_settings, load_config
+    from toktoktok_stages.workdir import Work
+    from toktoktok_stages.workdir.keys import export_settings, ingest_settings, train_settings
+
+    work, _ = Work(load_config(config)).check_ready()
+    cfg, base = work.cfg, work.base_description()
+    return {"settings": effective_settings(cfg), "threads": cfg.threads, "engine": cfg.engine, "ray": cfg.ray,
+            "ingest": [ingest_settings(cfg, p) for p in cfg.phases],
+            "train": [train_settings(cfg, p, base) for p in cfg.phases], "export": export_settings(cfg, base)}
+
+
+def no_internal_keys(node) -> None:
+    if isinstance(node, dict):
+        assert not set(node) & set(INTERNAL), sorted(node)
+        for value in node.values():
+            no_internal_keys(value)
+    elif isinstance(node, list):
+        for value in node:
+            no_internal_keys(value)
+
+
+def test_the_demo_configuration_pasted_back_gives_the_same_run(tmp_path):
+    from tests.helpers import ROOT
+
+    (tmp_path / "configs").mkdir()
+    config = tmp_path / "configs" / "demo.yaml"
+    config.write_text((ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    for kind in ("english", "code"):  # the demo's folders, a small file each
+        (tmp_path / "data" / "demo" / kind).mkdir(parents=True)
+        (tmp_path / "data" / "demo" / kind / "a.txt").write_text(english_text(3_000), encoding="utf-8")
+    again = pasted(config, tmp_path / "elsewhere")
+    no_internal_keys(yaml.safe_load(again.read_text(encoding="utf-8")))
+    assert stage_keys(again) == stage_keys(config)
+
+
+def test_a_multi_phase_configuration_with_every_kind_of_source_pasted_back(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.commands.test_encode import make_tokenizer
+
+    data = tmp_path / "data"
+    (data / "dir" / "skip").mkdir(parents=True)
+    (data / "dir" / "a.txt").write_text(english_text(4_000), encoding="utf-8")
+    (data / "dir" / "skip" / "b.txt").write_text(english_text(2_000), encoding="utf-8")
+    (data / "rows.jsonl").write_text(json.dumps({"body": english_text(2_000)}) + "\n", encoding="utf-8")
+    pq.write_table(pa.table({"text": [english_text(2_000, offset=4_000)]}), data / "t.parquet")
+    (data / "s.txt.gz").write_bytes(gzip.compress(english_text(3_000).encode(), mtime=0))
+    base = make_tokenizer(tmp_path / "base")  # a warm start with special tokens of its own
+    phases = [
+        {"name": "Prose & more", "merges": 7, "sources": [
+            {"path": str(data / "dir"), "include": ["**/*.txt"], "exclude": ["skip/*"], "documents": "line"},
+            {"file": str(data / "t.parquet"), "weight": 2.5}]},
+        {"name": "Rows", "merges": 3, "sources": [{"file": str(data / "rows.jsonl"), "text_column": "body"}]},
+        {"name": "Rest", "sources": [{"file": str(data / "s.txt.gz"), "documents": {"split_on": "\n---\n"},
+                                      "max_bytes": 1000}]},
+    ]
+    config = write_config(tmp_path / "cfg", phases, vocab_size=400, special_tokens=["<|im_start|>"],
+                          warm_start={"file": str(base)}, pattern=r"\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+|\s+",
+                          hf={"eos_token": "<|endoftext|>", "pad_token": None, "model_max_length": 2048},
+                          pad_to_multiple_of=8, heldout_share=0.02, seed=11, on_bad_file="skip")
+    again = pasted(config, tmp_path / "elsewhere")
+    doc = yaml.safe_load(again.read_text(encoding="utf-8"))
+    no_internal_keys(doc)
+    assert "merges" not in doc["phases"][2], "the phase that gets the rest of vocab_size says so, as written"
+    assert doc["phases"][0]["sources"][1]["file"] == str(data / "t.parquet")
+    assert stage_keys(again) == stage_keys(config)

@@ -1,6 +1,6 @@
 """``vocab_size: N``: the number of embedding rows, everything included.
 
-The expected numbers are worked out here from the layout the README states
+The expected numbers are worked out here from the layout docs/vocabulary.md states
 (the 256 bytes, the 1,161 hardcoded merges, each phase, the special tokens,
 the padding), and every run's ids are read back with tiktoken.
 """

@@ -18,7 +18,7 @@ from toktoktok.config import sections as config_module
 from toktoktok.config import BOUNDS, ConfigError, load_config
 from toktoktok.tiktoken_file import find_nested, validate_special_tokens
 
-README = ROOT / "README.md"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
 
 MINIMAL = """\
 output: out/tok.tiktoken
@@ -80,13 +80,14 @@ def test_pad_to_multiple_of_says_why(project: Path) -> None:
         load_config(_config(project, "pad_to_multiple_of: 1000000"))
 
 
-def test_readme_documents_every_bound() -> None:
-    """README's configuration section has a row for every key of ``BOUNDS`` with its bounds."""
+def test_docs_document_every_bound() -> None:
+    """docs/configuration.md's "Bounds" table has a row for every key of ``BOUNDS`` with its bounds."""
+    section = CONFIGURATION.read_text().split("\n## Bounds\n", 1)[1].split("\n## ", 1)[0]
     rows = {}
-    for row in re.findall(r"^\| `([^`]+)`([^|]*)\|([^|]*)\|([^|]*)\|", README.read_text(), re.M):
+    for row in re.findall(r"^\| `([^`]+)`([^|]*)\|([^|]*)\|([^|]*)\|", section, re.M):
         rows[row[0] + row[1].rstrip()] = row[3]
     for key, (low, high) in BOUNDS.items():
-        assert key in rows, f"README's bounds table lacks {key}"
+        assert key in rows, f"docs/configuration.md's bounds table lacks {key}"
         numbers = {int(n.replace(",", "")) for n in re.findall(r"-?\d[\d,]*", rows[key])}
         if isinstance(high, int) and high < 2**40:
             assert high in numbers, (key, rows[key])

@@ -548,7 +548,7 @@ def test_special_token_holding_a_blank_line_in_txt(tiny: pytest.MonkeyPatch, tmp
 @pytest.mark.parametrize("name", PATTERN_NAMES)
 def test_txt_is_read_in_bounded_parts(tiny: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
     """docs/pretokenization.md: 'Files are read in bounded parts, cut only where no match can cross ... each
-    named pattern needs its own proven rule' (and README.md#memory: files are streamed, never loaded whole).
+    named pattern needs its own proven rule' (and docs/performance.md#memory: files are streamed, never loaded whole).
 
     o200k and gpt2 may be cut only between a non-space and a following space
     (``cut_at_spaces``), default and cl100k also after line breaks: either way a .txt file

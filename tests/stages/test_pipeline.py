@@ -629,7 +629,7 @@ def test_zero_merges(tmp_path):
 
 
 def test_memory_does_not_grow_with_an_unreachable_budget(tmp_path):
-    """docs/configuration.md: a budget larger than the data supports is valid; README.md#memory: peak memory
+    """docs/configuration.md: a budget larger than the data supports is valid; docs/performance.md#memory: peak memory
     stays within working_set_mb plus a fixed overhead."""
     data = tmp_path / "tiny"
     data.mkdir()

@@ -2,7 +2,7 @@
 
 The frozen dataclasses ``load_config`` returns (``Config``, ``Phase``,
 ``Source``, ``WarmStart``, ``RayOptions``, ``HfSettings``), the keys each
-mapping accepts, and the bounds of every numeric key (``BOUNDS``, README's
+mapping accepts, and the bounds of every numeric key (``BOUNDS``, docs/configuration.md's
 table). The fields of ``Config`` and their order are part of every work
 folder's keys (``config_fingerprint`` hashes them): a new field goes last,
 with a default.
@@ -171,7 +171,7 @@ BOUNDS: dict[str, tuple[object, object]] = {
     "pattern_timeout_s": (MIN_PATTERN_TIMEOUT_S, MAX_PATTERN_TIMEOUT_S),
     "hf.model_max_length": (1, MAX_MODEL_MAX_LENGTH),
 }
-"""Every numeric key's (lowest, highest) accepted value, as README's table shows them."""
+"""Every numeric key's (lowest, highest) accepted value, as docs/configuration.md's bounds table shows them."""
 
 
 

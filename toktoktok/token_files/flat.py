@@ -3,7 +3,8 @@
 (``megatron``). ``np.memmap(path, dtype=np.uint16, mode="r")`` reads one as
 it is (``read_flat``).
 
-A nanoGPT file is ``uint16`` (or ``uint32``). A ``uint16`` file cannot hold
+Beside nanoGPT's files goes its ``meta.pkl`` (``nanogpt_meta``). A nanoGPT
+file is ``uint16`` (or ``uint32``). A ``uint16`` file cannot hold
 an id above 65,535, so a vocabulary whose highest id does not fit is refused
 rather than wrapped around (``bin_dtype``).
 
@@ -21,6 +22,7 @@ rather than wrapped around (``bin_dtype``).
 from __future__ import annotations
 
 import contextlib
+import pickle
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,3 +112,14 @@ def bin_dtype(name: str, max_token_value: int) -> np.dtype:
         raise UsageError(f"--dtype {name} holds ids up to {top:,}, but this vocabulary has {max_token_value + 1:,} "
                           f"ids (its highest is {max_token_value:,}): use --dtype uint32")
     return dtype
+
+
+def nanogpt_meta(vocab_size: int) -> bytes:
+    """nanoGPT's ``meta.pkl`` beside its ``.bin`` files: ``{'vocab_size': N}``, which its
+    ``train.py`` sizes the model by; pickled with protocol 4, which every Python 3
+    that runs nanoGPT reads.
+
+        >>> pickle.loads(nanogpt_meta(6420))
+        {'vocab_size': 6420}
+    """
+    return pickle.dumps({"vocab_size": vocab_size}, protocol=4)
