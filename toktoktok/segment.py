@@ -29,6 +29,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from toktoktok.kernel_args import int64s, readonly
 from toktoktok.vocab import Vocab
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
@@ -324,6 +325,7 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
     w's ranks are ``sym[off[w] : off[w] + lens[w]]`` (int32; a piece never has
     more parts than bytes, so the words share the pieces' offsets).
     """
+    buf, off = readonly(buf), int64s(off)  # one signature whatever the caller's arrays (kernel_args)
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
     if len(off) > 1:
