@@ -132,7 +132,7 @@ def _sort_run(buf, off, order, lo, hi, spare):
 def _order(buf, off):
     order, keys = _radix_order(_prefix_keys(buf, off))
     spare = np.empty(len(order), dtype=np.int64)
-    t = 0
+    t = np.int64(0)  # int64, not the literal 0: _sort_run compiles once (kernel_args)
     while t < len(order):
         u = t + 1
         while u < len(order) and keys[u] == keys[t]:

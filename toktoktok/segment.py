@@ -165,11 +165,11 @@ def short_ranks(table, tok_buf, tok_off) -> np.ndarray:
     span = np.empty(2, dtype=np.uint8)
     for b in range(256):
         span[0] = b
-        out[b] = table_lookup(table, tok_buf, tok_off, span, 0, 1)
+        out[b] = table_lookup(table, tok_buf, tok_off, span, np.int64(0), np.int64(1))  # as merge calls it: one compile
     for b in range(65536):
         span[0] = b >> 8
         span[1] = b & 0xFF
-        out[256 + b] = table_lookup(table, tok_buf, tok_off, span, 0, 2)
+        out[256 + b] = table_lookup(table, tok_buf, tok_off, span, np.int64(0), np.int64(2))
     return out
 
 
