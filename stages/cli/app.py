@@ -106,9 +106,10 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
 def compile_command(quiet: bool, part: str, verbose: bool) -> None:
     """Compile every numba kernel into numba's cache, so the next run starts warm.
 
-    Runs tiny inputs of every source kind, and toktoktok.train, in a temporary
-    folder; the cache is __pycache__ beside the package's sources, or
-    $NUMBA_CACHE_DIR. run, ingest and train do this first when the cache is cold.
+    Reads no config: runs tiny inputs of every source kind, and
+    toktoktok.train, in a temporary folder; writes only numba's cache
+    (__pycache__ beside the package's sources, or $NUMBA_CACHE_DIR) and prints
+    what it compiled. run, ingest and train do this first when the cache is cold.
     """
     import resource
     import time
