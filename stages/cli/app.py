@@ -18,7 +18,7 @@ import toktoktok
 
 from .. import pipeline
 from ..workdir.progress import Progress, human_bytes
-from .compile_ahead import compile_kernels, compile_training, ensure_compiled
+from .compile_ahead import compile_kernels, ensure_compiled
 from .guard import guarded, start
 from .options import (
     check_pattern,
@@ -101,9 +101,8 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
 
 @toktok.command("compile")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing (how run, ingest and train call it).")
-@click.option("--part", type=click.Choice(["all", "train"]), default="all", hidden=True)
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
-def compile_command(quiet: bool, part: str, verbose: bool) -> None:
+def compile_command(quiet: bool, verbose: bool) -> None:
     """Compile every numba kernel into numba's cache, so the next run starts warm.
 
     Reads no config: runs tiny inputs of every source kind, and
@@ -115,14 +114,11 @@ def compile_command(quiet: bool, part: str, verbose: bool) -> None:
     import time
 
     began = time.monotonic()
-    if part == "train":  # the helper process of compile_kernels: its counts, for the first to add
-        click.echo("{} {}".format(*guarded(compile_training, verbose)))
-        return
     compiled, loaded = guarded(compile_kernels, verbose)
     if not quiet:
-        peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         click.echo(f"compiled {compiled} kernel signatures, loaded {loaded} from numba's cache, "
-                   f"in {time.monotonic() - began:.1f} s (two processes; the larger's peak {peak / 1024:.0f} MiB)")
+                   f"in {time.monotonic() - began:.1f} s (peak {peak:.0f} MiB)")
 
 
 @toktok.command()

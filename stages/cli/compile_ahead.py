@@ -8,9 +8,10 @@ kind (``.txt``, ``.txt.zst``, ``.jsonl``, ``.parquet`` with ``string`` and
 ``large_string`` columns, ``.arrow``, a folder), special tokens or none, a
 size cap, a warm start, and the Python API on strings and on an Arrow table.
 The kernels take one type per argument on all of them (``toktoktok.kernel_args``),
-so what this compiles serves every configuration. numba compiles on one
-thread, so a second process (``toktok compile --part train``) compiles the
-training kernels meanwhile: the first finds them in the cache when it gets there.
+so what this compiles serves every configuration. It compiles in one
+process: two processes compiling into one cache side by side left it
+holding parallel kernels whose generated names collide when one process
+loads both (a crash on the next run).
 
 ``ensure_compiled`` is what ``run``, ``ingest`` and ``train`` do first: when
 the cache is cold (``jit_cache.cold_kernels``) it says so and compiles in a
@@ -89,11 +90,9 @@ def _configs(folder: Path, paths: dict[str, Path]) -> list[Path]:
     return [first, second]
 
 
-def compile_kernels(helper: bool = True) -> tuple[int, int]:
+def compile_kernels() -> tuple[int, int]:
     """Run every path on tiny inputs in a temporary folder; ``(compiled, loaded)``
-    kernel signatures (``jit_cache.compile_counts``). Writes nothing elsewhere.
-    ``helper``: with a second process compiling the training kernels meanwhile
-    (its counts added), when this machine has a second core."""
+    kernel signatures (``jit_cache.compile_counts``). Writes nothing elsewhere."""
     import io
 
     import pyarrow as pa
@@ -105,46 +104,15 @@ def compile_kernels(helper: bool = True) -> tuple[int, int]:
     from .. import pipeline
     from ..workdir.progress import Progress
 
-    second = None
-    if helper and len(os.sched_getaffinity(0)) > 1:
-        second = subprocess.Popen([sys.executable, "-m", "toktoktok_stages.cli.entry", "compile", "--part", "train"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        with tempfile.TemporaryDirectory(prefix="toktok-compile-") as tmp:
-            folder = Path(tmp)
-            paths = _write_inputs(folder)
-            for config in _configs(folder, paths):
-                pipeline.run(load_config(config), force=True, progress=Progress(stream=io.StringIO()))
-        docs = _documents()
-        toktoktok.train(docs, merges=20, special_tokens=["<|endoftext|>"], threads=2)
-        toktoktok.train(pa.table({"text": pa.array(docs, pa.large_string())}), merges=20, threads=1)
-        _grow_running_sums("".join(docs).encode())
-    finally:
-        out = second.communicate()[0] if second else ""
-    compiled, loaded = jit_cache.compile_counts()
-    if second and second.returncode == 0 and len(numbers := out.split()) == 2:
-        compiled, loaded = compiled + int(numbers[0]), loaded + int(numbers[1])
-    return compiled, loaded
-
-
-def compile_training() -> tuple[int, int]:
-    """The training kernels (learning merges, segmenting, the pieces' order) on a tiny
-    count table, and the document finders: about half of the compile, the other
-    half being the counting and ``.jsonl`` kernels; ``(compiled, loaded)`` as ``compile_kernels``."""
-    import numpy as np
-
-    from toktoktok import documents, jit_cache
-    from toktoktok.text_segments import Segments, gather
-    from toktoktok.counts import from_lists, inventory
-    from toktoktok.merge import train_phase
-    from toktoktok.piece_order import sorted_arrays
-    from toktoktok.vocab import Vocab
-
-    words = sorted({word.encode() for doc in _documents() for word in doc.split(" ")})
-    buf, off, counts = sorted_arrays(*inventory(from_lists(words, [2 + i % 5 for i in range(len(words))])))
-    train_phase(Vocab.initial(hardcoded=True), buf, off, counts, merges=40)
-    documents.load_document_kernels()
-    gather(Segments(np.frombuffer(b"abc", np.uint8), np.array([0, 1, 3])), np.array([True, False]))
+    with tempfile.TemporaryDirectory(prefix="toktok-compile-") as tmp:
+        folder = Path(tmp)
+        paths = _write_inputs(folder)
+        for config in _configs(folder, paths):
+            pipeline.run(load_config(config), force=True, progress=Progress(stream=io.StringIO()))
+    docs = _documents()
+    toktoktok.train(docs, merges=20, special_tokens=["<|endoftext|>"], threads=2)
+    toktoktok.train(pa.table({"text": pa.array(docs, pa.large_string())}), merges=20, threads=1)
+    _grow_running_sums("".join(docs).encode())
     return jit_cache.compile_counts()
 
 
