@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-# A cold compile's time on a 2-core machine with nothing else running (the
-# compiler is one thread), measured by ``toktok compile``: a guide for the user
+# A cold compile's time on the project's small test machine with nothing else running
+# (numba compiles on one thread), as ``toktok compile`` measured it: a guide for the user
 COMPILE_SECONDS = 55
 
 _TEXT = ("The quick brown fox, it's 12345 jumps!\nÜber naïve café: 数字 ２０２６, emoji 🙂.\n"
