@@ -45,6 +45,7 @@ demo-data: $(STAMP)
 	$(BIN)/python data/build_demo.py data/demo
 
 demo: demo-data
+	$(BIN)/toktok compile
 	$(BIN)/toktok run -c configs/demo.yaml
 
 # The timed runs start toktok processes: byte-compile the project first, as pip does for an

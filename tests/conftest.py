@@ -42,6 +42,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED_DATA = SHARED / "data"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """numba's cache warmed once, before any test, if it is cold: ``toktok run`` on a
+    cold cache prints what it compiles first (docs/cli.md, "Compiling, once"), which a
+    test reading a command's stderr would otherwise see in whichever test runs first."""
+    from toktoktok import jit_cache
+
+    if jit_cache.cold_kernels():
+        subprocess.run([str(Path(sys.executable).parent / "toktok"), "compile", "--quiet"], check=True)
 BIN = Path(sys.executable).parent
 TOKTOK = BIN / "toktok"
 TOKTOKTOK = BIN / "toktoktok"

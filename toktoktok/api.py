@@ -326,9 +326,8 @@ def _count(job: Any, pattern: Any, specials: Any) -> Any:
 
     if isinstance(job, Segments):
         from toktoktok.scanner import PATTERN_IDS
-        from toktoktok.span_table import count_pieces
 
-        return counts.from_arrays(*count_pieces(job.data, job.bounds, PATTERN_IDS[pattern.name]))
+        return counts.count_segments(job.data, job.bounds, PATTERN_IDS[pattern.name])
     return counts.count_texts(job, pattern, specials)
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from toktoktok.errors import UsageError
+from toktoktok.kernel_args import readonly
 
 ROWS_PER_TAKE = 1 << 16  # a dataset's index mapping is applied this many rows at a time
 
@@ -215,7 +216,7 @@ class ColumnUnits:
         if self.settings["pattern"].name not in scanner.PATTERN_IDS:
             return False
         text = batch.data[batch.offsets[0] : batch.offsets[-1]]
-        if not documents.valid_utf8(text):
+        if not documents.valid_utf8(readonly(text)):
             return False
         specials = [t.encode("utf-8") for t in self.settings["special_tokens"] if t]
         if specials:

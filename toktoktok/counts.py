@@ -229,8 +229,8 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
     Special tokens are cut out first (``pretokenize.split_special``), then
     the pattern runs over each segment: the numba scanner for the named
     patterns (``toktoktok.scanner``, proven piece for piece against
-    ``regex``), its pieces counted by ``span_table.count_pieces`` (both
-    release the GIL, so threads may count batches side by side); ``regex``
+    ``regex``), its pieces counted by ``count_segments`` as ingest counts
+    them (it releases the GIL, so threads may count batches side by side); ``regex``
     for a custom one (``pretokenize.count_with_regex``). One text of bytes is
     scanned where it lies, without a copy.
 
@@ -241,7 +241,6 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
         [{'piece': b'x', 'count': 2}]
     """
     from toktoktok.scanner import PATTERN_IDS  # numba: loaded only when there is work
-    from toktoktok.span_table import count_pieces
 
     if pattern.name not in PATTERN_IDS:
         found, numbers = count_with_regex([t if isinstance(t, str) else bytes(t).decode("utf-8") for t in texts],
@@ -250,7 +249,22 @@ def count_texts(texts: Sequence[str | bytes | memoryview], pattern: Pattern,
     buf, seg_off = joined_segments(texts, special_tokens)
     if len(seg_off) == 1:
         return SCHEMA.empty_table()
-    return from_arrays(*count_pieces(buf, seg_off, PATTERN_IDS[pattern.name]))
+    return count_segments(buf, seg_off, PATTERN_IDS[pattern.name])
+
+
+def count_segments(buf: np.ndarray, seg_off: np.ndarray, which: int) -> pa.Table:
+    """The pieces of segments ``buf[seg_off[s]:seg_off[s+1]]`` under scanner pattern
+    ``which``, counted by the kernel ingest counts with (``summing.RunningSum.count``):
+    one compiled kernel serves both (rows of 1 or 2 bytes come last, in byte order).
+
+        >>> count_segments(np.frombuffer(b"ab ab", np.uint8), np.array([0, 5]), 0).to_pylist()
+        [{'piece': b' ab', 'count': 1}, {'piece': b'ab', 'count': 1}]
+    """
+    from toktoktok.summing import RunningSum
+
+    summed = RunningSum()
+    summed.count(buf, seg_off, which)
+    return summed.table()
 
 
 def joined_segments(texts: Sequence[str | bytes | memoryview],

@@ -96,3 +96,57 @@ def keep_fresh(folder: Path) -> bool:
     digest = source_digest(folder)
     classes[:0] = [_twin(c, folder, digest) for c in classes if not issubclass(c, FolderKeyed)]
     return True
+
+
+# The kernels Python calls on the paths of ``toktok run`` and ``toktoktok.train``
+# (the others are compiled inside them): one without a cached entry for the
+# current sources means the next run compiles.
+ENTRY_KERNELS = (
+    ("toktoktok.documents", "doc_ends"),
+    ("toktoktok.documents", "valid_utf8"),
+    ("toktoktok.sources.jsonl_scan", "scan_jsonl"),
+    ("toktoktok.summing", "_count_text"),
+    ("toktoktok.summing", "_add_rows"),
+    ("toktoktok.piece_order", "_order"),
+    ("toktoktok.segment", "_segment_all"),
+    ("toktoktok.merge", "_train_kernel"),
+)
+
+
+def cold_kernels() -> list[str]:
+    """The entry kernels (``ENTRY_KERNELS``) numba's cache holds no entry of for the
+    current sources, by the index file numba itself reads (empty: warm). Loads
+    the kernels' modules, compiles nothing; a kernel without a cache counts as warm."""
+    import importlib
+
+    cold = []
+    for module, name in ENTRY_KERNELS:
+        kernel = getattr(importlib.import_module(module), name)
+        index_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+        if index_file is None:
+            continue
+        try:
+            entries = index_file._load_index()
+        except Exception:  # an unreadable index is one numba would compile over
+            entries = {}
+        if not entries:
+            cold.append(f"{module}.{name}")
+    return cold
+
+
+def compile_counts() -> tuple[int, int]:
+    """``(compiled, loaded)``: the kernel signatures this process compiled, and
+    those it loaded from numba's cache, over every kernel of this package."""
+    import sys
+
+    from numba.core.registry import CPUDispatcher
+
+    compiled = loaded = 0
+    for name, module in list(sys.modules.items()):
+        if not (name == "toktoktok" or name.startswith("toktoktok.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == name:
+                compiled += sum(value.stats.cache_misses.values())
+                loaded += sum(value.stats.cache_hits.values())
+    return compiled, loaded

@@ -522,11 +522,11 @@ def _train_kernel(
     P = np.empty((1024, 4), dtype=np.int64)
     slots = np.full(4096, -1, dtype=np.int32)
     state = np.zeros(3, dtype=np.int64)  # n_pairs, n_occ, n_touched
-    w = 0
+    w = np.int64(0)  # int64, not the literal 0: the callee compiles once (kernel_args)
     while w < n_words:
         w = _count_pairs(sym, W, w, P, slots, state)
         if w < n_words:
-            P, slots = _reserve_pairs(P, slots, state[0], W[w].len)
+            P, slots = _reserve_pairs(P, slots, state[0], np.int64(W[w].len))
     n_pairs = state[0]
     occ_word, occ_next, state[1] = _list_pieces(sym, W, P, n_pairs, slots, 1.25)
     # -- 2. a heap of every pair that could be merged --------------------------
@@ -608,7 +608,7 @@ def _train_kernel(
                 ws[n_ws] = w
                 n_ws += 1
         state[2] = 0
-        t = 0
+        t = np.int64(0)
         # the loops over pieces never replace an array (numba counts references on
         # every pass of a loop that reassigns one, even in a branch never taken):
         # they stop before a piece that might not fit, and the arrays grow here

@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 from numba import njit, prange
 
+from toktoktok.kernel_args import int64s, readonly
+
 _RUN = 16  # runs of equal keys up to this long are sorted by insertion
 
 
@@ -130,7 +132,7 @@ def _sort_run(buf, off, order, lo, hi, spare):
 def _order(buf, off):
     order, keys = _radix_order(_prefix_keys(buf, off))
     spare = np.empty(len(order), dtype=np.int64)
-    t = 0
+    t = np.int64(0)  # int64, not the literal 0: _sort_run compiles once (kernel_args)
     while t < len(order):
         u = t + 1
         while u < len(order) and keys[u] == keys[t]:
@@ -148,7 +150,7 @@ def order(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
     ``sorted_table``, which gathers the bytes too, faster than Arrow's sort
     and ``take``.
     """
-    return _order(buf, np.asarray(off, dtype=np.int64))
+    return _order(readonly(buf), int64s(off))
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -178,7 +180,7 @@ def sorted_arrays(buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> tuple
         >>> buf.tobytes(), off.tolist(), n.tolist()
         (b'ab', [0, 1, 2], [4, 3])
     """
-    off = np.asarray(off, dtype=np.int64)
+    buf, off = readonly(buf), int64s(off)
     perm = _order(buf, off)
     out, out_off = _gather(buf, off, perm)
     return out, out_off, np.asarray(counts)[perm]
@@ -212,4 +214,4 @@ def pieces_sorted(buf: np.ndarray, off: np.ndarray) -> bool:
         >>> pieces_sorted(ab, np.array([0, 1, 3])), pieces_sorted(ba, np.array([0, 1, 2]))
         (True, False)
     """
-    return bool(_in_order(buf, np.asarray(off, dtype=np.int64)))
+    return bool(_in_order(readonly(buf), int64s(off)))

@@ -29,6 +29,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from toktoktok.kernel_args import int64s, readonly
 from toktoktok.vocab import Vocab
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
@@ -164,11 +165,11 @@ def short_ranks(table, tok_buf, tok_off) -> np.ndarray:
     span = np.empty(2, dtype=np.uint8)
     for b in range(256):
         span[0] = b
-        out[b] = table_lookup(table, tok_buf, tok_off, span, 0, 1)
+        out[b] = table_lookup(table, tok_buf, tok_off, span, np.int64(0), np.int64(1))  # as merge calls it: one compile
     for b in range(65536):
         span[0] = b >> 8
         span[1] = b & 0xFF
-        out[256 + b] = table_lookup(table, tok_buf, tok_off, span, 0, 2)
+        out[256 + b] = table_lookup(table, tok_buf, tok_off, span, np.int64(0), np.int64(2))
     return out
 
 
@@ -324,6 +325,7 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
     w's ranks are ``sym[off[w] : off[w] + lens[w]]`` (int32; a piece never has
     more parts than bytes, so the words share the pieces' offsets).
     """
+    buf, off = readonly(buf), int64s(off)  # one signature whatever the caller's arrays (kernel_args)
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
     if len(off) > 1:

@@ -32,6 +32,7 @@ import pyarrow as pa
 from numba import njit
 
 from toktoktok.errors import CountOverflow
+from toktoktok.kernel_args import int64s, readonly
 from toktoktok.prefetch import prefetch
 from toktoktok.scanner import NO_NRT, piece_end
 from toktoktok.span_table import W_COUNT, W_LEN, W_START, W_WORD, span_key
@@ -307,6 +308,7 @@ class RunningSum:
 
     def add_arrays(self, buf: np.ndarray, off: np.ndarray, counts: np.ndarray) -> None:
         """Add rows: piece p is ``buf[off[p]:off[p+1]]`` (offsets from 0), counts int64."""
+        buf, off, counts = readonly(buf), int64s(off), readonly(int64s(counts))
         row = 0
         while True:
             row, self._rows, self._used, status = _add_rows(
@@ -338,7 +340,7 @@ class RunningSum:
         cls = unicode_tables()
         if self._short is None:
             self._short = np.zeros(256 + 65536, dtype=np.int64)
-        seg_off = np.asarray(seg_off, dtype=np.int64)
+        buf, seg_off = readonly(buf), int64s(seg_off)
         s, i = 0, 0
         while True:
             s, i, self._rows, self._used, done = _count_text(

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from toktoktok.kernel_args import int64s, readonly
+
 
 @dataclass(frozen=True)
 class Segments:
@@ -60,7 +62,7 @@ def gather(segments: Segments, keep: np.ndarray) -> Segments:
     keep = np.asarray(keep, dtype=np.bool_)
     if keep.all():
         return segments
-    data, bounds = _gather(segments.data, segments.bounds, keep)
+    data, bounds = _gather(readonly(segments.data), int64s(segments.bounds), keep)
     return Segments(data, bounds)
 
 

@@ -18,6 +18,7 @@ import toktoktok
 
 from .. import pipeline
 from ..workdir.progress import Progress, human_bytes
+from .compile_ahead import compile_kernels, ensure_compiled
 from .guard import guarded, start
 from .options import (
     check_pattern,
@@ -53,6 +54,7 @@ def run(config: Path, verbose: bool, force: bool, engine: str | None) -> None:
     and the outputs OUTPUT.tiktoken and OUTPUT.meta.json.
     """
     cfg, progress = config_of(config, verbose, engine)
+    guarded(ensure_compiled, verbose)
     result = guarded(lambda: pipeline.run(cfg, force=force, progress=progress), verbose, writes=True)
     click.echo(pipeline.summary(cfg, result))
 
@@ -69,6 +71,7 @@ def ingest(config: Path, verbose: bool, phase: str | None, force: bool, engine: 
     count), heldout.arrow (text) and manifest.json.
     """
     cfg, progress = config_of(config, verbose, engine)
+    guarded(ensure_compiled, verbose)
     done = guarded(lambda: pipeline.ingest(cfg, phase=phase, force=force, progress=progress), verbose, writes=True)
     for m in done:
         c = m["counts"]
@@ -88,11 +91,34 @@ def train(config: Path, verbose: bool, phase: str | None, force: bool) -> None:
     manifest.json.
     """
     cfg, progress = config_of(config, verbose)
+    guarded(ensure_compiled, verbose)
     done = guarded(lambda: pipeline.train(cfg, phase=phase, force=force, progress=progress), verbose, writes=True)
     for m in done:
         c = m["counts"]
         click.echo(f"train {m['phase']}: {c['merges_made']}/{c['merges_requested']} merges, "
                    f"vocabulary {c['vocab_size_after']}" + (" (up to date)" if m.get("skipped") else ""))
+
+
+@toktok.command("compile")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing (how run, ingest and train call it).")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def compile_command(quiet: bool, verbose: bool) -> None:
+    """Compile every numba kernel into numba's cache, so the next run starts warm.
+
+    Reads no config: runs tiny inputs of every source kind, and
+    toktoktok.train, in a temporary folder; writes only numba's cache
+    (__pycache__ beside the package's sources, or $NUMBA_CACHE_DIR) and prints
+    what it compiled. run, ingest and train do this first when the cache is cold.
+    """
+    import resource
+    import time
+
+    began = time.monotonic()
+    compiled, loaded = guarded(compile_kernels, verbose)
+    if not quiet:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        click.echo(f"compiled {compiled} kernel signatures, loaded {loaded} from numba's cache, "
+                   f"in {time.monotonic() - began:.1f} s (peak {peak:.0f} MiB)")
 
 
 @toktok.command()

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from toktoktok import counts, documents
 from toktoktok.config import Config, Phase, Source
+from toktoktok.kernel_args import readonly_bytes
 from toktoktok.sources import SourceError, file_format, open_binary
 
 from ..workdir.progress import Progress
@@ -171,7 +172,7 @@ def plan_spans(path: Path, size: int, range_bytes: int, look_bytes: int = 1 << 2
             fh.seek(base)
             buf = fh.read(look_bytes + 6)
             final = base + len(buf) >= size
-            ends = documents.doc_ends(np.frombuffer(buf, dtype=np.uint8), target - base - 1, len(buf), final)
+            ends = documents.doc_ends(readonly_bytes(buf), target - base - 1, len(buf), final)
             ends = [int(e) + base for e in ends if int(e) + base < size]
             if ends and ends[0] > cuts[-1]:
                 cuts.append(ends[0])

@@ -14,6 +14,7 @@ import numpy as np
 
 from toktoktok import documents, sampling, units
 from toktoktok.config import Config, Phase, Source
+from toktoktok.kernel_args import readonly_bytes
 from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import (
     TEXT,
@@ -144,7 +145,7 @@ def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, 
     if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
             or not _takes_bytes(cfg) or any(data.startswith(bom) for bom, _ in WIDE_BOMS)):
         return False
-    body = np.frombuffer(data, dtype=np.uint8)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]
+    body = readonly_bytes(data)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]
     if not documents.valid_utf8(body):
         return False  # replaced as read, or not text: ``ingest_file`` says which
     if kind == TEXT and (why := not_text(data[:SNIFF_BYTES]) if b"\x00" in data[:SNIFF_BYTES] else None):
@@ -297,7 +298,7 @@ class Router:
         the decoder replaces, the cutter forces its cuts.
         """
         self.tally.kept_bytes += len(data)
-        array = np.frombuffer(data, dtype=np.uint8)
+        array = readonly_bytes(data)
         cut = documents.last_break_cut(array, 0, len(data) - 3)
         first = documents.first_break_cut(array, 0, cut) if cut > 0 else -1
         if first > 0:
@@ -305,12 +306,12 @@ class Router:
             # rest is sent where it lies: the window is not copied (copying it cost
             # the main thread, which is ingest's bottleneck)
             head = self.carry + data[:first]
-            if documents.valid_utf8(np.frombuffer(head, dtype=np.uint8)) and documents.valid_utf8(array[first:cut]):
+            if documents.valid_utf8(readonly_bytes(head)) and documents.valid_utf8(array[first:cut]):
                 self.batcher.add([head, data[first:cut]] if cut > first else [head], self.weight, self.index)
                 self.carry = bytes(data[cut:])
                 return
         buf = self.carry + data
-        array = np.frombuffer(buf, dtype=np.uint8)
+        array = readonly_bytes(buf)
         cut = documents.last_break_cut(array, 0, len(buf) - 3)
         if cut > 0 and documents.valid_utf8(array[:cut]):
             self.batcher.add([memoryview(buf)[:cut]], self.weight, self.index)  # a view: no copy
@@ -459,7 +460,7 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
         stop = stops[last]
         if route.fate is TRAIN:
             run = start if run < 0 else run
-        elif route.fate is SKIP and documents.valid_utf8(np.frombuffer(data[start:stop], dtype=np.uint8)):
+        elif route.fate is SKIP and documents.valid_utf8(readonly_bytes(data[start:stop])):
             decoder.skip(data[start:stop])  # left out, nothing to replace: not decoded (less memory at the peak)
         else:
             route.to_text()

@@ -20,6 +20,7 @@ import numpy as np
 
 from toktoktok import documents, sampling, units
 from toktoktok.config import Source
+from toktoktok.kernel_args import readonly
 from toktoktok.sampling import HELDOUT_CAP_BYTES
 from toktoktok.sources import ReadStats, file_format
 from toktoktok.sources.row_batches import RowBatch, iter_jsonl_batches, iter_row_batches, row_text
@@ -80,7 +81,7 @@ def _plain(batch: RowBatch, route: Router) -> bool:
     if not has_scanner(route.cfg.pattern):
         return False
     text = batch.data[batch.offsets[0] : batch.offsets[-1]]
-    if not documents.valid_utf8(text):
+    if not documents.valid_utf8(readonly(text)):
         return False
     if route.cfg.special_tokens:
         raw = text.tobytes()

@@ -152,8 +152,8 @@ def scan_jsonl(buf, field):
     kind = np.empty(lines, dtype=np.int8)
     stack = np.empty(MAX_DEPTH, dtype=np.uint8)
     words = buf[: n // 8 * 8].view(np.uint64)
-    i = 0
-    o = 0
+    i = np.int64(0)  # int64, not the literal 0: _scan_line compiles once (kernel_args)
+    o = np.int64(0)
     for line in range(lines):
         line_starts[line] = i
         k, o, end = _scan_line(buf, words, i, n, field, out, o, stack)

@@ -33,6 +33,7 @@ import numpy as np
 
 from toktoktok import documents
 from toktoktok.interrupts import uninterrupted
+from toktoktok.kernel_args import readonly
 from toktoktok.sources.decoding import WIDE_BOMS, recoded
 from toktoktok.sources.reads import READ_ERRORS, ReadStats, cannot_read
 from toktoktok.sources.streams import as_path, file_format, raw_chunks, sniffed, span_chunks
@@ -159,7 +160,7 @@ def windows(chunks: Iterable[bytes | _Roomy], stats: ReadStats, started: bool = 
         if cut <= lo:
             ctx, pending = buf[:lo].tobytes(), buf[lo:].tobytes()
             continue
-        yield TxtWindow(memoryview(buf)[lo:cut], doc_ends(buf, lo, cut, False) - lo, buffer, start + lo)
+        yield TxtWindow(memoryview(buf)[lo:cut], doc_ends(readonly(buf), lo, cut, False) - lo, buffer, start + lo)
         ctx, pending = buf[max(0, cut - 3) : cut].tobytes(), buf[cut:].tobytes()
     if not started:
         pending = pending.removeprefix(_BOM)
