@@ -9,9 +9,11 @@ kind (``.txt``, ``.txt.zst``, ``.jsonl``, ``.parquet`` with ``string`` and
 size cap, a warm start, and the Python API on strings and on an Arrow table.
 The kernels take one type per argument on all of them (``toktoktok.kernel_args``),
 so what this compiles serves every configuration. It compiles in one
-process: two processes compiling into one cache side by side left it
-holding parallel kernels whose generated names collide when one process
-loads both (a crash on the next run).
+process, and holds a lock on the cache while it does (``compile_lock``): two
+processes compiling into one cache side by side left it holding parallel
+kernels whose generated names collide when one process loads both (a crash
+on the next run), so a second first run waits, then loads what the first
+compiled.
 
 ``ensure_compiled`` is what ``run``, ``ingest`` and ``train`` do first: when
 the cache is cold (``jit_cache.cold_kernels``) it says so and compiles in a
@@ -21,6 +23,9 @@ command's own peak is then a warm one, the one ``plan`` predicts.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import resource
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -90,9 +96,31 @@ def _configs(folder: Path, paths: dict[str, Path]) -> list[Path]:
     return [first, second]
 
 
+@contextlib.contextmanager
+def compile_lock() -> Iterator[None]:
+    """Hold an exclusive lock for numba's cache of this package (a file in the temporary
+    folder named by the cache's place); the kernel lets it go if the process dies."""
+    from toktoktok import scanner
+
+    where = str(getattr(getattr(scanner.scan_kernel, "_cache", None), "_cache_path", "") or scanner.__file__)
+    name = "toktoktok-compile-" + hashlib.sha256(where.encode()).hexdigest()[:16] + ".lock"
+    with open(Path(tempfile.gettempdir()) / name, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def compile_kernels() -> tuple[int, int]:
-    """Run every path on tiny inputs in a temporary folder; ``(compiled, loaded)``
-    kernel signatures (``jit_cache.compile_counts``). Writes nothing elsewhere."""
+    """Run every path on tiny inputs in a temporary folder, under ``compile_lock``;
+    ``(compiled, loaded)`` kernel signatures (``jit_cache.compile_counts``). Writes
+    nothing elsewhere."""
+    with compile_lock():
+        return _compile_kernels()
+
+
+def _compile_kernels() -> tuple[int, int]:
     import io
 
     import pyarrow as pa
