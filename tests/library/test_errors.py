@@ -22,7 +22,7 @@ def sample(cls: type) -> errors.ToktokError:
     """An instance of ``cls`` made with the arguments its constructor takes."""
     if cls is errors.LayoutError:
         return cls(("vocab_size",), "is 10, too small")
-    if cls is errors.TokenizerFileError:
+    if issubclass(cls, errors.TokenizerFileError):
         return cls("v.tiktoken", "duplicate rank 7", line=3)
     if cls is errors.PatternTimeout:
         return cls(2.5, index=1, offset=40, file="a.txt", per_mib=10.0)
@@ -51,7 +51,7 @@ def test_each_error_crosses_a_process_whole(cls):
 
 def test_the_exit_codes_follow_the_kind_of_failure():
     assert {c.__name__ for c in FAMILY if c.exit_code == 2} == {
-        "ConfigError", "UsageError", "PatternError", "UnsafePattern", "LayoutError"}
+        "ConfigError", "UsageError", "PatternError", "UnsafePattern", "LayoutError", "UnsupportedTokenizer"}
     assert [c.__name__ for c in FAMILY if c.exit_code == 130] == ["Interrupted"]
 
 
