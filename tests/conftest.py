@@ -21,6 +21,7 @@ import hashlib
 import inspect
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -50,6 +51,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     test reading a command's stderr would otherwise see in whichever test runs first."""
     from toktoktok import jit_cache
 
+    # a non-interactive shell starts its background jobs with Ctrl-C ignored, and the
+    # commands keep an ignored Ctrl-C ignored: the interrupt tests need it delivered
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if jit_cache.cold_kernels():
         subprocess.run([str(Path(sys.executable).parent / "toktok"), "compile", "--quiet"], check=True)
 BIN = Path(sys.executable).parent
