@@ -9,6 +9,8 @@ import contextlib
 import copy
 import dataclasses
 import os
+import queue
+import threading
 from pathlib import Path
 
 from toktoktok.config import Config, Phase
@@ -20,7 +22,7 @@ from toktoktok.uris import is_remote
 from ..workdir.progress import Progress
 from .batching import Batcher, Workers
 from .chunking import Chunker
-from .routing import Tally, ingest_file, ingest_whole
+from .routing import Tally, ingest_file, ingest_whole, whole_is_utf8
 
 
 def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
@@ -30,15 +32,17 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
     the Ray engine drops it (its counts, chunk files written of them included,
     its held-out units and its share of the tally)."""
     held_files: list[int] = []  # the file of each held-out unit
-    with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
+    with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher, \
+            contextlib.closing(ReadAhead(cfg, [path for _, path in files], on=batcher.fast)) as ahead:
         for index, (src, path) in enumerate(files):
             held_before, counted_before = len(heldout), copy.copy(tally)  # the tally's fields are replaced, not changed in place
             data = sent = None
             try:
-                data = whole_file(cfg, path) if batcher.fast else None
+                data, utf8 = ahead.next() if batcher.fast else (None, None)
                 batcher.file_start(whole=data is not None)
                 sent = batcher.sent()
-                if data is None or not ingest_whole(cfg, index, src, path, data, batcher, tally, progress, share):
+                if data is None or not ingest_whole(cfg, index, src, path, data, batcher, tally, progress, share,
+                                                    utf8=utf8):
                     ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files,
                                 data=data)
                 batcher.file_done(whole=data is not None)
@@ -66,10 +70,64 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
 
 
 
+READ_AHEAD_FILES = 64  # small files read ahead of the one being sent (at most this many MiB of them)
+
+
+class ReadAhead:
+    """``whole_file`` of each file in turn, in a thread of its own that keeps up to
+    ``READ_AHEAD_FILES`` ahead of the caller: opening and reading wait on the
+    system, which let the counting threads wait on this one when a folder holds
+    many small files. ``next`` gives the next file's result (or raises what
+    reading it raised), in order; ``on=False``: no thread, ``next`` is not used.
+
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp()); _ = (d / "a.txt").write_bytes(b"one"); _ = (d / "b.txt").write_bytes(b"two")
+        >>> with contextlib.closing(ReadAhead(None, [d / "a.txt", d / "b.txt"])) as ahead:
+        ...     ahead.next(), ahead.next()
+        ((b'one', True), (b'two', True))
+    """
+
+    def __init__(self, cfg: Config | None, paths: list[Path], *, on: bool = True) -> None:
+        self.cfg, self.paths = cfg, paths
+        self.results: queue.Queue = queue.Queue(maxsize=READ_AHEAD_FILES)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._read, name="toktoktok-read-ahead", daemon=True)
+        if on and paths:
+            self.thread.start()
+
+    def _read(self) -> None:
+        for path in self.paths:
+            if self.stopping.is_set():
+                return
+            try:
+                data = whole_file(self.cfg, path)
+                item: tuple[bytes | None, bool | None, BaseException | None] = (
+                    data, None if data is None else whole_is_utf8(data), None)
+            except BaseException as exc:  # handed to the caller, which decides, in order
+                item = (None, None, exc)
+            self.results.put(item)
+
+    def next(self) -> tuple[bytes | None, bool | None]:
+        """(the next file's bytes, None if it is not read whole; whether they are UTF-8 as
+        ``ingest_whole`` sends them, found here: the check would cost the caller's thread
+        a pass over every byte)."""
+        data, utf8, exc = self.results.get()
+        if exc is not None:
+            raise exc
+        return data, utf8
+
+    def close(self) -> None:
+        """Stop reading: what was read ahead is dropped."""
+        self.stopping.set()
+        while self.thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self.results.get(timeout=0.05)  # room for a put the thread may wait on
+
+
 WHOLE_FILE_BYTES = 1 << 20  # a plain local text file this small is read whole before any of it is counted
 
 
-def whole_file(cfg: Config, path: Path) -> bytes | None:
+def whole_file(cfg: Config | None, path: Path) -> bytes | None:
     """A small plain text file's bytes, read whole (None: a file read as it goes).
 
     Read before any of its text is sent, such a file cannot fail half way: the

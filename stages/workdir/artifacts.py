@@ -151,9 +151,35 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> str:
     """Write ``folder``'s manifest atomically; returns its text (what a later
     ``read_manifest`` parses)."""
-    text = json.dumps(manifest, indent=2, default=str) + "\n"
+    text = manifest_text(manifest) + "\n"
     atomic_write_bytes(folder / MANIFEST, text.encode())
     return text
+
+
+def manifest_text(value: Any, depth: int = 0) -> str:
+    """JSON indented by two spaces, with each item of a list of objects or lists
+    on one line of its own: json's indenting encoder is written in Python, and a
+    manifest listing 70,000 input files spent most of a second in it.
+
+        >>> print(manifest_text({"stage": "ingest", "inputs": [{"path": "a.txt", "size": 3}], "n": []}))
+        {
+          "stage": "ingest",
+          "inputs": [
+            {"path": "a.txt", "size": 3}
+          ],
+          "n": []
+        }
+    """
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = (f"{inner}{json.dumps(str(k))}: {manifest_text(v, depth + 1)}" for k, v in value.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (dict, list, tuple)) for v in value):
+        return "[\n" + ",\n".join(inner + _ONE_LINE.encode(v) for v in value) + f"\n{pad}]"
+    return _ONE_LINE.encode(value)
+
+
+_ONE_LINE = json.JSONEncoder(default=str)  # one encoder for all: ``json.dumps`` with ``default`` makes one a call
 
 
 def outputs_key(manifest: dict[str, Any]) -> str:

@@ -427,3 +427,18 @@ def test_file_source(tmp_path):
     assert list_source_files(Source(path=path, is_dir=False)) == [path]
     with pytest.raises(SourceError, match="no such file"):
         list_source_files(Source(path=tmp_path / "two.txt", is_dir=False))
+
+
+_GLOB_PARTS = st.sampled_from(["*", "**", "?", "a", "b", ".c", "x", "[ab]", "[!a]"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(globs=st.lists(st.lists(st.lists(_GLOB_PARTS, min_size=1, max_size=3).map("".join), min_size=1, max_size=3)
+                      .map("/".join), min_size=1, max_size=3),
+       rel=st.lists(st.text("ab.cx", min_size=1, max_size=4), min_size=1, max_size=4).map("/".join))
+def test_a_folder_scan_matches_globs_as_each_glob_does(globs, rel):
+    """The scan's one regex for all globs (``**/NAME`` taken as a glob on names)
+    selects exactly the paths that some glob matches on its own."""
+    from toktoktok.sources.listing import _any_glob, glob_match
+
+    assert _any_glob(tuple(globs))(rel) == any(glob_match(rel, g) for g in globs)

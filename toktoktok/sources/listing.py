@@ -26,6 +26,7 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import regex
 
@@ -40,19 +41,21 @@ def _is_supported(name: str) -> bool:
     return name.lower().endswith(SUFFIXES)
 
 
-def _walk_files(root: Path) -> Iterator[tuple[Path, bool, str]]:
-    """(path, is a file, its real path) under root, skipping hidden names, visiting
-    each real dir once. A folder's real path is found once, so a file's costs
-    nothing unless the file is itself a symbolic link.
+def _walk_files(root: Path) -> Iterator[tuple[str, bool, str]]:
+    """(path, is a file, its real path) under root, as strings, skipping hidden
+    names, visiting each real dir once. Only the root's and a linked folder's
+    real paths are asked of the system: below them a folder's is its parent's
+    joined with its name, and a file's costs nothing unless the file is itself
+    a symbolic link (a folder of many files spent its time on these, and on a
+    ``Path`` per file).
 
     Entries that are neither a file nor a folder come with ``False`` only when
     they are symbolic links (dangling, or looping): the caller decides.
     """
     seen: set[str] = set()
-    stack = [root]
+    stack = [(str(root), os.path.realpath(root))]
     while stack:
-        folder = stack.pop()
-        real = os.path.realpath(folder)
+        folder, real = stack.pop()
         if real in seen:
             continue
         seen.add(real)
@@ -62,19 +65,21 @@ def _walk_files(root: Path) -> Iterator[tuple[Path, bool, str]]:
             raise SourceError(f"{folder}: cannot list directory: {exc.strerror or exc}") from exc
         subdirs = []
         for entry in entries:
-            if entry.name.startswith("."):
+            name = entry.name
+            if name.startswith("."):
                 continue
             try:
                 is_dir, is_file = entry.is_dir(), entry.is_file()
             except OSError:  # a loop of symbolic links raises ELOOP here
                 is_dir = is_file = False
             if is_dir:
-                subdirs.append(Path(entry.path))
+                link = entry.is_symlink()
+                subdirs.append((entry.path, os.path.realpath(entry.path) if link else os.path.join(real, name)))
             elif is_file:
                 link = entry.is_symlink()
-                yield Path(entry.path), True, os.path.realpath(entry.path) if link else os.path.join(real, entry.name)
+                yield entry.path, True, os.path.realpath(entry.path) if link else os.path.join(real, name)
             elif entry.is_symlink():
-                yield Path(entry.path), False, ""
+                yield entry.path, False, ""
         stack.extend(reversed(subdirs))
 
 
@@ -97,18 +102,35 @@ def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> b
 def _any_glob(globs: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a relative path matches any of ``globs`` (``glob_match``), with one
     regex for the globs on names and one for those on paths (a folder of many
-    files tried each glob in turn on each file)."""
-    names = [_glob_regex(g).pattern for g in globs if "/" not in g]
-    paths = [_glob_regex(g).pattern for g in globs if "/" in g]
+    files tried each glob in turn on each file). ``**/NAME`` is a glob on names:
+    any depth, then a name that ``NAME`` matches."""
+    names, paths = [], []
+    for glob in globs:
+        on_names = _name_glob(glob)
+        (names if on_names is not None else paths).append(_glob_regex(on_names or glob).pattern)
     on_name = regex.compile("|".join(f"(?:{p})" for p in names), regex.DOTALL) if names else None
     on_path = regex.compile("|".join(f"(?:{p})" for p in paths), regex.DOTALL) if paths else None
 
     def match(rel: str) -> bool:
-        if on_path is not None and on_path.fullmatch(rel):
+        if on_name is not None and on_name.fullmatch(rel[rel.rfind("/") + 1 :]) is not None:
             return True
-        return on_name is not None and on_name.fullmatch(rel.rpartition("/")[2]) is not None
+        return on_path is not None and on_path.fullmatch(rel) is not None
 
     return match
+
+
+def _name_glob(glob: str) -> str | None:
+    """The glob on names that ``glob`` is (None: it needs the whole path). A glob
+    without ``/`` is one; so is ``**/NAME`` when nothing in ``NAME`` can match a
+    ``/`` (no ``**``, no bracket).
+
+        >>> _name_glob("*.c"), _name_glob("**/*.c"), _name_glob("x/*.c"), _name_glob("**/x[!a]")
+        ('*.c', '*.c', None, None)
+    """
+    if "/" not in glob:
+        return glob
+    name = glob[3:] if glob.startswith("**/") else glob
+    return name if not any(c in name for c in ("/", "**", "[")) else None
 
 
 def glob_match(rel: str, pattern: str) -> bool:
@@ -179,18 +201,20 @@ def list_source_files(source: Source, *, strict: bool = False,
         return [path]
     if not path.is_dir():
         raise SourceError(f"{path}: no such directory")
-    found: list[tuple[str, Path, str]] = []
+    remote = is_remote(path)
+    found: list[tuple[str, Any, str]] = []
     prefix = len(str(path).rstrip("/")) + 1
-    for file, is_file, real in _walk_files(path) if not is_remote(path) else _walk_remote(path):
-        rel = str(file)[prefix:] if not is_remote(path) else file.relative_to(path).as_posix()
-        if (source.include or _is_supported(file.name)) and _selected(rel, source.include, source.exclude):
+    for file, is_file, real in _walk_files(path) if not remote else _walk_remote(path):
+        rel = file[prefix:] if not remote else file.relative_to(path).as_posix()
+        if (source.include or _is_supported(rel)) and _selected(rel, source.include, source.exclude):
             if is_file:
                 found.append((rel, file, real))
             elif strict:
-                raise SourceError(f"{file}: {_broken_link(file)}")
+                raise SourceError(f"{file}: {_broken_link(Path(file))}")
             elif skipped is not None:
-                skipped.append({"path": str(file), "error": _broken_link(file), "text_read_kept": False})
-    files = _unique_real(sorted(found)) if not is_remote(path) else [file for _, file, _ in sorted(found)]
+                skipped.append({"path": file, "error": _broken_link(Path(file)), "text_read_kept": False})
+    found.sort()
+    files = [Path(file) for file in _unique_real(found)] if not remote else [file for _, file, _ in found]
     if not files and source.include:
         raise SourceError(f"{path}: no file found (after include/exclude)")
     if not files:
@@ -217,18 +241,20 @@ def _broken_link(path: Path) -> str:
 
 
 def _check_openable(path: Path) -> None:
-    """Open and close the file, or SourceError saying why it cannot be read."""
+    """Open and close the file, or SourceError saying why it cannot be read. A local
+    file the system says is readable is taken at its word (an open of every file of
+    a large folder cost more than listing it); else the open says why not."""
     try:
         if is_remote(path):
             with open_binary(path):
                 pass
-        else:  # a regular file (the listing says so): no reader object needed
+        elif not os.access(path, os.R_OK):  # a regular file (the listing says so): no reader object needed
             os.close(os.open(path, os.O_RDONLY))
     except OSError as exc:
         raise cannot_read(path, exc) from exc
 
 
-def _unique_real(found: list[tuple[str, Path, str]]) -> list[Path]:
+def _unique_real(found: list[tuple[str, str, str]]) -> list[str]:
     """Drop files already listed under another name (symlinks)."""
     seen: set[str] = set()
     out = []
