@@ -43,8 +43,8 @@ import tiktoken
 from toktoktok import api_phases
 from toktoktok.api_phases import PHASE_NAME, PHASE_SLUG
 from toktoktok.config import MAX_MERGES, TOP_KEYS, check_settings
-from toktoktok.tuning import count_batch_chars, resolve_threads
 from toktoktok.errors import ConfigError, LayoutError, TooFewMerges, UsageError
+from toktoktok.tuning import count_batch_chars, resolve_threads
 
 if TYPE_CHECKING:  # numpy, numba and pyarrow load when train runs, not with ``import toktoktok``
     import numpy as np

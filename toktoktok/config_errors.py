@@ -37,7 +37,6 @@ import yaml
 
 from toktoktok.errors import ConfigError
 
-
 KeyPath = tuple[str | int, ...]
 
 

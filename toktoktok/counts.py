@@ -25,8 +25,7 @@ import pyarrow as pa
 
 from toktoktok.errors import CountOverflow
 from toktoktok.patterns import Pattern
-from toktoktok.pretokenize import count_with_regex
-from toktoktok.pretokenize import split_special
+from toktoktok.pretokenize import count_with_regex, split_special
 
 SCHEMA = pa.schema([("piece", pa.large_binary()), ("count", pa.uint64())])
 _SAFE = 2.0**62  # below this total no sum of counts can pass 2**63

@@ -20,7 +20,6 @@ import re
 import unicodedata
 from functools import cache
 
-
 _CASE_PROPERTIES = frozenset(
     name.lower().replace("_", "").replace(" ", "")
     for name in ("Lu", "Ll", "Lt", "LC", "L&", "Uppercase_Letter", "Lowercase_Letter", "Titlecase_Letter",

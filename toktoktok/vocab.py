@@ -19,7 +19,6 @@ token (a gap inherited from a warm start) has an empty span.
 from __future__ import annotations
 
 import itertools
-
 from collections.abc import Iterable, Mapping
 
 import numpy as np

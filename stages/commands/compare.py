@@ -30,8 +30,8 @@ from typing import Any
 
 import polars as pl
 
-from toktoktok.errors import UsageError
 from toktoktok.any_tokenizer import tokenizer_name
+from toktoktok.errors import UsageError
 from toktoktok.tuning import resolve_threads
 
 from ..workdir.progress import Progress

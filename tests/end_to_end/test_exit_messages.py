@@ -23,9 +23,9 @@ import time
 import pytest
 
 import toktoktok
+from tests.processes import TOKTOK, cli, error_line, finish, phase, signal_group, start, write_config
 from toktoktok.errors import UsageError
 from toktoktok_stages.pipeline import train_texts
-from tests.processes import TOKTOK, cli, error_line, phase, signal_group, start, finish, write_config
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from toktoktok.config import sections as config_module
 from toktoktok.config import BOUNDS, ConfigError, load_config
+from toktoktok.config import sections as config_module
 from toktoktok.tiktoken_file import find_nested, validate_special_tokens
 
 CONFIGURATION = ROOT / "docs" / "configuration.md"

@@ -35,6 +35,7 @@ from toktoktok.tiktoken_file import find_nested
 from toktoktok.uris import RemotePath
 
 from .schema import (
+    DOCUMENT_RULES,
     ENGINES,
     HF_KEYS,
     HF_ROLES,
@@ -58,7 +59,6 @@ from .schema import (
     PATTERN_ALIASES,
     PHASE_KEYS,
     RAY_KEYS,
-    DOCUMENT_RULES,
     SOURCE_KEYS,
     SPLIT_ON,
     WARM_START_KEYS,

@@ -27,7 +27,6 @@ from toktoktok.uris import RemotePath
 
 from .schema import SOURCE_KEYS
 
-
 _MISPLACED = {
     "phase": ({"name", "merges", "sources"}, "it belongs in a phase, under phases:"),
     "source": (set(SOURCE_KEYS), "it belongs in a source, under sources:"),
