@@ -13,16 +13,19 @@ import queue
 import threading
 from pathlib import Path
 
+from toktoktok import documents
 from toktoktok.config import Config, Phase
+from toktoktok.kernel_args import readonly_bytes
 from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import TEXT, SourceError, file_format
+from toktoktok.sources.decoding import WIDE_BOMS
 from toktoktok.sources.reads import cannot_read
 from toktoktok.uris import is_remote
 
 from ..workdir.progress import Progress
 from .batching import Batcher, Workers
 from .chunking import Chunker
-from .routing import Tally, ingest_file, ingest_whole, whole_is_utf8
+from .routing import UTF8_BOM, Tally, ingest_file, ingest_whole
 
 
 def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
@@ -68,6 +71,18 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
         batcher.drain()
     return batcher
 
+
+
+def whole_is_utf8(data: bytes) -> bool:
+    """Whether a file read whole is UTF-8 text as ``ingest_whole`` sends it: valid
+    after a UTF-8 byte order mark if any, with no wide byte order mark.
+
+        >>> whole_is_utf8(b"\\xef\\xbb\\xbfok"), whole_is_utf8(b"\\xff\\xfeo\\x00"), whole_is_utf8(b"\\xc3")
+        (True, False, False)
+    """
+    if any(data.startswith(bom) for bom, _ in WIDE_BOMS):
+        return False
+    return bool(documents.valid_utf8(readonly_bytes(data)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]))
 
 
 READ_AHEAD_FILES = 64  # small files read ahead of the one being sent (at most this many MiB of them)

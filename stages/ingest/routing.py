@@ -27,7 +27,7 @@ from toktoktok.sources import (
     iter_txt_windows,
     open_binary,
 )
-from toktoktok.sources.decoding import SNIFF_BYTES, WIDE_BOMS, not_text
+from toktoktok.sources.decoding import SNIFF_BYTES, not_text
 
 from ..workdir.progress import Progress
 from .batching import Batcher, has_scanner
@@ -129,20 +129,8 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 
-def whole_is_utf8(data: bytes) -> bool:
-    """Whether a file read whole is UTF-8 text as ``ingest_whole`` sends it: valid
-    after a UTF-8 byte order mark if any, with no wide byte order mark.
-
-        >>> whole_is_utf8(b"\\xef\\xbb\\xbfok"), whole_is_utf8(b"\\xff\\xfeo\\x00"), whole_is_utf8(b"\\xc3")
-        (True, False, False)
-    """
-    if any(data.startswith(bom) for bom, _ in WIDE_BOMS):
-        return False
-    return bool(documents.valid_utf8(readonly_bytes(data)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]))
-
-
 def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, batcher: Batcher, tally: Tally,
-                 progress: Progress, share: float | sampling.Shares, *, utf8: bool | None = None) -> bool:
+                 progress: Progress, share: float | sampling.Shares, *, utf8: bool) -> bool:
     """A small text file read whole (``local.whole_file``) sent as it is, with no
     work per unit, where ``ingest_file`` would do just that: every unit trains (no
     sample, no held-out draw left), the pattern takes bytes as read, the file is
@@ -151,14 +139,14 @@ def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, 
 
     A folder of many small files spent most of its time building the reader of
     each file (router, cutter, splitter, windows) for a single window. ``utf8``:
-    ``whole_is_utf8(data)``, when the reader found it already."""
+    ``local.whole_is_utf8(data)``, found by the thread that read it."""
     kind, rule = file_format(path)[0], document_rule(file_format(path)[0], src.documents)
     sample, cap = sampling.shares_of(share, index)
     deciding = sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
     if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
             or not _takes_bytes(cfg)):
         return False
-    if not (utf8 if utf8 is not None else whole_is_utf8(data)):
+    if not utf8:
         return False  # a wide byte order mark, replaced as read, or not text: ``ingest_file`` says which
     body = readonly_bytes(data)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]
     if kind == TEXT and (why := not_text(data[:SNIFF_BYTES]) if b"\x00" in data[:SNIFF_BYTES] else None):
