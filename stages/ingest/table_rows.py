@@ -14,6 +14,7 @@ numba scanner. The result is the row path's, count for count.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from toktoktok.config import Source
 from toktoktok.kernel_args import readonly
 from toktoktok.sampling import HELDOUT_CAP_BYTES
 from toktoktok.sources import ReadStats, file_format
+from toktoktok.sources.ahead import read_ahead
 from toktoktok.sources.row_batches import RowBatch, iter_jsonl_batches, iter_row_batches, row_text
 from toktoktok.text_segments import Segments, gather, split
 
@@ -30,16 +32,23 @@ from ..workdir.progress import Progress
 from .batching import has_scanner
 from .routing import TRAIN, Router, route_row
 
+READ_AHEAD_BATCHES = 2  # batches of JSON lines decoded ahead of the one being sent (2 MiB of text each)
+
 
 def ingest_table(path: Path, src: Source, route: Router, progress: Progress) -> None:
     """A table file's text column, or a ``.jsonl`` file's field, a batch of rows at a time."""
-    stats = ReadStats()
-    read = iter_jsonl_batches if file_format(path)[0] == "jsonl" else iter_row_batches
+    stats, reading = ReadStats(), ReadStats()  # this thread's counts, and the reader's
+    if file_format(path)[0] == "jsonl":  # decompressing and scanning overlap with sending (``read_ahead``)
+        batches = read_ahead(iter_jsonl_batches(path, src.text_column, reading), depth=READ_AHEAD_BATCHES)
+    else:
+        batches = iter_row_batches(path, src.text_column, reading)
     try:
-        for batch in read(path, src.text_column, stats):
-            progress.update(batch.text_bytes())
-            route_batch(batch, route, stats)
+        with contextlib.closing(batches):  # the reader stopped before its counts are taken
+            for batch in batches:
+                progress.update(batch.text_bytes())
+                route_batch(batch, route, stats)
     finally:
+        stats.add(reading)
         route.tally.add_read(stats)
 
 

@@ -442,3 +442,43 @@ def test_a_folder_scan_matches_globs_as_each_glob_does(globs, rel):
     from toktoktok.sources.listing import _any_glob, glob_match
 
     assert _any_glob(tuple(globs))(rel) == any(glob_match(rel, g) for g in globs)
+
+
+def test_reading_ahead_left_early_stops_its_thread_and_closes_the_reader():
+    """A caller that stops reading (an error, Ctrl-C, enough read) leaves no thread
+    behind, and the reader (its open file) is closed in the thread that ran it."""
+    import threading
+
+    from toktoktok.sources.ahead import read_ahead
+
+    closed_in: list[str] = []
+
+    def reader():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed_in.append(threading.current_thread().name)
+
+    before = {t.ident for t in threading.enumerate()}
+    items = read_ahead(reader(), depth=2)
+    assert [next(items), next(items), next(items)] == [0, 1, 2]
+    items.close()
+    assert closed_in == ["toktoktok-read-ahead"]
+    assert {t.ident for t in threading.enumerate()} <= before
+
+
+def test_a_compressed_file_read_in_part_leaves_no_thread(tmp_path):
+    import threading
+
+    from toktoktok.sources import raw_chunks
+
+    path = tmp_path / "a.txt.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(b"x" * 100_000))
+    before = {t.ident for t in threading.enumerate()}
+    chunks = raw_chunks(path, 1000)
+    assert next(chunks) == b"x" * 1000
+    chunks.close()
+    assert {t.ident for t in threading.enumerate()} <= before

@@ -43,6 +43,14 @@ class ReadStats:
     files: int = 0  # files read to the end
     recoded_files: int = 0  # files whose byte order mark said UTF-16 or UTF-32: decoded as such
 
+    def add(self, other: ReadStats) -> None:
+        """Count ``other``'s too (a reader that ran in a thread of its own kept its own)."""
+        self.bytes_read += other.bytes_read
+        self.documents += other.documents
+        self.replaced_chars += other.replaced_chars
+        self.files += other.files
+        self.recoded_files += other.recoded_files
+
 
 def cannot_read(path: object, exc: BaseException) -> SourceError:
     """The ``SourceError`` a read failure of ``path`` becomes (raise it ``from exc``)."""

@@ -28,6 +28,7 @@ from typing import BinaryIO
 
 import zstandard
 
+from toktoktok.sources.ahead import read_ahead
 from toktoktok.sources.decoding import SNIFF_BYTES, not_text, recoded
 from toktoktok.sources.reads import ReadStats, SourceError
 from toktoktok.uris import RemotePath, is_remote
@@ -36,6 +37,7 @@ SUFFIXES = (".txt", ".jsonl", ".parquet", ".arrow", ".txt.zst", ".jsonl.zst", ".
 TEXT = "text"  # the kind of any file not named by SUFFIXES: plain UTF-8 text, never decompressed
 ROW_KINDS = ("jsonl", "parquet", "arrow")  # files of rows: each row (or JSON line's field) is a document
 
+DECOMPRESS_AHEAD = 2  # chunks decompressed ahead of the caller (``ahead.read_ahead``)
 _ZSTD_INPUT_SLICE = 1 << 16  # compressed bytes per decompress call (smaller slices cost a call each)
 
 
@@ -112,10 +114,10 @@ def raw_chunks(path: Path, size: int, stats: ReadStats | None = None) -> Iterato
     whose byte order mark says UTF-16 or UTF-32 comes as UTF-8 (``recoded``); a
     ``TEXT`` file whose first bytes are not text raises SourceError (``sniffed``)."""
     kind, compression = file_format(path)
-    if compression == "zst":
-        chunks = _zstd_chunks(path, size)
+    if compression == "zst":  # decompressed in a thread of its own, overlapping with what the caller does
+        chunks = read_ahead(_zstd_chunks(path, size), depth=DECOMPRESS_AHEAD)
     elif compression == "gz":
-        chunks = _gzip_chunks(path, size)
+        chunks = read_ahead(_gzip_chunks(path, size), depth=DECOMPRESS_AHEAD)
     else:
         chunks = _plain_chunks(path, size)
     return sniffed(path, recoded(chunks, stats)) if kind == TEXT else recoded(chunks, stats)
