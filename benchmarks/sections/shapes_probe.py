@@ -3,6 +3,7 @@
     python benchmarks/sections/shapes_probe.py limit KIND PATH...       # prints JSON
     python benchmarks/sections/shapes_probe.py inventory INGEST_FOLDER OUT.arrow
     python benchmarks/sections/shapes_probe.py diff A.arrow B.arrow
+    python benchmarks/sections/shapes_probe.py diff-bom A.arrow B.arrow PARQUET
 
 Limits (``KIND``), each timed around the reading alone, no tokenizing:
 
@@ -21,6 +22,11 @@ piece, sorted by piece, written as one uncompressed Arrow file; prints its
 sha256, rows and total count (equal digests: equal inventories). ``diff``:
 pieces found in only one of two such files, pieces counted differently, and
 the first few of them (``EXAMPLES``; repr, count in A, count in B).
+``diff-bom``: the same, with B's inventory made what a reader of text files
+gives of the documents of ``PARQUET`` (its ``text`` column, B's rows) that
+begin with a byte order mark: such a reader drops the mark (as for ``.txt``),
+a row keeps it; the pieces of those documents are counted both ways with
+``regex`` and the default pattern, and B is corrected by the difference.
 Run apart so the benchmark itself never holds a corpus.
 """
 
@@ -147,6 +153,38 @@ def diff(a: Path, b: Path) -> dict[str, int]:
             "examples": [[repr(r["piece"][:40]), r["count_a"], r["count_b"]] for r in odd]}
 
 
+def diff_bom(a: Path, b: Path, parquet: Path) -> dict[str, object]:
+    """``diff(a, b)``, with ``b`` corrected for the documents of ``parquet`` that begin with a byte order mark."""
+    from collections import Counter
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+    import regex
+
+    from toktoktok.patterns import DEFAULT_PATTERN
+
+    pattern = regex.compile(DEFAULT_PATTERN)
+    texts = pq.read_table(parquet, columns=["text"]).column("text")
+    marked = pc.filter(texts, pc.starts_with(texts, "\ufeff")).to_pylist()
+    delta: Counter = Counter()
+    for text in marked:
+        delta.update(piece.encode("utf-8") for piece in pattern.findall(text[1:]))
+        delta.subtract(piece.encode("utf-8") for piece in pattern.findall(text))
+    ref = ipc.open_file(pa.memory_map(str(b))).read_all()
+    change = pa.table({"piece": pa.array(list(delta), pa.large_binary()),
+                       "count": pa.array([int(v) for v in delta.values()], pa.int64())})
+    both = pa.concat_tables([ref.cast(change.schema), change])
+    summed = both.group_by("piece").aggregate([("count", "sum")]).rename_columns(["piece", "count"])
+    summed = summed.filter(pc.not_equal(summed.column("count"), 0))
+    corrected = b.with_name(b.stem + "-bom.arrow")
+    schema = pa.schema([("piece", pa.large_binary()), ("count", pa.uint64())])
+    with ipc.new_file(str(corrected), schema) as writer:
+        writer.write_table(summed.cast(schema).sort_by("piece"))
+    return {**diff(a, corrected), "marked": len(marked)}
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[0] == "limit":
         print(json.dumps(limit(argv[1], argv[2:])))
@@ -154,6 +192,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(inventory(Path(argv[1]), Path(argv[2]))))
     elif len(argv) == 3 and argv[0] == "diff":
         print(json.dumps(diff(Path(argv[1]), Path(argv[2]))))
+    elif len(argv) == 4 and argv[0] == "diff-bom":
+        print(json.dumps(diff_bom(Path(argv[1]), Path(argv[2]), Path(argv[3]))))
     else:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
