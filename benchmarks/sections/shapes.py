@@ -255,8 +255,10 @@ def agreement(shapes: list[Shape], results: dict[str, Result], work: Path) -> tu
                 marked = probe("diff-bom", mine, theirs, parquet)
                 if not (marked["only_a"] or marked["only_b"] or marked["differ"]):
                     d = None
-                    same = (f"yes, once the {marked['marked']:,} documents that begin with a byte order mark are "
-                            "read as text files are (the mark dropped, as for `.txt`; a row keeps it)")
+                    n = marked["marked"]
+                    which = "the document that begins" if n == 1 else f"the {n:,} documents that begin"
+                    same = (f"yes, once {which} with a byte order mark {'is' if n == 1 else 'are'} read as text "
+                            "files are (the mark dropped, as for `.txt`; a row keeps it)")
                     agree.add(shape.name)
             if d is not None:
                 shown = "; ".join(f"`{cell(p)}` {a if a is not None else 'absent'} here, "
