@@ -262,7 +262,7 @@ def text_bytes(path: Path, *, text_column: str = "text") -> int:
         raise cannot_read(path, exc) from exc
 
 
-def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, bool]:
+def text_bytes_estimate(path: Path, *, text_column: str = "text", size: int | None = None) -> tuple[int, bool]:
     """A file's text bytes without reading its text: ``(size, exact)``.
 
     Exact where the file says it at no cost (an ``.arrow`` file: its column's
@@ -271,7 +271,8 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
     mark, not looked for; ``.zst``: the frame's declared size, or
     ``ZSTD_GUESS_RATIO`` times the file's size without one; ``.gz``: the size
     its trailer records, modulo 2**32; ``.parquet``: the column's uncompressed
-    size in the footer). A remote file is measured (``text_bytes``).
+    size in the footer). A remote file is measured (``text_bytes``). ``size``:
+    the file's size, when the caller has it (a plain file is then not asked again).
 
         >>> import tempfile
         >>> f = Path(tempfile.mkdtemp()) / "a.txt"
@@ -288,7 +289,7 @@ def text_bytes_estimate(path: Path, *, text_column: str = "text") -> tuple[int, 
         if kind == "arrow":
             return table_text_bytes(path, text_column), True
         if compression is None:  # its size, unless a UTF-16 or UTF-32 mark makes it recoded: not opened to see
-            return path.stat().st_size, False
+            return size if size is not None else path.stat().st_size, False
         guess = _declared_size(path, compression)
         return (guess, False) if guess is not None else (text_bytes(path), True)
     except READ_ERRORS as exc:

@@ -57,7 +57,7 @@ def file_format(path: Path) -> tuple[str, str | None]:
 
 def as_path(path: Path | RemotePath | str) -> Path | RemotePath:
     """A local ``Path``, or the ``RemotePath`` (``toktoktok.uris``) it is."""
-    return path if is_remote(path) else Path(path)
+    return path if isinstance(path, Path) or is_remote(path) else Path(path)  # a Path is parsed anew otherwise
 
 
 def open_binary(path: Path | RemotePath) -> BinaryIO:
