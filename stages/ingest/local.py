@@ -5,11 +5,11 @@ counted by this process's workers (``batching.Workers``: scanner threads, or
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import dataclasses
 import os
-import queue
 import threading
 from pathlib import Path
 
@@ -85,15 +85,18 @@ def whole_is_utf8(data: bytes) -> bool:
     return bool(documents.valid_utf8(readonly_bytes(data)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]))
 
 
-READ_AHEAD_FILES = 64  # small files read ahead of the one being sent (at most this many MiB of them)
+READ_AHEAD_FILES = 1024  # small files read ahead of the one being sent, at most
+READ_AHEAD_BYTES = 16 << 20  # and at most about this many bytes of them (one file more may pass it)
 
 
 class ReadAhead:
     """``whole_file`` of each file in turn, in a thread of its own that keeps up to
-    ``READ_AHEAD_FILES`` ahead of the caller: opening and reading wait on the
-    system, which let the counting threads wait on this one when a folder holds
-    many small files. ``next`` gives the next file's result (or raises what
-    reading it raised), in order; ``on=False``: no thread, ``next`` is not used.
+    ``READ_AHEAD_FILES`` files or ``READ_AHEAD_BYTES`` ahead of the caller:
+    opening and reading wait on the system, which let the counting threads wait
+    on this one when a folder holds many small files, and a deep queue rides out
+    the moments the caller waits on the counting threads. ``next`` gives the next
+    file's result (or raises what reading it raised), in order; ``on=False``: no
+    thread, ``next`` is not used.
 
         >>> import tempfile
         >>> d = Path(tempfile.mkdtemp()); _ = (d / "a.txt").write_bytes(b"one"); _ = (d / "b.txt").write_bytes(b"two")
@@ -104,39 +107,53 @@ class ReadAhead:
 
     def __init__(self, cfg: Config | None, paths: list[Path], *, on: bool = True) -> None:
         self.cfg, self.paths = cfg, paths
-        self.results: queue.Queue = queue.Queue(maxsize=READ_AHEAD_FILES)
-        self.stopping = threading.Event()
+        self.results: collections.deque = collections.deque()
+        self.held = 0  # bytes in ``results``
+        self.room = threading.Condition()
+        self.stopping = False
         self.thread = threading.Thread(target=self._read, name="toktoktok-read-ahead", daemon=True)
         if on and paths:
             self.thread.start()
 
     def _read(self) -> None:
         for path in self.paths:
-            if self.stopping.is_set():
-                return
             try:
                 data = whole_file(self.cfg, path)
                 item: tuple[bytes | None, bool | None, BaseException | None] = (
                     data, None if data is None else whole_is_utf8(data), None)
             except BaseException as exc:  # handed to the caller, which decides, in order
                 item = (None, None, exc)
-            self.results.put(item)
+            with self.room:
+                while not self.stopping and (len(self.results) >= READ_AHEAD_FILES or self.held > READ_AHEAD_BYTES):
+                    self.room.wait()
+                if self.stopping:
+                    return
+                self.results.append(item)
+                self.held += len(item[0] or b"")
+                self.room.notify_all()
 
     def next(self) -> tuple[bytes | None, bool | None]:
         """(the next file's bytes, None if it is not read whole; whether they are UTF-8 as
         ``ingest_whole`` sends them, found here: the check would cost the caller's thread
         a pass over every byte)."""
-        data, utf8, exc = self.results.get()
+        with self.room:
+            while not self.results:
+                self.room.wait()
+            data, utf8, exc = self.results.popleft()
+            self.held -= len(data or b"")
+            self.room.notify_all()
         if exc is not None:
             raise exc
         return data, utf8
 
     def close(self) -> None:
         """Stop reading: what was read ahead is dropped."""
-        self.stopping.set()
-        while self.thread.is_alive():
-            with contextlib.suppress(queue.Empty):
-                self.results.get(timeout=0.05)  # room for a put the thread may wait on
+        with self.room:
+            self.stopping = True
+            self.results.clear()
+            self.room.notify_all()
+        if self.thread.is_alive():
+            self.thread.join()
 
 
 WHOLE_FILE_BYTES = 1 << 20  # a plain local text file this small is read whole before any of it is counted
