@@ -4,8 +4,9 @@
 #   make test                 run the tests
 #   make bench                benchmark against Hugging Face tokenizers and rustbpe
 #   make bench-memory         peak RSS against working_set_mb, and sampling (benchmarks/results/MEMORY.md)
-#   make bench-scale          toktoktok (local and Ray), rustbpe, HF on 0.1 / 0.3 / 1.2 GB of kernel source and 100 MB
-#                             of English prose (benchmarks/results/SCALE.md; builds its corpora under SCALE_DATA with apt-get download, the
+#   make bench-scale          toktoktok (local and Ray), rustbpe, HF on 0.1 / 0.3 / 1.2 GB of kernel source, 100 MB
+#                             of English prose and 5 GB of several packages' text (benchmarks/results/SCALE.md;
+#                             builds its corpora under SCALE_DATA with apt-get download, the
 #                             prose from ../shared/corpora beside the checkout, skipped if absent; SCALE_REPS runs a point);
 #                             then its shapes part: ingest of the same kernel text as parquet, Arrow, JSON lines, a folder, ...
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]

@@ -29,7 +29,9 @@ Sections (what each writes; the make target that runs it):
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
   real corpora;
 - ``corpus`` -> ``--out``: the scale corpora, from Debian's
-  ``linux-source-6.1``, and the prose decompressed from the shared corpora.
+  ``linux-source-6.1``, and the prose decompressed from the shared corpora;
+- ``big-corpus`` -> ``--out``: the 5 GB point's corpus, from several Debian
+  packages, files of the same text taken once.
 
 Where things live:
 
@@ -37,7 +39,7 @@ Where things live:
   ``scaling`` and ``targets`` for its parts of RESULTS.md), and the
   processes the sections start: ``peer_trainers.py`` (rustbpe, Hugging Face),
   ``baseline_ingest.py`` (the ``findall`` baseline); ``scale_corpus.py``
-  builds the scale corpora, ``shapes_corpus.py`` the shapes, ``shapes_probe.py``
+  builds the scale corpora, ``big_corpus.py`` the 5 GB one, ``shapes_corpus.py`` the shapes, ``shapes_probe.py``
   measures their limits and inventories;
 - ``results/``: the reports, as the last run of each section wrote them;
 - ``benchkit/``: the shared helpers: ``measure`` (a command run as a whole
@@ -73,6 +75,7 @@ SECTIONS = {
     "scanner": "sections.scanner",
     "pieces": "sections.pieces",
     "corpus": "sections.scale_corpus",
+    "big-corpus": "sections.big_corpus",
 }
 
 

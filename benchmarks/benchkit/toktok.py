@@ -47,16 +47,18 @@ def toktok_bin() -> str:
 
 
 def toktok_config(corpus: Corpus, tokens: int, folder: Path, threads: int | None = None,
-                  ray_cpus: int | None = None) -> Path:
+                  ray_cpus: int | None = None, working_set_mb: int | None = None) -> Path:
     """A config training ``corpus`` in one phase of ``tokens - 256`` merges (``threads``: -1 when None).
 
     ``ray_cpus``: ingest on Ray instead (``engine: ray``), on a local instance of
     that many CPUs that toktok starts and stops itself (``ray: {num_cpus: N}``).
+    ``working_set_mb``: that budget (a sample of the text when it is too small
+    for all of it); None: one that keeps all text.
     """
     cfg: dict[str, Any] = {
         "output": str(folder / "toktoktok.tiktoken"),
         "work_dir": str(folder / "toktoktok.work"),
-        "working_set_mb": max(1024, 8 * (corpus.train_bytes >> 20)),
+        "working_set_mb": working_set_mb or max(1024, 8 * (corpus.train_bytes >> 20)),
         "hardcoded_merges": False,
         "heldout_share": 0,
         "min_frequency": 2,
@@ -79,13 +81,16 @@ RAY_CPUS = 2  # the local Ray instance of trainer "ray": this machine's 2 cores
 def command(trainer: str, corpus: Corpus, tokens: int, folder: Path) -> tuple[list[str], Path]:
     """The command that trains ``trainer`` in ``folder``, and the .tiktoken it writes.
 
-    Trainers: ``toktoktok``; ``ray`` (toktoktok, ingest on a local Ray
+    Trainers: ``toktoktok``; ``toktoktok:ws=N`` (``working_set_mb: N``, a
+    sample of a text too large for it); ``ray`` (toktoktok, ingest on a local Ray
     instance of ``RAY_CPUS`` CPUs); ``hf`` and ``rustbpe`` (``peer_trainers.py``,
     fed the documents); ``hf:chunks``, ``rustbpe:chunks`` (fed 1 MiB chunks
     cut at a line end: ``peer_trainers.py --feed chunks``).
     """
-    if trainer in ("toktoktok", "ray"):
-        cfg = toktok_config(corpus, tokens, folder, ray_cpus=RAY_CPUS if trainer == "ray" else None)
+    if trainer in ("toktoktok", "ray") or trainer.startswith("toktoktok:ws="):
+        budget = int(trainer.partition("=")[2]) if "=" in trainer else None
+        cfg = toktok_config(corpus, tokens, folder, ray_cpus=RAY_CPUS if trainer == "ray" else None,
+                            working_set_mb=budget)
         return [toktok_bin(), "run", "-c", str(cfg), "--force"], folder / "toktoktok.tiktoken"
     peer, _, feed = trainer.partition(":")
     out = folder / f"{peer}.tiktoken"

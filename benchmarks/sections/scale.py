@@ -1,4 +1,4 @@
-"""Scale: toktoktok, rustbpe and Hugging Face on 0.1, 0.3 and 1.2 GB of the Linux kernel's source, and on prose.
+"""Scale: toktoktok, rustbpe and Hugging Face on 0.1, 0.3 and 1.2 GB of the Linux kernel's source, prose, and 5 GB.
 
     make bench-scale          # = .venv/bin/python benchmarks/run.py --section scale
     .venv/bin/python benchmarks/run.py --section scale --reps 1 --skip hf@full --out /tmp/SCALE.md
@@ -14,7 +14,13 @@ documentation and manuals, in ``--prose``, by default
 ``<project root>/../shared/corpora``), decompressed once into
 ``--data``/prose; its held-out text is the corpora's own split
 (``english.heldout.txt.zst``). Without it the prose point is skipped, and the
-report says so.
+report says so. The size ``5GB``: the next order of size, more text than one
+package holds, from several Debian packages (``big_corpus.py``: two Linux
+releases, two of GCC, OpenJDK, Rust, Go, the HTML manuals of several projects,
+files of the same text taken once), with its own held-out files; there
+Hugging Face is not run, and toktoktok runs once more with
+``working_set_mb: 4096`` (``toktoktok-sampled``), whose held-out bytes/token
+is compared with the run on all the text.
 
 For each point (a ``--sizes`` name, a ``Point``), the trainers one after
 another on the same ``.txt``, ``--reps`` times (trainers interleaved within a
@@ -75,7 +81,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sections import scale_corpus
+from sections import big_corpus, scale_corpus
 from benchkit import report as bench_report
 from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA, Corpus
 from benchkit.measure import Measured, exponent, median_of
@@ -87,13 +93,18 @@ from sections.peers import read_ranks
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 KERNEL_SIZES = ("0.1GB", "0.3GB", "full")
 PROSE = "prose"
-SIZES = (*KERNEL_SIZES, PROSE)
-TRAINERS = ("toktoktok", "ray", "rustbpe", "rustbpe-docs", "hf")
-LABELS = {"toktoktok": "toktoktok", "ray": "toktoktok (Ray)", "hf": "HF tokenizers (chunks)",
+BIG = "5GB"  # the next size: several packages' text (big_corpus)
+SIZES = (*KERNEL_SIZES, PROSE, BIG)
+SAMPLED_MB = 4096  # the working set of the sampled run at BIG
+TRAINERS = ("toktoktok", "toktoktok-sampled", "ray", "rustbpe", "rustbpe-docs", "hf")
+LABELS = {"toktoktok": "toktoktok", "toktoktok-sampled": f"toktoktok (`working_set_mb: {SAMPLED_MB}`)",
+          "ray": "toktoktok (Ray)", "hf": "HF tokenizers (chunks)",
           "rustbpe": "rustbpe (chunks)", "rustbpe-docs": "rustbpe (documents)"}
 # the trainer's name for benchkit.toktok.command: peers fed 1 MiB chunks unless said
-COMMANDS = {"toktoktok": "toktoktok", "ray": "ray", "rustbpe": "rustbpe:chunks", "hf": "hf:chunks",
-            "rustbpe-docs": "rustbpe"}
+COMMANDS = {"toktoktok": "toktoktok", "toktoktok-sampled": f"toktoktok:ws={SAMPLED_MB}", "ray": "ray",
+            "rustbpe": "rustbpe:chunks", "hf": "hf:chunks", "rustbpe-docs": "rustbpe"}
+ONLY_AT = {"toktoktok-sampled": (BIG,)}  # trainers run at these sizes only
+NOT_AT = {"hf": (BIG,)}  # Hugging Face left out above 1.2 GB: hours at 5 GB, and no target is measured on it
 TINY_BYTES = 1_000_000
 SHAPES_HEADING = "## shapes"  # the shapes section's part of the same report, kept when this one rewrites it
 MB = 1_000_000
@@ -583,6 +594,58 @@ def kernel_line(manifest: dict | None) -> str:
                                               f"({manifest['train'][s]['files']:,} files)" for s in KERNEL_SIZES))
 
 
+def big_line(manifest: dict) -> str:
+    """The report's line on the 5 GB corpus (``big_corpus.ensure``'s manifest)."""
+    packages = ", ".join(f"`{name}` {p['version']} ({p['kept']:,} files, {p['bytes'] / 1e9:,.2f} GB"
+                         + (f"; {p['same_text_as_before']:,} dropped, their text already taken" if
+                            p["same_text_as_before"] else "") + ")" for name, p in manifest["packages"].items())
+    return (f"- {BIG}: built by `benchmarks/sections/big_corpus.py` from Debian's {packages}; one UTF-8 file a "
+            "document (stripped, then a blank line), files whose text an earlier package already gave dropped, in "
+            f"the order of a hash of package and path, every {manifest['hold_out_every']}th file held out "
+            f"({manifest['heldout']['files']:,} files, {manifest['heldout']['bytes'] / MB:,.1f} MB); training text "
+            f"{manifest['train']['bytes'] / 1e9:,.2f} GB ({manifest['train']['files']:,} files). Hugging Face is "
+            "not run at this size (hours on this machine; no target is measured on it).")
+
+
+TARGET_BIG_WALL, TARGET_BIG_PEAK, TARGET_BIG_BPT = 0.10, 0.30, 0.01
+
+
+def big_target_rows(cells: dict[tuple[str, str], Cell]) -> list[list[str]]:
+    """The targets at the 5 GB point: wall and peak against rustbpe, and the sampled run's held-out bytes/token.
+
+        >>> run = lambda wall, mb: Measured(wall, wall, mb, mb, 0, Path("log"))
+        >>> cells = {("toktoktok", BIG): Cell("toktoktok", BIG, [run(50.0, 2000)], bytes_per_token=3.0),
+        ...          ("toktoktok-sampled", BIG): Cell("toktoktok-sampled", BIG, [run(30.0, 900)], bytes_per_token=2.98),
+        ...          ("rustbpe", BIG): Cell("rustbpe", BIG, [run(600.0, 9000)]),
+        ...          ("rustbpe-docs", BIG): Cell("rustbpe-docs", BIG, [run(600.0, 3000)])}
+        >>> for row in big_target_rows(cells): print(row[1], "|", row[2])
+        50.0 s ÷ 600.0 s = 0.083 | **met**
+        2,000 MB ÷ 9,000 MB = 0.222 | **met**
+        2,000 MB ÷ 3,000 MB = 0.667 | **met**
+        2.9800 against 3.0000: -0.667% | **met**
+    """
+    c, sampled = cells.get(("toktoktok", BIG)), cells.get(("toktoktok-sampled", BIG))
+    rb, docs = cells.get(("rustbpe", BIG)), cells.get(("rustbpe-docs", BIG))
+    wall, base = c and c.med("wall"), rb and rb.med("wall")
+    peak, bpeak, dpeak = c and c.med("peak_mb"), rb and rb.med("peak_mb"), docs and docs.med("peak_mb")
+    r = wall / base if wall and base else None
+    p = peak / bpeak if peak and bpeak else None
+    d = peak / dpeak if peak and dpeak else None
+    ours, theirs = sampled and sampled.bytes_per_token, c and c.bytes_per_token
+    off = (ours - theirs) / theirs if ours and theirs else None
+    return [
+        [f"end-to-end wall ÷ rustbpe (chunks) ≤ {TARGET_BIG_WALL}", f"{num(wall)} s ÷ {num(base)} s = {num(r, 3)}",
+         verdict(None if r is None else r <= TARGET_BIG_WALL)],
+        [f"true peak RSS ÷ rustbpe (chunks) ≤ {TARGET_BIG_PEAK}", f"{num(peak, 0)} MB ÷ {num(bpeak, 0)} MB = "
+         f"{num(p, 3)}", verdict(None if p is None else p <= TARGET_BIG_PEAK)],
+        ["true peak RSS ≤ rustbpe (documents)", f"{num(peak, 0)} MB ÷ {num(dpeak, 0)} MB = {num(d, 3)}",
+         verdict(None if d is None else d <= 1)],
+        [f"held-out bytes/token with `working_set_mb: {SAMPLED_MB}` within {TARGET_BIG_BPT:.0%} of all text",
+         f"{num(ours, 4)} against {num(theirs, 4)}: " + ("–" if off is None else f"{off:+.3%}"),
+         verdict(None if off is None else abs(off) <= TARGET_BIG_BPT)],
+    ]
+
+
 def prose_line(manifest: dict | None, source: Path) -> str:
     """The report's line on the prose corpus (``scale_corpus.ensure_prose``'s manifest; None: not in ``source``).
 
@@ -618,6 +681,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
         f"- versions: {bench_report.versions()}",
         kernel_line(facts["corpus"]),  # type: ignore[arg-type]
         *([prose_line(facts["prose"], args.prose)] if PROSE in args.sizes else []),  # type: ignore[arg-type]
+        *([big_line(args.big)] if BIG in args.sizes and getattr(args, "big", None) else []),
         f"- settings: vocabulary {args.tokens:,} = 256 bytes + {args.tokens - 256:,} merges, toktoktok's default "
         "pattern for every trainer, no special tokens, min_frequency 2 (toktoktok, HF; rustbpe has none); toktoktok "
         "`hardcoded_merges: false`, `heldout_share: 0`, `threads: -1`, a `working_set_mb` that keeps all text; "
@@ -672,6 +736,11 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   f"Computed from the figures above ({args.reps} run(s), medians); the fixed part is the tiny-corpus "
                   "run below.", "",
                   md_table(["target", "measured", ""], target_rows(cells, largest, fixed, scanner)), ""]
+    if ("toktoktok", BIG) in cells:
+        lines += [f"## The targets at {labels[BIG]}", "",
+                  f"From the figures above ({args.reps} run(s), medians); the sampled run is the same config with "
+                  f"`working_set_mb: {SAMPLED_MB}`, so that ingest keeps a seeded sample of the text.", "",
+                  md_table(["target", "measured", ""], big_target_rows(cells)), ""]
     rrows = ray_rows(cells, kernel, labels)
     if rrows:
         lines += ["## Ingest on Ray against the local engine", "",
@@ -686,12 +755,20 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
         lines += ["## 1 TB on 64 machines: a cost model", "",
                   *cost_model(cells, kernel, size_bytes), ""]
     grows = growth_rows(cells, kernel, size_bytes)
+    if grows and BIG in sizes:  # a second fit that takes the 5 GB point in: the next order of size
+        wide = {row[0]: row for row in growth_rows(cells, [*kernel, BIG], size_bytes)}
+        grows = [[*row, *(wide[row[0]][1:] if row[0] in wide else ["–", "–"])] for row in grows]
     if grows:
         lines += ["## How each cost grows with size", "",
                   "k of a least-squares fit cost ∝ bytes^k over the kernel sizes above (k = 1: linear)."
                   + (" The prose point is left out of this fit and of the 1 TB cost model: it is another kind of "
                      "text, whose costs need not lie on the kernel's curve." if PROSE in sizes else ""), "",
-                  md_table(["cost", "at " + " / ".join(labels[s] for s in kernel), "k"], grows), ""]
+                  *([f"The last two columns fit the kernel sizes and {labels[BIG]} together: the next order of "
+                     "size, though its text is another mix (the kernel's C, and C++, Java, Rust, Go and HTML).", ""]
+                    if BIG in sizes else []),
+                  md_table(["cost", "at " + " / ".join(labels[s] for s in kernel), "k",
+                            *(["at " + " / ".join(labels[s] for s in [*kernel, BIG]), f"k with {BIG}"]
+                              if BIG in sizes else [])], grows), ""]
     if fixed is not None:
         lines += [f"toktoktok's fixed part: a run on the first {TINY_BYTES / MB:.0f} MB of the {facts['base']} text "
                   f"(same config, numba's cache warm): {fixed.wall:.1f} s wall, {fixed.cpu:.1f} s CPU, true peak "
@@ -772,6 +849,12 @@ def prepare_points(args: argparse.Namespace) -> tuple[dict[str, Point], dict | N
     if set(args.sizes) & set(KERNEL_SIZES):
         kernel = scale_corpus.ensure(args.data)
         points.update(kernel_points(kernel, args.data / "kernel"))
+    if BIG in args.sizes:
+        big = big_corpus.ensure(args.data)
+        nbytes = big["train"]["bytes"]
+        points[BIG] = Point(BIG, args.data / "big" / "train.txt", nbytes, args.data / "big" / "heldout.txt",
+                            f"{nbytes / 1e9:,.1f} GB, {len(big['packages'])} packages")
+        args.big = big
     if PROSE in args.sizes:
         prose = scale_corpus.ensure_prose(args.prose, args.data)
         if prose is None:
@@ -785,7 +868,8 @@ def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str,
               cells: dict[tuple[str, str], Cell]) -> None:
     """Every trainer at ``point``, ``--reps`` times (trainers interleaved), then their held-out bytes/token."""
     size, corpus = point.size, corpus_of(point)
-    todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip and (t != "ray" or size in ray_sizes(args))]
+    todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip and (t != "ray" or size in ray_sizes(args))
+            and size in ONLY_AT.get(t, (size,)) and size not in NOT_AT.get(t, ())]
     for rep in range(1, args.reps + 1):
         for trainer in todo:
             cell = cells.setdefault((trainer, size), Cell(trainer, size))
@@ -833,8 +917,8 @@ def main(argv: list[str]) -> None:
         sys.exit(f"--sizes takes {','.join(SIZES)}, --ray-sizes {','.join(KERNEL_SIZES)}, "
                  f"--trainers {','.join(TRAINERS)}, --reps >= 1")
     points, kernel, prose = prepare_points(args)
-    # the tiny corpus and the scanner's text: the smallest kernel text, else the prose
-    base = points.get(KERNEL_SIZES[0]) if kernel else points.get(PROSE)
+    # the tiny corpus and the scanner's text: the smallest kernel text, else the prose, else the 5 GB text
+    base = points.get(KERNEL_SIZES[0]) if kernel else points.get(PROSE) or points.get(BIG)
     facts: dict[str, object] = {"date": bench_report.now(), "commit": bench_report.commit(), "argv": argv,
                                 "machine": bench_report.machine(), "load": bench_report.load_average(),
                                 "corpus": kernel, "prose": prose, "base": base.label if base else "–"}
