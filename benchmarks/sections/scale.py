@@ -672,7 +672,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
     size_bytes = {s: p.nbytes for s, p in points.items()}
     command = shlex.join(["benchmarks/run.py", *facts["argv"]])  # type: ignore[list-item]
     lines = [
-        "# toktoktok at scale: the Linux kernel's source, 0.1 to 1.2 GB, and English prose", "",
+        "# toktoktok at scale: the Linux kernel's source, 0.1 to 1.2 GB, English prose, and 5 GB of several packages", "",
         *([f"**{args.note}**", ""] if args.note else []),
         f"Run {facts['date']}, commit {facts['commit']}, `{command}`.", "",
         "## The run", "",
