@@ -13,7 +13,6 @@ open no manifest: the stage folder objects (``folders``) read those, and hand
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 from typing import Any
 

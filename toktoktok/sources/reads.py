@@ -21,7 +21,12 @@ import zstandard
 
 from toktoktok.errors import SourceError
 
-READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
+try:  # the gzip reader's own error for corrupt data (``streams.GZIP``)
+    from isal.isal_zlib import error as IsalError
+except ImportError:
+    IsalError = zlib.error
+
+READ_ERRORS = (OSError, EOFError, zlib.error, IsalError, zstandard.ZstdError, pa.ArrowException)
 
 
 @dataclass
@@ -71,7 +76,7 @@ def reason(exc: BaseException) -> str:
         return "permission denied"
     if isinstance(exc, IsADirectoryError):
         return "it is a directory, not a file"
-    if isinstance(exc, zlib.error):
+    if isinstance(exc, (zlib.error, IsalError)):
         return f"corrupt compressed data ({exc})"
     if isinstance(exc, EOFError):
         return f"truncated ({exc})"

@@ -37,6 +37,11 @@ SUFFIXES = (".txt", ".jsonl", ".parquet", ".arrow", ".txt.zst", ".jsonl.zst", ".
 TEXT = "text"  # the kind of any file not named by SUFFIXES: plain UTF-8 text, never decompressed
 ROW_KINDS = ("jsonl", "parquet", "arrow")  # files of rows: each row (or JSON line's field) is a document
 
+try:  # ISA-L's gzip reader: the same format and errors as the standard library's, about three times as fast
+    from isal import igzip as GZIP
+except ImportError:  # installed without its wheel (``--no-deps``): the standard library's
+    GZIP = gzip
+
 DECOMPRESS_AHEAD = 2  # chunks decompressed ahead of the caller (``ahead.read_ahead``)
 _ZSTD_INPUT_SLICE = 1 << 16  # compressed bytes per decompress call (smaller slices cost a call each)
 
@@ -74,7 +79,7 @@ def _plain_chunks(path: Path, size: int) -> Iterator[bytes]:
 def _gzip_chunks(path: Path, size: int) -> Iterator[bytes]:
     if path.stat().st_size == 0:
         raise SourceError(f"{path}: empty file, not gzip data")
-    with open_binary(path) as raw, gzip.open(raw, "rb") as fh:
+    with open_binary(path) as raw, GZIP.open(raw, "rb") as fh:
         while chunk := fh.read(size):
             yield chunk
 
