@@ -121,15 +121,9 @@ def build(debs: dict[str, Path], out: Path) -> dict:
     for package, deb in debs.items():
         counts = {"kept": 0, "bytes": 0, "same_text_as_before": 0, "not_utf8": 0, "blank": 0}
         for path, raw in deb_files(deb):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                counts["not_utf8"] += 1
+            doc = scale_corpus.document_of(raw, counts)
+            if doc is None:
                 continue
-            if not text.strip():
-                counts["blank"] += 1
-                continue
-            doc = scale_corpus.as_document(text).encode("utf-8")
             digest = hashlib.blake2b(doc, digest_size=16).digest()
             if digest in seen:
                 counts["same_text_as_before"] += 1

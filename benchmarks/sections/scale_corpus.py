@@ -104,6 +104,25 @@ def as_document(text: str) -> str:
     return text.strip() + "\n\n"
 
 
+def document_of(raw: bytes, counts: dict[str, int]) -> bytes | None:
+    """A file's bytes as a document of the corpus (``as_document``), or None when they are
+    not UTF-8 or all white space (counted in ``counts["not_utf8"]`` or ``counts["blank"]``).
+
+        >>> counts = {"not_utf8": 0, "blank": 0}
+        >>> document_of(b" x\\n", counts), document_of(b"\\xff", counts), document_of(b"  ", counts), counts
+        (b'x\\n\\n', None, None, {'not_utf8': 1, 'blank': 1})
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        counts["not_utf8"] += 1
+        return None
+    if not text.strip():
+        counts["blank"] += 1
+        return None
+    return as_document(text).encode("utf-8")
+
+
 def download(package: str, debs: Path) -> Path:
     """The ``.deb`` of ``package`` in ``debs``, fetched with ``apt-get download`` if absent."""
     name = package.split("=", 1)[0]
@@ -153,15 +172,8 @@ def build(deb: Path, out: Path) -> dict:
     prefixes = {k: open(out / f"train-{k}.txt.part", "wb") for k in PREFIXES}
     files: list[tuple[bytes, bytes]] = []  # (order key, document): 1.3 GB held once
     for path, raw in kernel_files(deb):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            counts["not_utf8"] += 1
-            continue
-        if not text.strip():
-            counts["blank"] += 1
-            continue
-        files.append((order_key(path), as_document(text).encode("utf-8")))
+        if (doc := document_of(raw, counts)) is not None:
+            files.append((order_key(path), doc))
     files.sort(key=lambda kf: kf[0])
     for _, data in files:
         counts["kept"] += 1
