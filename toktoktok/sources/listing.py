@@ -212,7 +212,7 @@ def list_source_files(source: Source, *, strict: bool = False,
             elif strict:
                 raise SourceError(f"{file}: {_broken_link(Path(file))}")
             elif skipped is not None:
-                skipped.append({"path": file, "error": _broken_link(Path(file)), "text_read_kept": False})
+                skipped.append({"path": str(file), "error": _broken_link(Path(file)), "text_read_kept": False})
     found.sort()
     files = [Path(file) for file in _unique_real(found)] if not remote else [file for _, file, _ in found]
     if not files and source.include:
