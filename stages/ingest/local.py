@@ -36,7 +36,7 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
     its held-out units and its share of the tally)."""
     held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher, \
-            contextlib.closing(ReadAhead(cfg, [path for _, path in files], on=batcher.fast)) as ahead:
+            contextlib.closing(ReadAhead([path for _, path in files], on=batcher.fast)) as ahead:
         for index, (src, path) in enumerate(files):
             held_before, counted_before = len(heldout), copy.copy(tally)  # the tally's fields are replaced, not changed in place
             data = sent = None
@@ -100,13 +100,13 @@ class ReadAhead:
 
         >>> import tempfile
         >>> d = Path(tempfile.mkdtemp()); _ = (d / "a.txt").write_bytes(b"one"); _ = (d / "b.txt").write_bytes(b"two")
-        >>> with contextlib.closing(ReadAhead(None, [d / "a.txt", d / "b.txt"])) as ahead:
+        >>> with contextlib.closing(ReadAhead([d / "a.txt", d / "b.txt"])) as ahead:
         ...     ahead.next(), ahead.next()
         ((b'one', True), (b'two', True))
     """
 
-    def __init__(self, cfg: Config | None, paths: list[Path], *, on: bool = True) -> None:
-        self.cfg, self.paths = cfg, paths
+    def __init__(self, paths: list[Path], *, on: bool = True) -> None:
+        self.paths = paths
         self.results: collections.deque = collections.deque()
         self.held = 0  # bytes in ``results``
         self.room = threading.Condition()
@@ -118,7 +118,7 @@ class ReadAhead:
     def _read(self) -> None:
         for path in self.paths:
             try:
-                data = whole_file(self.cfg, path)
+                data = whole_file(path)
                 item: tuple[bytes | None, bool | None, BaseException | None] = (
                     data, None if data is None else whole_is_utf8(data), None)
             except BaseException as exc:  # handed to the caller, which decides, in order
@@ -159,7 +159,7 @@ class ReadAhead:
 WHOLE_FILE_BYTES = 1 << 20  # a plain local text file this small is read whole before any of it is counted
 
 
-def whole_file(cfg: Config | None, path: Path) -> bytes | None:
+def whole_file(path: Path) -> bytes | None:
     """A small plain text file's bytes, read whole (None: a file read as it goes).
 
     Read before any of its text is sent, such a file cannot fail half way: the

@@ -140,7 +140,8 @@ def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, 
     A folder of many small files spent most of its time building the reader of
     each file (router, cutter, splitter, windows) for a single window. ``utf8``:
     ``local.whole_is_utf8(data)``, found by the thread that read it."""
-    kind, rule = file_format(path)[0], document_rule(file_format(path)[0], src.documents)
+    kind = file_format(path)[0]
+    rule = document_rule(kind, src.documents)
     sample, cap = sampling.shares_of(share, index)
     deciding = sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
     if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
