@@ -2,9 +2,10 @@
 decoded), numbers, literals, whole values skipped.
 
 Each function takes the bytes ``buf``, their ``words`` (``buf``'s whole
-8-byte words as uint64, so that plain text in strings is passed over a word at
-a time), a position and ``end``, and gives the position after what it read,
-or -1 when it is not sure the bytes are what ``json.loads`` reads them as:
+8-byte words as uint64, so that ``skip_string`` passes over plain text a
+word at a time; ``decode_string``, which copies every byte, goes a byte at a
+time), a position and ``end``, and gives the position after what it read, or
+-1 when it is not sure the bytes are what ``json.loads`` reads them as:
 malformed JSON, invalid UTF-8, a raw control character in a string, an
 escaped key (``skip_string`` with ``keyish``), a lone surrogate escape in a
 decoded string, a number longer than ``MAX_NUMBER``, nesting deeper than the
