@@ -349,6 +349,25 @@ class Splitter:
         return UnitWindow(memoryview(data), ends, start, documents)
 
 
+def row_bounds(data: bytes | memoryview, unit_bound: int, *, cut: bool, breaks: bool,
+               special_tokens: Sequence[str] = ()) -> list[int]:
+    """Where a row's units (``row_parts``) start and end, in its UTF-8 bytes:
+    ``[0, ..., len(data)]``.
+
+        >>> row_bounds(b"aa bb cc", 4, cut=True, breaks=True), row_bounds(b"short", 1024, cut=True, breaks=True)
+        ([0, 2, 5, 8], [0, 5])
+    """
+    if len(data) <= unit_bound:
+        return [0, len(data)]
+    step = grid(unit_bound)
+    cuts: list[int] = []
+    if cut:
+        tokens = tuple(t.encode("utf-8", "surrogatepass") for t in special_tokens if t)
+        array = np.frombuffer(data, dtype=np.uint8)
+        cuts = grid_cuts(array, data, 0, 0, step, ((len(data) - 1) // step) * step, step, breaks, tokens)
+    return [0, *cuts, len(data)]
+
+
 def row_parts(text: str, unit_bound: int, *, cut: bool, breaks: bool,
               special_tokens: Sequence[str] = ()) -> tuple[list[tuple[int, str]], int]:
     """A row's units: ``(offset of the unit's first byte in the row's UTF-8 text,
@@ -364,12 +383,6 @@ def row_parts(text: str, unit_bound: int, *, cut: bool, breaks: bool,
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= unit_bound:
         return [(0, text)], 0
-    step = grid(unit_bound)
-    cuts: list[int] = []
-    if cut:
-        tokens = tuple(t.encode("utf-8", "surrogatepass") for t in special_tokens if t)
-        array = np.frombuffer(data, dtype=np.uint8)
-        cuts = grid_cuts(array, data, 0, 0, step, ((len(data) - 1) // step) * step, step, breaks, tokens)
-    bounds = [0, *cuts, len(data)]
+    bounds = row_bounds(data, unit_bound, cut=cut, breaks=breaks, special_tokens=special_tokens)
     parts = [(a, data[a:b].decode("utf-8", "surrogatepass")) for a, b in zip(bounds, bounds[1:])]
     return parts, sum(b - a > unit_bound for a, b in zip(bounds, bounds[1:]))

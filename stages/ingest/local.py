@@ -25,7 +25,7 @@ from toktoktok.uris import is_remote
 from ..workdir.progress import Progress
 from .batching import Batcher, Workers
 from .chunking import Chunker
-from .routing import UTF8_BOM, Tally, ingest_file, ingest_whole
+from .routing import UTF8_BOM, Tally, WholeFiles, ingest_file
 
 
 def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
@@ -37,20 +37,22 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
     held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher, \
             contextlib.closing(ReadAhead([path for _, path in files], on=batcher.fast)) as ahead:
+        whole = WholeFiles(cfg, share, batcher, tally, progress)
         for index, (src, path) in enumerate(files):
-            held_before, counted_before = len(heldout), copy.copy(tally)  # the tally's fields are replaced, not changed in place
-            data = sent = None
+            held_before, read_before = len(heldout), tally.bytes_read
+            counted_before = data = sent = None
             try:
                 data, utf8 = ahead.next() if batcher.fast else (None, None)
                 batcher.file_start(whole=data is not None)
                 sent = batcher.sent()
-                if data is None or not ingest_whole(cfg, index, src, path, data, batcher, tally, progress, share,
-                                                    utf8=utf8):
+                # a file sent whole changes the tally only once nothing can fail: no copy of it to restore
+                if data is None or not whole.send(index, src, path, data, utf8=utf8):
+                    counted_before = copy.copy(tally)  # the tally's fields are replaced, not changed in place
                     ingest_file(cfg, phase, index, src, path, batcher, heldout, tally, progress, share, held_files,
                                 data=data)
                 batcher.file_done(whole=data is not None)
                 tally.files += 1
-                batcher.text_bytes[index] = tally.bytes_read - counted_before.bytes_read
+                batcher.text_bytes[index] = tally.bytes_read - read_before
             except (SourceError, FileNotFoundError) as exc:
                 if cfg.on_bad_file == "fail":
                     raise SourceError(f"{path}: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
@@ -59,10 +61,11 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
                         raise SourceError(f"{path}: failed after it was read whole: {exc}") from exc
                     batcher.discard(index)  # its counts, written chunk files included
                 del heldout[held_before:], held_files[held_before:]
-                bad = tally.bad_files
-                for f in dataclasses.fields(tally):
-                    setattr(tally, f.name, getattr(counted_before, f.name))
-                tally.bad_files = bad
+                if counted_before is not None:
+                    bad = tally.bad_files
+                    for f in dataclasses.fields(tally):
+                        setattr(tally, f.name, getattr(counted_before, f.name))
+                    tally.bad_files = bad
                 tally.bad_files.append({"path": str(path), "error": str(exc), "text_read_kept": False})
                 batcher.text_bytes[index] = None
                 progress.note(f"skipped bad file {path}: {exc}")
@@ -74,7 +77,7 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
 
 
 def whole_is_utf8(data: bytes) -> bool:
-    """Whether a file read whole is UTF-8 text as ``ingest_whole`` sends it: valid
+    """Whether a file read whole is UTF-8 text as ``WholeFiles`` sends it: valid
     after a UTF-8 byte order mark if any, with no wide byte order mark.
 
         >>> whole_is_utf8(b"\\xef\\xbb\\xbfok"), whole_is_utf8(b"\\xff\\xfeo\\x00"), whole_is_utf8(b"\\xc3")
@@ -134,7 +137,7 @@ class ReadAhead:
 
     def next(self) -> tuple[bytes | None, bool | None]:
         """(the next file's bytes, None if it is not read whole; whether they are UTF-8 as
-        ``ingest_whole`` sends them, found here: the check would cost the caller's thread
+        ``WholeFiles`` sends them, found here: the check would cost the caller's thread
         a pass over every byte)."""
         with self.room:
             while not self.results:

@@ -129,41 +129,58 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 
-def ingest_whole(cfg: Config, index: int, src: Source, path: Path, data: bytes, batcher: Batcher, tally: Tally,
-                 progress: Progress, share: float | sampling.Shares, *, utf8: bool) -> bool:
-    """A small text file read whole (``local.whole_file``) sent as it is, with no
+class WholeFiles:
+    """Small text files read whole (``local.whole_file``) sent as they are, with no
     work per unit, where ``ingest_file`` would do just that: every unit trains (no
     sample, no held-out draw left), the pattern takes bytes as read, the file is
     valid UTF-8 without a wide byte order mark, and no document of it can be over
-    the bound. Counts as ``ingest_txt`` counts them; False: use ``ingest_file``.
+    the bound. Counts as ``ingest_txt`` counts them.
 
     A folder of many small files spent most of its time building the reader of
-    each file (router, cutter, splitter, windows) for a single window. ``utf8``:
-    ``local.whole_is_utf8(data)``, found by the thread that read it."""
-    kind = file_format(path)[0]
-    rule = document_rule(kind, src.documents)
-    sample, cap = sampling.shares_of(share, index)
-    deciding = sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
-    if (deciding or rule not in ("blank-line", "file") or len(data) > units.bound(cfg.working_set_mb)
-            or not _takes_bytes(cfg)):
-        return False
-    if not utf8:
-        return False  # a wide byte order mark, replaced as read, or not text: ``ingest_file`` says which
-    body = readonly_bytes(data)[len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0 :]
-    if kind == TEXT and (why := not_text(data[:SNIFF_BYTES]) if b"\x00" in data[:SNIFF_BYTES] else None):
-        raise SourceError(f"{path}: not a text file ({why})")
-    found = 0
-    if len(body):
-        ends = documents.doc_ends(body, 0, len(body), True) if rule == "blank-line" else np.zeros(0, np.int64)
-        found = len(ends) + (not len(ends) or int(ends[-1]) < len(body))
-        batcher.add([memoryview(body)], src.weight, index)
-    tally.bytes_read += len(data)
-    tally.documents += found
-    tally.units += found
-    tally.kept_documents += found
-    tally.kept_bytes += len(body)
-    progress.update(len(data))
-    return True
+    each file (router, cutter, splitter, windows) for a single window, and then
+    deciding again for each file what is the same for all of them: what the
+    phase and the pattern allow is decided here once.
+    """
+
+    def __init__(self, cfg: Config, share: float | sampling.Shares, batcher: Batcher, tally: Tally,
+                 progress: Progress) -> None:
+        self.cfg, self.share, self.batcher, self.tally, self.progress = cfg, share, batcher, tally, progress
+        self.bound = units.bound(cfg.working_set_mb)
+        self.on = _takes_bytes(cfg)  # else every file goes through ``ingest_file``
+
+    def send(self, index: int, src: Source, path: Path, data: bytes, *, utf8: bool) -> bool:
+        """Send one file read whole; False: use ``ingest_file``. ``utf8``:
+        ``local.whole_is_utf8(data)``, found by the thread that read it."""
+        if not self.on or not utf8 or len(data) > self.bound:  # not utf8: ``ingest_file`` says why
+            return False
+        cfg, tally = self.cfg, self.tally
+        sample, cap = sampling.shares_of(self.share, index)
+        if sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES):
+            return False
+        kind = file_format(path)[0]
+        rule = document_rule(kind, src.documents)
+        if rule not in ("blank-line", "file"):
+            return False
+        if kind == TEXT and data.find(b"\x00", 0, SNIFF_BYTES) >= 0 and (why := not_text(data[:SNIFF_BYTES])):
+            raise SourceError(f"{path}: not a text file ({why})")
+        skip = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+        size = len(data) - skip
+        found = 0
+        if size:
+            body = memoryview(data)[skip:]
+            if rule == "blank-line":
+                ends = documents.doc_ends(readonly_bytes(body), 0, size, True)
+                found = len(ends) + (not len(ends) or int(ends[-1]) < size)
+            else:
+                found = 1
+            self.batcher.add([body], src.weight, index)
+        tally.bytes_read += len(data)
+        tally.documents += found
+        tally.units += found
+        tally.kept_documents += found
+        tally.kept_bytes += size
+        self.progress.update(len(data))
+        return True
 
 
 def _takes_bytes(cfg: Config) -> bool:

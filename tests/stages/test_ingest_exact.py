@@ -39,6 +39,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import random
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -176,11 +177,14 @@ def tiny() -> Iterator[pytest.MonkeyPatch]:
 
 
 def run_ingest(folder: Path, files: Sequence[Path], name: str, specials: Sequence[str],
-               threads: int = 1, custom: str | None = None) -> tuple[Counter[bytes], dict[str, Any], list[Path]]:
+               threads: int = 1, custom: str | None = None,
+               more: dict[str, Any] | None = None) -> tuple[Counter[bytes], dict[str, Any], list[Path]]:
     """Write a config in ``folder``, run the real ingest stage; (summed chunk counts, manifest, chunks).
 
-    ``custom``: a regex given as ``pattern:`` instead of the name (``name`` is then "custom")."""
+    ``custom``: a regex given as ``pattern:`` instead of the name (``name`` is then "custom");
+    ``more``: further top-level settings."""
     doc = {
+        **(more or {}),
         "output": str(folder / "out" / "tok.tiktoken"),
         "threads": threads,
         "heldout_share": 0,
@@ -379,6 +383,48 @@ def test_jsonl_pieces_are_findall_over_each_row(tiny: pytest.MonkeyPatch, name: 
         folder = Path(tmp)
         counts, manifest, _ = run_ingest(folder, [write_jsonl(folder, docs, ensure_ascii)], name, specials)
     check(counts, manifest, want, len(docs))
+
+
+def _long_row(seed: int, size: int, lines: int) -> str:
+    """About ``size`` characters of fragments, a line break before about one in ``lines``
+    of them: rows long enough to be several units, with safe places near or far apart."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    while sum(map(len, out)) < size:
+        out.append(("\n" if rng.randrange(lines) == 0 else "") + rng.choice(FRAGMENTS))
+    return "".join(out)
+
+
+long_row = st.builds(_long_row, st.integers(0, 2**32), st.integers(0, 6000), st.integers(1, 4))
+
+
+@pytest.mark.parametrize("name", TXT_SPLIT_EXACT)  # the patterns that take bytes as read
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(st.one_of(long_row, document), max_size=5), ensure_ascii=st.booleans(),
+       s=st.fixed_dictionaries({"block_chars": st.integers(1, 17), "part_chars": st.integers(1, 400),
+                                "batch": st.integers(1, 400), "chunk": st.integers(1, 1200)}))
+def test_long_rows_sent_as_bytes_count_as_the_row_path(tiny: pytest.MonkeyPatch, name: str, docs: list[str],
+                                                      s: dict[str, int], ensure_ascii: bool) -> None:
+    """A row too long for one unit and one part, trained whole, goes to the scanner as its
+    bytes cut at safe places (``table_rows._long_row``): the pieces, and every count of
+    the manifest (units, units over the bound, kept documents and bytes), are those of
+    the row path (``routing.route_row``), which decodes the row and feeds the cutter
+    (the number of chunk files aside: it follows the batches).
+    A working set of 1 MB makes the unit bound 1,638 bytes: long rows are several units."""
+    _set_sizes(tiny, s)
+    want = findall_counts(docs, name, ())
+    runs = []
+    for as_bytes in (True, False):
+        with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+            if not as_bytes:
+                mp.setattr(table_rows, "_long_row", lambda *args: False)
+            folder = Path(tmp)
+            counts, manifest, _ = run_ingest(folder, [write_jsonl(folder, docs, ensure_ascii)], name, (),
+                                             more={"working_set_mb": 1})
+            assert manifest["sample"]["share"] == 1.0
+            check(counts, manifest, want, len(docs))
+            runs.append({k: v for k, v in manifest["counts"].items() if k != "chunks"})  # files, as batches fall
+    assert runs[0] == runs[1]
 
 
 # ------------------------------------------------------------ real text
