@@ -13,19 +13,19 @@ import os
 import threading
 from pathlib import Path
 
-from toktoktok import documents
-from toktoktok.config import Config, Phase
+from toktoktok import documents, sampling, units
+from toktoktok.config import Config, Phase, Source
 from toktoktok.kernel_args import readonly_bytes
 from toktoktok.pretokenize import PartCutter
-from toktoktok.sources import TEXT, SourceError, file_format
-from toktoktok.sources.decoding import WIDE_BOMS
+from toktoktok.sources import TEXT, SourceError, document_rule, file_format
+from toktoktok.sources.decoding import SNIFF_BYTES, WIDE_BOMS, not_text
 from toktoktok.sources.reads import cannot_read
 from toktoktok.uris import is_remote
 
 from ..workdir.progress import Progress
 from .batching import Batcher, Workers
 from .chunking import Chunker
-from .routing import UTF8_BOM, Tally, WholeFiles, ingest_file
+from .routing import UTF8_BOM, Tally, deciding, ingest_file, takes_bytes
 
 
 def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Tally, heldout: list[str],
@@ -74,6 +74,60 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
         batcher.drain()
     return batcher
 
+
+
+class WholeFiles:
+    """Small text files read whole (``local.whole_file``) sent as they are, with no
+    work per unit, where ``ingest_file`` would do just that: every unit trains (no
+    sample, no held-out draw left), the pattern takes bytes as read, the file is
+    valid UTF-8 without a wide byte order mark, and no document of it can be over
+    the bound. Counts as ``ingest_txt`` counts them.
+
+    A folder of many small files spent most of its time building the reader of
+    each file (router, cutter, splitter, windows) for a single window, and then
+    deciding again for each file what is the same for all of them: what the
+    phase and the pattern allow is decided here once.
+    """
+
+    def __init__(self, cfg: Config, share: float | sampling.Shares, batcher: Batcher, tally: Tally,
+                 progress: Progress) -> None:
+        self.cfg, self.share, self.batcher, self.tally, self.progress = cfg, share, batcher, tally, progress
+        self.bound = units.bound(cfg.working_set_mb)
+        self.on = takes_bytes(cfg)  # else every file goes through ``ingest_file``
+
+    def send(self, index: int, src: Source, path: Path, data: bytes, *, utf8: bool) -> bool:
+        """Send one file read whole; False: use ``ingest_file``. ``utf8``:
+        ``local.whole_is_utf8(data)``, found by the thread that read it."""
+        if not self.on or not utf8 or len(data) > self.bound:  # not utf8: ``ingest_file`` says why
+            return False
+        cfg, tally = self.cfg, self.tally
+        sample, cap = sampling.shares_of(self.share, index)
+        if deciding(cfg, sample, cap, tally):
+            return False
+        kind = file_format(path)[0]
+        rule = document_rule(kind, src.documents)
+        if rule not in ("blank-line", "file"):
+            return False
+        if kind == TEXT and data.find(b"\x00", 0, SNIFF_BYTES) >= 0 and (why := not_text(data[:SNIFF_BYTES])):
+            raise SourceError(f"{path}: not a text file ({why})")
+        skip = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+        size = len(data) - skip
+        found = 0
+        if size:
+            body = memoryview(data)[skip:]
+            if rule == "blank-line":
+                ends = documents.doc_ends(readonly_bytes(body), 0, size, True)
+                found = len(ends) + (not len(ends) or int(ends[-1]) < size)
+            else:
+                found = 1
+            self.batcher.add([body], src.weight, index)
+        tally.bytes_read += len(data)
+        tally.documents += found
+        tally.units += found
+        tally.kept_documents += found
+        tally.kept_bytes += size
+        self.progress.update(len(data))
+        return True
 
 
 def whole_is_utf8(data: bytes) -> bool:

@@ -19,7 +19,6 @@ from toktoktok.pretokenize import PartCutter
 from toktoktok.sources import (
     TEXT,
     ReadStats,
-    SourceError,
     TxtWindow,
     Utf8Decoder,
     document_rule,
@@ -27,7 +26,6 @@ from toktoktok.sources import (
     iter_txt_windows,
     open_binary,
 )
-from toktoktok.sources.decoding import SNIFF_BYTES, not_text
 
 from ..workdir.progress import Progress
 from .batching import Batcher, has_scanner
@@ -129,61 +127,13 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
 
 
 
-class WholeFiles:
-    """Small text files read whole (``local.whole_file``) sent as they are, with no
-    work per unit, where ``ingest_file`` would do just that: every unit trains (no
-    sample, no held-out draw left), the pattern takes bytes as read, the file is
-    valid UTF-8 without a wide byte order mark, and no document of it can be over
-    the bound. Counts as ``ingest_txt`` counts them.
-
-    A folder of many small files spent most of its time building the reader of
-    each file (router, cutter, splitter, windows) for a single window, and then
-    deciding again for each file what is the same for all of them: what the
-    phase and the pattern allow is decided here once.
-    """
-
-    def __init__(self, cfg: Config, share: float | sampling.Shares, batcher: Batcher, tally: Tally,
-                 progress: Progress) -> None:
-        self.cfg, self.share, self.batcher, self.tally, self.progress = cfg, share, batcher, tally, progress
-        self.bound = units.bound(cfg.working_set_mb)
-        self.on = _takes_bytes(cfg)  # else every file goes through ``ingest_file``
-
-    def send(self, index: int, src: Source, path: Path, data: bytes, *, utf8: bool) -> bool:
-        """Send one file read whole; False: use ``ingest_file``. ``utf8``:
-        ``local.whole_is_utf8(data)``, found by the thread that read it."""
-        if not self.on or not utf8 or len(data) > self.bound:  # not utf8: ``ingest_file`` says why
-            return False
-        cfg, tally = self.cfg, self.tally
-        sample, cap = sampling.shares_of(self.share, index)
-        if sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES):
-            return False
-        kind = file_format(path)[0]
-        rule = document_rule(kind, src.documents)
-        if rule not in ("blank-line", "file"):
-            return False
-        if kind == TEXT and data.find(b"\x00", 0, SNIFF_BYTES) >= 0 and (why := not_text(data[:SNIFF_BYTES])):
-            raise SourceError(f"{path}: not a text file ({why})")
-        skip = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
-        size = len(data) - skip
-        found = 0
-        if size:
-            body = memoryview(data)[skip:]
-            if rule == "blank-line":
-                ends = documents.doc_ends(readonly_bytes(body), 0, size, True)
-                found = len(ends) + (not len(ends) or int(ends[-1]) < size)
-            else:
-                found = 1
-            self.batcher.add([body], src.weight, index)
-        tally.bytes_read += len(data)
-        tally.documents += found
-        tally.units += found
-        tally.kept_documents += found
-        tally.kept_bytes += size
-        self.progress.update(len(data))
-        return True
+def deciding(cfg: Config, sample: float, cap: float, tally: Tally) -> bool:
+    """Whether a unit of a file with these sample and cap shares could be anything
+    but trained on now (``Router.deciding``)."""
+    return sample < 1 or cap < 1 or (cfg.heldout_share > 0 and tally.heldout_bytes < HELDOUT_CAP_BYTES)
 
 
-def _takes_bytes(cfg: Config) -> bool:
+def takes_bytes(cfg: Config) -> bool:
     """``Router.bytes_ok``: training bytes may go to the scanner as read."""
     return (has_scanner(cfg.pattern) and bool(cfg.pattern.cut_at_safe_places)
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
@@ -241,13 +191,13 @@ class Router:
         self.held_keys: list[tuple[int, int]] = []  # each held-out unit's (offset, row)
         # Training bytes may go to the scanner as they were read (``train_bytes``):
         # they need a safe place to cut them that a special token cannot straddle.
-        self.bytes_ok = _takes_bytes(cfg)
+        self.bytes_ok = takes_bytes(cfg)
         self.carry = b""  # training bytes after the last safe place, not sent yet
         self.decoder: Utf8Decoder | None = None  # the file's (.txt), set by ingest_txt
 
     def deciding(self) -> bool:
         """Whether a unit could be anything but trained on now."""
-        return self.share < 1 or self.cap < 1 or (self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES)
+        return deciding(self.cfg, self.share, self.cap, self.tally)
 
     def keep(self, offsets: np.ndarray, row: int | np.ndarray = 0) -> np.ndarray:
         """Whether the phase's sample and the source's cap both keep the units
