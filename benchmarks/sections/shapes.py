@@ -156,11 +156,11 @@ def shapes_of(root: Path, facts: dict, reader: Reader) -> list[Shape]:
         Shape("jsonl", "one `.jsonl`, one object a line (`text`, `path`)", {"file": str(f["jsonl"])},
               ("read", [f["jsonl"]], read + "; `json.loads` is not a limit"), True),
         Shape("jsonl.gz", "one `.jsonl.gz` (level 6)", {"file": str(f["jsonl.gz"])},
-              ("gzip", [f["jsonl.gz"]], "`gzip` decompresses it"), True),
+              ("gzip", [f["jsonl.gz"]], "ISA-L's `igzip` decompresses it"), True),
         Shape("jsonl.zst", "one `.jsonl.zst` (level 3)", {"file": str(f["jsonl.zst"])},
               ("zstd", [f["jsonl.zst"]], "`zstandard` decompresses it"), True),
         Shape("txt.gz", "the one `.txt` as `.txt.gz` (level 6)", {"file": str(f["txt.gz"])},
-              ("gzip", [f["txt.gz"]], "`gzip` decompresses it"), False),
+              ("gzip", [f["txt.gz"]], "ISA-L's `igzip` decompresses it"), False),
         Shape("txt.zst", "the one `.txt` as `.txt.zst` (level 3)", {"file": str(f["txt.zst"])},
               ("zstd", [f["txt.zst"]], "`zstandard` decompresses it"), False),
     ]
