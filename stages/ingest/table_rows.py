@@ -136,7 +136,7 @@ def is_plain(batch: RowBatch, cfg: Config) -> bool:
     if not has_scanner(cfg.pattern):
         return False
     text = batch.data[batch.offsets[0] : batch.offsets[-1]]
-    if not documents.valid_utf8(readonly(text)):
+    if not batch.valid and not documents.valid_utf8(readonly(text)):
         return False
     if cfg.special_tokens:
         raw = text.tobytes()

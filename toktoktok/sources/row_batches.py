@@ -48,6 +48,7 @@ class RowBatch:
     first_row: int = 0  # the first row's number in the file
     starts: np.ndarray | None = None  # jsonl: each line's byte offset in the file (then rows count 0)
     owner: Any = field(default=None, repr=False)  # what holds the buffers
+    valid: bool = False  # True: ``data`` is valid UTF-8 for sure (JSON lines: decoded so); False: not known
 
     @property
     def rows(self) -> int:
@@ -138,9 +139,10 @@ def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
             if cut < 0:
                 carry += chunk
                 continue
-            buf = carry + chunk[: cut + 1] if carry else chunk[: cut + 1]
-            yield _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
-            at, line = at + len(buf), line + buf.count(b"\n")
+            buf = carry + chunk[: cut + 1] if carry else memoryview(chunk)[: cut + 1]  # a view: no copy
+            batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
+            at, line = at + len(buf), line + len(batch.starts)  # a line each, blank ones too: buf ends with one
+            yield batch
             carry = chunk[cut + 1 :]
         if carry:
             yield _jsonl_batch(carry, column, path, at, line, stats, jsonl_documents)
@@ -148,9 +150,10 @@ def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
         raise cannot_read(path, exc) from exc
 
 
-def _jsonl_batch(buf: bytes, column: str, path: Path, at: int, line: int, stats: ReadStats, read: Any) -> RowBatch:
+def _jsonl_batch(buf: bytes | memoryview, column: str, path: Path, at: int, line: int, stats: ReadStats, read: Any) -> RowBatch:
     data, offsets, starts, present = read(buf, column, path=path, first_line=line, at_file_start=at == 0, stats=stats)
-    return RowBatch(data, offsets.astype(np.int64), present, starts=starts + at, owner=buf)
+    # valid: decoded by the scanner, which checks every byte, or encoded by Python
+    return RowBatch(data, offsets.astype(np.int64), present, starts=starts + at, owner=buf, valid=True)
 
 
 def _parquet_batches(path: Path, column: str, batch_bytes: int) -> Iterator[RowBatch]:
