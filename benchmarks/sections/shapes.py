@@ -123,7 +123,7 @@ def shapes_of(root: Path, facts: dict, reader: Reader) -> list[Shape]:
     f = {name: root / rel for name, rel in shapes_corpus.SHAPE_FILES.items()}
     files, parts = f"{facts['files']:,}", sorted((f["parquet-folder"]).glob("*.parquet"))
     shards = sorted(f["datasets"].glob("data-*.arrow"))
-    read, pyarrow = "plain read of the file (`os.read`, 1 MiB blocks)", "pyarrow reads the `text` column whole"
+    read, pyarrow = "plain read of the file (`os.read`, 1 MiB blocks)", "pyarrow streams the `text` column"
     whole = {"documents": "file"} if reader.documents else {}
     if reader.suffixes:
         globs = [f"**/*{s}" for s in scale_corpus.SUFFIXES] + list(scale_corpus.NAMES)
@@ -154,7 +154,7 @@ def shapes_of(root: Path, facts: dict, reader: Reader) -> list[Shape]:
               {"path": str(f["datasets"]), "include": ["data-*.arrow"]},
               ("arrow", shards, "pyarrow reads every stream file whole"), True),
         Shape("jsonl", "one `.jsonl`, one object a line (`text`, `path`)", {"file": str(f["jsonl"])},
-              ("read", [f["jsonl"]], read + "; `json.loads` is not a limit"), True),
+              ("jsonl", [f["jsonl"]], "toktoktok's JSON lines reader (one thread)"), True),
         Shape("jsonl.gz", "one `.jsonl.gz` (level 6)", {"file": str(f["jsonl.gz"])},
               ("gzip", [f["jsonl.gz"]], "ISA-L's `igzip` decompresses it"), True),
         Shape("jsonl.zst", "one `.jsonl.zst` (level 3)", {"file": str(f["jsonl.zst"])},
@@ -345,9 +345,11 @@ def report(args: argparse.Namespace, facts: dict, run: dict, shapes: list[Shape]
         if kind == "files":
             extra = (f" (listing {num(r.limit('list_seconds'), 3)} s, open/read/close "
                      f"{num(r.limit('read_seconds'), 3)} s)")
+        held = r.limit("held_mb")
         lrows.append([s.name, what + extra, num(seconds, 3),
                       num(lbytes / MB / seconds if lbytes and seconds else None, 0), ratio(seconds, stage),
-                      ratio(seconds, wall)])
+                      ratio(seconds, wall), num(held, 0) if held is not None else "",
+                      num(base.med("peak_mb") + held, 0) if held is not None and base.med("peak_mb") else ""])
     slice_note = (f"the first {facts['bytes'] / MB:,.1f} MB of it (`--mb {args.mb:g}`: a slice for a quick run, "
                   "not the full corpus; at this size a process's fixed part, start-up and numba's cache load, is "
                   "much of its wall)" if args.mb else "all of it")
@@ -381,8 +383,15 @@ def report(args: argparse.Namespace, facts: dict, run: dict, shapes: list[Shape]
         "Measured in the same run, right after each ingest (so the page cache is as the ingest left it), by "
         "`benchmarks/sections/shapes_probe.py` as a process of its own, timed around the reading alone, no "
         "tokenizing; medians. MB/s: text (or decompressed) bytes ÷ seconds; then the limit's seconds ÷ the shape's "
-        "ingest stage seconds (the manifest's, as above) and ÷ its ingest wall.", "",
-        md_table(["shape", "limit", "s", "MB/s", "÷ stage s", "÷ ingest s"], lrows), "",
+        "ingest stage seconds (the manifest's, as above) and ÷ its ingest wall. held MB (parquet): how far the "
+        "probe's own peak RSS rose while pyarrow streamed the column, a batch of about 2 MiB of text at a time as "
+        "ingest reads it: the memory pyarrow's reader holds (no less with 64-row write batches or without "
+        "dictionary pages, tried on a slice of this file; more with 1,000-row groups); + one `.txt` peak: that added to the one `.txt` run's peak, "
+        "the least a parquet ingest can hold with the rest of ingest as it is for a `.txt`. The JSON lines "
+        "reader's seconds are CPU time on top of counting: with both cores counting, they add about half "
+        "themselves to the wall.", "",
+        md_table(["shape", "limit", "s", "MB/s", "÷ stage s", "÷ ingest s", "held MB", "+ one `.txt` peak"],
+                 lrows), "",
         "### Do the inventories agree?", "",
         "Each ingest's chunk tables of the first repetition, summed piece by piece (the distinct pieces and "
         f"their counts), compared with the `{reference(shapes, results)}` shape's. " + verdict(shapes, results, agree)

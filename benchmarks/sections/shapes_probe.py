@@ -11,8 +11,14 @@ Limits (``KIND``), each timed around the reading alone, no tokenizing:
   one untimed pass, so the page cache is warm);
 - ``files``: every file under a folder: listing it (``os.scandir``, names in
   order), then ``os.open``/``read``/``close`` of each (one untimed pass first);
-- ``parquet``: ``pyarrow.parquet.read_table(path, columns=["text"])``, whole
-  (after reading the first row group untimed);
+- ``parquet``: the ``text`` column streamed as toktoktok reads it
+  (``ParquetFile(buffer_size=64 KiB, pre_buffer=False).iter_batches``, one
+  thread, about 2 MiB of text a batch; the files read once untimed), and
+  ``held_mb``: how far the probe's peak RSS (``ru_maxrss``, a process of its
+  own) rose while streaming: what pyarrow holds to read the column;
+- ``jsonl``: toktoktok's JSON lines reader (``iter_jsonl_batches``: the numba
+  scanner that finds each line's field and decodes its escapes), one thread
+  (the file read once and numba's code loaded, untimed);
 - ``arrow``: an Arrow IPC file or stream read whole (``pa.OSFile``, no memory map);
 - ``gzip``, ``zstd``: decompressed to nowhere in 1 MiB blocks (ISA-L's
   ``isal.igzip``, else ``gzip``; ``zstandard``: the libraries toktoktok reads
@@ -38,6 +44,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -74,7 +81,7 @@ def listing(folder: str) -> list[str]:
     return found
 
 
-def column_bytes(table) -> int:  # noqa: ANN001 - a pyarrow Table
+def column_bytes(table) -> int:  # noqa: ANN001 - a pyarrow Table or RecordBatch
     import pyarrow.compute as pc
 
     return int(pc.sum(pc.binary_length(table.column("text"))).as_py() or 0)
@@ -95,18 +102,26 @@ def limit(kind: str, paths: list[str]) -> dict[str, float]:
         done = time.perf_counter()
         return {"bytes": nbytes, "files": len(names), "list_seconds": listed - started,
                 "read_seconds": done - listed, "seconds": done - started}
-    if kind in ("parquet", "arrow"):
+    if kind == "parquet":
+        return parquet_stream(paths)
+    if kind == "jsonl":
+        from toktoktok.sources import ReadStats
+        from toktoktok.sources.row_batches import iter_jsonl_batches
+
+        read_files(paths)
+        with tempfile.TemporaryDirectory() as tmp:  # numba's cache loaded once, untimed
+            (warm := Path(tmp) / "warm.jsonl").write_text('{"text": "a\\tb"}\n')
+            list(iter_jsonl_batches(warm, "text", ReadStats()))
+        total, started = 0, time.perf_counter()
+        for path in paths:
+            total += sum(batch.text_bytes() for batch in iter_jsonl_batches(Path(path), "text", ReadStats()))
+        return {"bytes": total, "seconds": time.perf_counter() - started}
+    if kind == "arrow":
         import pyarrow as pa
         import pyarrow.ipc as ipc
-        import pyarrow.parquet as pq
 
-        if kind == "parquet":  # its first read sets up pyarrow's readers and codecs: a cost paid once, not per byte
-            pq.ParquetFile(paths[0]).read_row_group(0, columns=["text"])
         tables, started = [], time.perf_counter()
         for path in paths:
-            if kind == "parquet":
-                tables.append(pq.read_table(path, columns=["text"]))
-                continue
             with open(path, "rb") as fh:
                 is_file = fh.read(6) == b"ARROW1"
             with pa.OSFile(path) as source:
@@ -124,7 +139,28 @@ def limit(kind: str, paths: list[str]) -> dict[str, float]:
                     while block := reader.read(BLOCK):
                         total += len(block)
         return {"bytes": total, "seconds": time.perf_counter() - started}
-    raise SystemExit(f"unknown limit {kind!r} (read, files, parquet, arrow, gzip, zstd)")
+    raise SystemExit(f"unknown limit {kind!r} (read, files, parquet, jsonl, arrow, gzip, zstd)")
+
+
+def parquet_stream(paths: list[str]) -> dict[str, float]:
+    """The ``parquet`` limit: the text column streamed, its seconds and the memory it held."""
+    import resource
+
+    import pyarrow.parquet as pq
+
+    read_files(paths)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    total, started = 0, time.perf_counter()
+    for path in paths:
+        with pq.ParquetFile(path, buffer_size=1 << 16, pre_buffer=False) as pf:
+            meta = pf.metadata
+            size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+            rows = max(1, int((2 << 20) * meta.num_rows / max(size, 1)))
+            for batch in pf.iter_batches(batch_size=rows, columns=["text"], use_threads=False):
+                total += column_bytes(batch)
+    seconds = time.perf_counter() - started
+    held = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    return {"bytes": total, "seconds": seconds, "held_mb": held}
 
 
 def inventory(folder: Path, out: Path) -> dict[str, object]:
