@@ -106,7 +106,8 @@ def meta_document(cfg: Config, vocab: Vocab, specials: dict[str, int], train_man
     return {
         "format": META_FORMAT,
         "name": cfg.output.name.removesuffix(".tiktoken"),
-        "pattern": {"name": cfg.pattern.name, "tiktoken": cfg.pattern.tiktoken, "python": cfg.pattern.python},
+        "pattern": {"name": cfg.tokenizer_pattern.name, "tiktoken": cfg.tokenizer_pattern.tiktoken,
+                    "python": cfg.tokenizer_pattern.python},
         "special_tokens": specials,
         "vocab_size": vocab_size(vocab, specials),
         "mergeable_ranks": vocab.count(),
@@ -294,7 +295,7 @@ def build(work: Work, *, key: str, progress: Progress) -> Built:
         hf_folder = staged / hf_dir(cfg).name
         hf = cfg.hf or HfSettings()
         roles = hf_roles(specials, hf.roles)
-        write_hf(hf_folder, vocab.ranks(), specials, cfg.pattern.tiktoken, roles=roles,
+        write_hf(hf_folder, vocab.ranks(), specials, cfg.tokenizer_pattern.tiktoken, roles=roles,
                  model_max_length=hf.model_max_length, chat_template=hf.chat_template)
         hf_manifest = {"folder": str(hf_dir(cfg)),
                        "roles": {role: {"token": token, "id": specials[token]} for role, token in roles.items()},

@@ -75,6 +75,8 @@ def _phase_document(phase: Phase, entry: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"name": phase.name}
     if not phase.gets_rest:
         out["merges"] = phase.merges
+    if phase.pattern is not None:  # its own, as written: a name, or the regex
+        out["pattern"] = phase.pattern.name if phase.pattern.name != "custom" else phase.pattern.tiktoken
     out["sources"] = []
     for src, raw in zip(phase.sources, entry["sources"]):
         source = {"path" if src.is_dir else "file": raw.pop("path")}
@@ -126,7 +128,8 @@ def phase_plan(work: Work, phase: Phase) -> dict[str, Any]:
     capped = sum(s["kept_text_bytes"] for s in sources) if sources else text  # the text the caps keep
     kept = min(capped, capacity)  # share * capped, when sampled
     return {
-        "name": phase.name, "slug": phase.slug, "merges": phase.merges, "gets_rest": phase.gets_rest, "files": files,
+        "name": phase.name, "slug": phase.slug, "merges": phase.merges, "gets_rest": phase.gets_rest,
+        "pattern": cfg.pattern_of(phase).name, "files": files,
         **({"sources": sources, "capped_text_bytes": capped} if sources else {}),
         "size_bytes": sum(f["size_bytes"] for f in files), "text_bytes": text,
         "capacity_bytes": capacity, "sampled": share < 1, "share": share, "kept_text_bytes": kept,
@@ -196,7 +199,9 @@ def render_ids(plan: dict[str, Any]) -> list[str]:
 def _render_phase(p: dict[str, Any], number: int, count: int, working_set_mb: int) -> list[str]:
     """The lines of one phase: a table of its files, then totals, sample and memory."""
     rest = " (the rest of vocab_size)" if p["gets_rest"] else ""
+    last = " (the tokenizer's: the last phase's)" if number == count else ""
     lines = [f"phase {number} of {count}: {p['name']} ({p['slug']}), {p['merges']} merges{rest}",
+             f"  pattern: {p['pattern']}{last}",
              f"  {'format':<9} {'on disk':>9} {'text':>9}  {'documents':<10}  file"]
     for f in p["files"]:
         text = human(f["text_bytes"]) if f["text_bytes"] is not None else "unreadable (skipped)"

@@ -27,6 +27,7 @@ the bottleneck. ``engine`` chooses the local engine or Ray's.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -87,6 +88,7 @@ def engine(cfg: Config) -> Callable[..., Batcher]:
 def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
     """Ingest one phase unless its artifacts are current; returns its manifest."""
     cfg, folder = work.cfg, work.ingest(phase)
+    cfg = dataclasses.replace(cfg, pattern=cfg.pattern_of(phase))  # the engines count with the phase's pattern
     started = time.perf_counter()
     inputs = folder.inputs()
     files, fingerprints, sizes, share = inputs.files, inputs.fingerprints, inputs.sizes, inputs.share

@@ -74,7 +74,7 @@ def build_report(work: Work, *, meta: dict[str, Any], export_seconds: float | No
         "name": split_name(cfg.output)[1],
         "output": str(cfg.output),
         "config_fingerprint": meta.get("config_fingerprint"),
-        "pattern": cfg.pattern.name,
+        "pattern": cfg.tokenizer_pattern.name,
         "seed": cfg.seed,
         "heldout_share": cfg.heldout_share,
         "vocab": {
@@ -122,6 +122,7 @@ def _phase_entry(cfg: Config, phase, domain: Domain, growth: Growth, start: int,
     return {
         "name": phase.name,
         "slug": phase.slug,
+        "pattern": cfg.pattern_of(phase).name,  # its columns are measured with it (``Growth.pattern_at``)
         "files": ic.get("files"),
         "documents": ic.get("documents"),
         "bytes_read": ic.get("bytes_read"),

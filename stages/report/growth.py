@@ -16,6 +16,7 @@ import pyarrow as pa
 import tiktoken
 
 from toktoktok.config import Config
+from toktoktok.patterns import Pattern
 from toktoktok.vocab import BYTE_ORDER
 
 from .. import workdir
@@ -54,17 +55,33 @@ class Growth:
 
     def encoding(self, new_tokens: int | None) -> tiktoken.Encoding:
         """A tiktoken Encoding (no special tokens) of the base and the first
-        ``new_tokens`` learned tokens (None: the 256 bytes only). The final
+        ``new_tokens`` learned tokens (None: the 256 bytes only), with the
+        pattern of the phase those tokens end in (``pattern_at``). The final
         vocabulary's, which the table, the curve and the usage count all
         measure with, is built once, not three times (building an Encoding of a
         large vocabulary takes time)."""
+        pattern = self.pattern_at(new_tokens).tiktoken
         if new_tokens is None:
-            return _encoding("report-bytes", _bytes_ranks(), self.cfg)
+            return _encoding("report-bytes", _bytes_ranks(), pattern)
         if new_tokens < len(self.new):
-            return _encoding("report", self.ranks(new_tokens), self.cfg)
+            return _encoding("report", self.ranks(new_tokens), pattern)
         if self._final is None:
-            self._final = _encoding("report-final", self.ranks(new_tokens), self.cfg)
+            self._final = _encoding("report-final", self.ranks(new_tokens), pattern)
         return self._final
+
+    def pattern_at(self, new_tokens: int | None) -> Pattern:
+        """The pattern text is cut with once the first ``new_tokens`` learned tokens
+        exist: that of the phase that learned the last of them (its own, or the
+        config's), the first phase's before any (the base), the tokenizer's at the end."""
+        phases = self.cfg.phases
+        if new_tokens is not None and new_tokens >= len(self.new):
+            return self.cfg.tokenizer_pattern
+        if new_tokens is None or new_tokens <= 0:
+            return self.cfg.pattern_of(phases[0])
+        for phase, (_, end) in zip(phases, self.phase_new):
+            if new_tokens <= end:
+                return self.cfg.pattern_of(phase)
+        return self.cfg.tokenizer_pattern
 
     @functools.cached_property
     def by_rank(self) -> dict[int, bytes]:
@@ -79,8 +96,8 @@ def base_label(cfg: Config) -> str | None:
     return "hardcoded merges" if cfg.hardcoded_merges else None
 
 
-def _encoding(name: str, ranks: dict[bytes, int], cfg: Config) -> tiktoken.Encoding:
-    return tiktoken.Encoding(name=name, pat_str=cfg.pattern.tiktoken, mergeable_ranks=ranks, special_tokens={})
+def _encoding(name: str, ranks: dict[bytes, int], pattern: str) -> tiktoken.Encoding:
+    return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
 
 
 def _bytes_ranks() -> dict[bytes, int]:

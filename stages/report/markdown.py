@@ -20,6 +20,11 @@ def render_markdown(doc: dict[str, Any], *, png: str | None) -> str:
             + (f" = {v['vocab_size']:,} ids" if v["vocab_size"] is not None else "")
             + f"; base: {base}; pattern `{doc['pattern']}`; heldout_share {doc['heldout_share']}, seed {doc['seed']}.",
             ""]
+    if any(p.get("pattern", doc["pattern"]) != doc["pattern"] for p in doc["phases"]):
+        own = ", ".join(f"{p['name']} `{p['pattern']}`" for p in doc["phases"])
+        out += [f"Each phase counted its pieces with its own pattern ({own}): a column \"after\" a phase "
+                f"encodes the held-out text with that phase's pattern, the base column with the first phase's, "
+                f"the final vocabulary with the tokenizer's (`{doc['pattern']}`, the last phase's).", ""]
     out += _md_phases(doc) + [""] + _md_compression(doc) + [""] + _md_curve(doc, png) + [""] + _md_timings(doc)
     for phase in doc["phases"]:
         out += [""] + _md_phase_tokens(phase)

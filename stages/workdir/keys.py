@@ -49,9 +49,9 @@ def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0, caps: tuple[f
         "choice_rule": sampling.RULE,  # of the sample and of the held-out documents
         "stage": "ingest",
         "phase": phase.slug,
-        "pattern": cfg.pattern.python,
-        "cut_at_safe_places": cfg.pattern.cut_at_safe_places,
-        "cut_at_spaces": cfg.pattern.cut_at_spaces,
+        "pattern": cfg.pattern_of(phase).python,
+        "cut_at_safe_places": cfg.pattern_of(phase).cut_at_safe_places,
+        "cut_at_spaces": cfg.pattern_of(phase).cut_at_spaces,
         "special_tokens": list(cfg.special_tokens),
         "seed": cfg.seed,
         "heldout_share": cfg.heldout_share,
@@ -100,7 +100,7 @@ def export_settings(cfg: Config, base: dict[str, Any]) -> dict[str, Any]:
         "base": base,
         "special_tokens": list(cfg.special_tokens),
         "pad_to_multiple_of": cfg.pad_to_multiple_of,
-        "pattern": cfg.pattern.tiktoken,
+        "pattern": cfg.tokenizer_pattern.tiktoken,
         "output": str(cfg.output),
         "fingerprint": config_fingerprint(cfg),
     }

@@ -52,6 +52,8 @@ class Phase:
     index: int  # 1-based position in the config
     slug: str  # e.g. "01-english-general"
     gets_rest: bool = False  # left ``merges:`` out: it gets the rest of ``vocab_size``
+    # the phase's own ``pattern:`` (None: the config's); left out of the fingerprint when None
+    pattern: Pattern | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,15 @@ class Config:
     ray: RayOptions = field(default_factory=RayOptions)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
+    def pattern_of(self, phase: Phase) -> Pattern:
+        """The pattern ``phase`` counts its pieces with: its own, else the config's."""
+        return phase.pattern if phase.pattern is not None else self.pattern
+
+    @property
+    def tokenizer_pattern(self) -> Pattern:
+        """The finished tokenizer's pattern: its last phase's (the one tiktoken runs)."""
+        return self.pattern_of(self.phases[-1])
+
 
 # --------------------------------------------------------------------------
 # Keys and bounds
@@ -119,7 +130,7 @@ TOP_KEYS = (
     "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s", "vocab_size", "hf",
     "engine", "ray",
 )  # fmt: skip
-PHASE_KEYS = ("name", "merges", "sources")
+PHASE_KEYS = ("name", "merges", "sources", "pattern")
 SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude", "documents", "max_bytes")
 DOCUMENT_RULES = ("file", "blank-line", "line")  # and {split_on: STRING}, held as SPLIT_ON + STRING
 SPLIT_ON = "split-on:"

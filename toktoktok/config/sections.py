@@ -190,7 +190,10 @@ def _phase(ctx: Context, path: KeyPath, raw: Any, index: int, merges_optional: b
     raw_sources = require(ctx, entry, path, "sources")
     raw_sources = sequence(ctx, sources_path, raw_sources, "a non-empty list of sources", non_empty=True)
     sources = tuple(_source(ctx, sources_path + (i,), s) for i, s in enumerate(raw_sources))
-    return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}", gets_rest=merges is None)
+    # a phase's own pattern (None: the top-level one); null given is the same as left out
+    pattern = validate_pattern(ctx, entry["pattern"], path + ("pattern",)) if entry.get("pattern") is not None else None
+    return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}", gets_rest=merges is None,
+                 pattern=pattern)
 
 
 def validate_phases(ctx: Context, raw: Any, merges_optional: bool) -> tuple[Phase, ...]:
@@ -334,25 +337,26 @@ def check_hf_chat_template(ctx: Context, hf: HfSettings | None) -> tuple[str, ..
     return ()
 
 
-def validate_pattern(ctx: Context, raw: Any) -> Pattern:
-    """``pattern:`` null/a name (case-insensitive, tiktoken aliases) or a regex."""
+def validate_pattern(ctx: Context, raw: Any, where: KeyPath = ("pattern",)) -> Pattern:
+    """``pattern:`` null/a name (case-insensitive, tiktoken aliases) or a regex
+    (``where``: the key, for a phase's own ``pattern:``)."""
     if raw is None:
         return resolve_pattern(None)
     if not isinstance(raw, str) or not raw:
         names = ", ".join(NAMED_PATTERNS)
-        raise ctx.error(("pattern",), f"must be a name ({names}) or a regex string, got {describe(raw)}")
+        raise ctx.error(where, f"must be a name ({names}) or a regex string, got {describe(raw)}")
     name = PATTERN_ALIASES.get(raw.strip().lower(), raw.strip().lower())
     if name in NAMED_PATTERNS:
         return NAMED_PATTERNS[name]
     try:
         pattern = resolve_pattern(raw)
     except UnsafePattern as exc:
-        raise ctx.error(("pattern",), f"is refused: it {exc}") from None
+        raise ctx.error(where, f"is refused: it {exc}") from None
     except ValueError as exc:
-        raise ctx.error(("pattern",), f"is not a valid regex: {exc}") from None
+        raise ctx.error(where, f"is not a valid regex: {exc}") from None
     problem = tiktoken_rejects(pattern.tiktoken)
     if problem:
-        raise ctx.error(("pattern",), f"is a regex tiktoken cannot use: {problem}")
+        raise ctx.error(where, f"is a regex tiktoken cannot use: {problem}")
     return pattern
 
 
