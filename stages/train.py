@@ -31,6 +31,7 @@ from toktoktok.counts import inventory
 from toktoktok.errors import TooFewMerges
 from toktoktok.interrupts import uninterrupted
 from toktoktok.merge import PhaseResult, load_merge_kernels, train_phase
+from toktoktok.patterns import Pattern, joined_example
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
 
 from .workdir import Work, artifacts, is_damage
@@ -69,6 +70,34 @@ def too_few_merges(cfg: Config, phase: Phase, made: int) -> str:
     fixes.append(f"{smaller} (at least {short:,} fewer)")
     return (f"phase {phase.name!r} made {made:,} of the {phase.merges:,} merges that vocab_size: {cfg.vocab_size:,} "
             f"needs of it: no pair left is seen at least {cfg.min_frequency} times; " + ", or ".join(fixes))
+
+
+JOINED_SAMPLE = 20_000  # a phase's most frequent pieces, looked at for pieces an earlier pattern cuts
+
+
+def coarser_pattern_notes(cfg: Config, phase: Phase, buf: np.ndarray, off: np.ndarray,
+                          counts: np.ndarray) -> list[str]:
+    """One line for each earlier phase whose pattern cuts pieces this phase's
+    pattern keeps whole (``patterns.joined_example``, on this phase's most
+    frequent pieces): what that means for the earlier phase's tokens."""
+    own = cfg.pattern_of(phase)
+    top = np.argsort(counts, kind="stable")[::-1][:JOINED_SAMPLE].tolist()
+    pieces = [buf[off[i] : off[i + 1]].tobytes() for i in top]
+    notes, seen = [], {own.tiktoken}
+    for earlier in cfg.phases[: phase.index - 1]:
+        theirs = cfg.pattern_of(earlier)
+        if theirs.tiktoken in seen:
+            continue
+        seen.add(theirs.tiktoken)
+        if (example := joined_example(own, theirs, pieces)) is not None:
+            notes.append(f"phase '{phase.name}' counts with pattern {_shown(own)}, which keeps whole pieces that "
+                         f"phase '{earlier.name}''s {_shown(theirs)} cuts (such as {example!r}): the earlier phase's "
+                         f"tokens will be applied inside these longer pieces")
+    return notes
+
+
+def _shown(pattern: Pattern) -> str:
+    return pattern.name if pattern.name != "custom" else f"(a custom regex) {pattern.tiktoken!r}"
 
 
 def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progress) -> dict[str, Any]:
@@ -111,6 +140,7 @@ def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progre
     if result.made < phase.merges:
         warnings.append(f"phase '{phase.name}' ran out of pairs seen at least {cfg.min_frequency} times: "
                         f"{result.made} of {phase.merges} merges made")
+    warnings += coarser_pattern_notes(cfg, phase, buf, off, counts)
     for warning in warnings[1 if need > max(cfg.working_set_mb, memory.TRAIN_SLACK_MB) else 0:]:
         progress.note(f"warning: {warning}")
     output = artifacts.write_ipc(folder.path / "merges.arrow", merges_table(result))

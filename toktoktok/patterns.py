@@ -19,6 +19,7 @@ one number at a time (``\\p{N}`` for ``\\p{N}{1,3}``), as Qwen2's pattern does.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from toktoktok.errors import PatternError, UnsafePattern
@@ -321,3 +322,25 @@ def regex_unicode_version() -> str:
         if regex.match(r"\p{L}", letter):
             return version
     return "older than 13.0"
+
+
+def joined_example(coarse: Pattern, fine: Pattern, pieces: Iterable[bytes]) -> str | None:
+    """A piece of ``coarse`` (one of ``pieces``, counted with it) that ``fine``
+    cuts into several, else None: there ``coarse`` joins what ``fine`` keeps
+    apart, so tokens learned on ``fine``'s pieces are used inside longer ones.
+    Looked for on a sample of real pieces (a later phase's, against an earlier
+    phase's pattern): it says what happens on that text, for any two patterns.
+
+        >>> joined_example(NAMED_PATTERNS["cl100k"], NAMED_PATTERNS["cl100k-digits"], [b" hello", b"2024"])
+        '2024'
+        >>> joined_example(NAMED_PATTERNS["cl100k-digits"], NAMED_PATTERNS["cl100k"], [b"2"]) is None
+        True
+    """
+    import regex
+
+    compiled = regex.compile(fine.python)
+    for piece in pieces:
+        text = piece.decode("utf-8", "replace")
+        if len(compiled.findall(text)) > 1:
+            return text
+    return None

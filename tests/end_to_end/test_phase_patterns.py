@@ -135,3 +135,22 @@ def test_a_phase_without_its_own_pattern_keeps_the_config_as_it_was(tmp_path):
     assert all(p.pattern is None for p in left_out.phases + nulled.phases)
     assert left_out.tokenizer_pattern.name == "o200k"
     assert config_fingerprint(left_out) == config_fingerprint(nulled)
+
+
+@pytest.mark.parametrize("first, second, joined", [("cl100k-digits", "cl100k", True), ("cl100k", "cl100k-digits", False),
+                                                   (None, None, False)])
+def test_a_coarser_later_pattern_is_said_in_one_line(tmp_path, first, second, joined):
+    """cl100k keeps a run of up to three digits whole, which cl100k-digits cuts one a
+    piece: after a cl100k-digits phase, a cl100k phase says what that means, once."""
+    a, b = _corpus(tmp_path)
+    config = write_config(tmp_path, _phases(a, b, first, second), heldout_share=0)
+    r = toktok("run", "-c", config)
+    assert r.code == 0, r.err
+    slug = load_config(config).phases[1].slug
+    notes = [w for w in manifest(work_of(config) / "train" / slug)["warnings"] if "keeps whole pieces" in w]
+    assert len(notes) == joined
+    if joined:
+        assert notes[0].startswith("phase 'two' counts with pattern cl100k, which keeps whole pieces that phase "
+                                   "'one''s cl100k-digits cuts (such as ")
+        assert notes[0].endswith("): the earlier phase's tokens will be applied inside these longer pieces")
+        assert f"warning: {notes[0]}" in r.out + r.err
