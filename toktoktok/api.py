@@ -76,7 +76,8 @@ def train(
     or a ``datasets.Dataset`` (``api_columns``: no Python string a row).
     ``merges``: the number of new tokens to learn. ``phases``: instead of
     ``texts`` and ``merges``, a list of ``{"name", "merges", "texts"}`` (and
-    ``text_column``), trained one after another as a config's phases.
+    ``text_column``, ``pattern``), trained one after another as a config's
+    phases (the last phase's pattern is the tokenizer's).
     ``special_tokens``: added after the merges, in this order. ``**options``:
     any other top-level config option (``hardcoded_merges``, ``heldout_share``,
     ``pattern``, ``seed``, ``min_frequency``, ``max_token_bytes``,
@@ -103,8 +104,9 @@ def train(
     # flight and the summed piece counts; then what the merge loop needs, as in the train stage
     with _numba_threads(resolve_threads(settings["threads"])):
         for phase in plan:
-            table, tally, share = _phase_counts(phase, settings)
-            result = _learn(vocab, table, phase["merges"], settings)
+            own = {**settings, "pattern": phase.get("pattern") or settings["pattern"]}  # the phase's pattern
+            table, tally, share = _phase_counts(phase, own)
+            result = _learn(vocab, table, phase["merges"], own)
             if vocab_size is not None and result.made < phase["merges"]:
                 raise TooFewMerges(f"train(): {_phase_name(phase, phases)}made {result.made} of the "
                                    f"{phase['merges']} merges that vocab_size {vocab_size} needs: "
@@ -117,7 +119,8 @@ def train(
 
     specials = special_ids(settings["special_tokens"], len(vocab), kept=kept, pad_to=settings["pad_to_multiple_of"])
     name = plan[-1]["name"] if phases is not None else PHASE_NAME
-    return encoding(vocab.ranks(), specials, settings["pattern"].tiktoken, name=name)
+    last = plan[-1].get("pattern") or settings["pattern"]  # the last phase's pattern is the tokenizer's
+    return encoding(vocab.ranks(), specials, last.tiktoken, name=name)
 
 
 def _phase_name(phase: dict[str, Any], phases: Any) -> str:

@@ -13,6 +13,7 @@ slug (``NN-name``) keys its held-out choice and sample as the config's does.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from toktoktok.config import MAX_MERGES
@@ -20,7 +21,7 @@ from toktoktok.errors import UsageError
 
 PHASE_NAME = "train"  # the one phase of ``texts`` and ``merges``: its name is the Encoding's name
 PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
-PHASE_KEYS = ("name", "merges", "texts", "text_column")
+PHASE_KEYS = ("name", "merges", "texts", "text_column", "pattern")
 
 
 def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any) -> list[dict[str, Any]]:
@@ -66,8 +67,23 @@ def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any
             seen[key] = i
         plan.append({"name": name, "slug": f"{i + 1:02d}-{slugify(name)}", "merges": phase.get("merges"),
                      "texts": phase["texts"],
-                     "text_column": _check_column(phase.get("text_column", text_column), f"{where}.text_column")})
+                     "text_column": _check_column(phase.get("text_column", text_column), f"{where}.text_column"),
+                     "pattern": _check_pattern(phase.get("pattern"), i)})
     return plan
+
+
+def _check_pattern(pattern: Any, index: int) -> Any:
+    """A phase's own ``pattern`` checked as a config's (None: the top-level one)."""
+    if pattern is None:
+        return None
+    from toktoktok.config.sections import validate_pattern
+    from toktoktok.config_errors import Context
+    from toktoktok.errors import ConfigError
+
+    try:
+        return validate_pattern(Context(file="train()", base_dir=Path.cwd()), pattern, ("phases", index, "pattern"))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_merges(merges: Any, key: str) -> None:

@@ -26,6 +26,7 @@ from tests.conftest import (
     split_txt_documents,
     work_of,
 )
+from toktoktok.patterns import NAMED_PATTERNS
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +110,25 @@ def test_several_phases_equal_the_cli(docs, tmp_path):
     same_tokenizer(enc, cli_encoding(tmp_path / "cli", config, **options))
 
 
+def test_phases_with_their_own_patterns_equal_the_cli(docs, tmp_path):
+    """A phase's ``pattern`` (as a config's phase sets it): counted with it, and the last
+    phase's is the tokenizer's, by the API as by the command line."""
+    first, second = docs[:400], docs[400:]
+    options = dict(special_tokens=SPECIALS, seed=3, heldout_share=0, pattern="cl100k", threads=2)
+    enc = toktoktok.train(phases=[{"name": "a", "merges": 80, "texts": first, "pattern": "gpt2"},
+                                  {"name": "b", "merges": 60, "texts": pa.array(second)}], **options)
+    assert enc._pat_str == NAMED_PATTERNS["cl100k"].tiktoken
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in first), encoding="utf-8")
+    pq.write_table(pa.table({"text": second}), tmp_path / "b.parquet")
+    config = [{"name": "a", "merges": 80, "pattern": "gpt2", "sources": [{"file": str(tmp_path / "a.jsonl")}]},
+              {"name": "b", "merges": 60, "sources": [{"file": str(tmp_path / "b.parquet")}]}]
+    same_tokenizer(enc, cli_encoding(tmp_path / "cli", config, **options))
+    last = toktoktok.train(phases=[{"name": "a", "merges": 80, "texts": first},
+                                   {"name": "b", "merges": 60, "texts": second, "pattern": "o200k"}], **options)
+    assert last._pat_str == NAMED_PATTERNS["o200k"].tiktoken
+    assert last._mergeable_ranks != enc._mergeable_ranks
+
+
 def test_several_phases_with_vocab_size(docs):
     phases = [{"name": "a", "merges": 30, "texts": docs[:200]}, {"name": "b", "texts": pa.array(docs[200:400])}]
     enc = toktoktok.train(phases=phases, vocab_size=256 + 1161 + 100 + 1, special_tokens=["<|endoftext|>"],
@@ -123,6 +143,7 @@ def test_several_phases_with_vocab_size(docs):
     ({"phases": [{"name": "a", "merges": 5, "texts": ["x"]}, {"name": "A", "merges": 5, "texts": ["y"]}]},
      "phases[1].name"),
     ({"phases": [{"name": "a", "texts": ["x"]}]}, "phases[0].merges is required"),
+    ({"phases": [{"name": "a", "merges": 5, "texts": ["x"], "pattern": "(?=x)"}]}, "phases[0].pattern"),
     ({"phases": []}, "phases must be a non-empty list"),
     ({"texts": pa.table({"body": ["x"]}), "merges": 5}, "text_column='text' (columns: body)"),
     ({"texts": pa.table({"text": [1, 2]}), "merges": 5}, "column 'text' is int64, expected strings"),
