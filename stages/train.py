@@ -132,7 +132,8 @@ def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progre
     loaded = time.perf_counter()
     progress.start(f"train {phase.name}", total=phase.merges, unit="merges")
     result = train_phase(vocab, buf, off, counts, merges=phase.merges, min_frequency=cfg.min_frequency,
-                         max_token_bytes=cfg.max_token_bytes, on_progress=progress.set)
+                         max_token_bytes=cfg.max_token_bytes, max_token_words=cfg.max_token_words_of(phase),
+                         on_progress=progress.set)
     trained = time.perf_counter()
     progress.done(f"{result.made} new tokens")
     if result.made < phase.merges and cfg.vocab_size is not None:

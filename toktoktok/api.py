@@ -76,11 +76,11 @@ def train(
     or a ``datasets.Dataset`` (``api_columns``: no Python string a row).
     ``merges``: the number of new tokens to learn. ``phases``: instead of
     ``texts`` and ``merges``, a list of ``{"name", "merges", "texts"}`` (and
-    ``text_column``, ``pattern``), trained one after another as a config's
-    phases (the last phase's pattern is the tokenizer's).
+    ``text_column``, ``pattern``, ``max_token_words``), trained one after
+    another as a config's phases (the last phase's pattern is the tokenizer's).
     ``special_tokens``: added after the merges, in this order. ``**options``:
     any other top-level config option (``hardcoded_merges``, ``heldout_share``,
-    ``pattern``, ``seed``, ``min_frequency``, ``max_token_bytes``,
+    ``pattern``, ``seed``, ``min_frequency``, ``max_token_bytes``, ``max_token_words``,
     ``pad_to_multiple_of``, ``warm_start``, ``threads``, ``working_set_mb``,
     ``max_piece_bytes``, ``vocab_size``, ``verbose``). ``export_hf`` and
     ``on_bad_file`` change nothing here; ``verbose=True`` prints a summary.
@@ -104,7 +104,9 @@ def train(
     # flight and the summed piece counts; then what the merge loop needs, as in the train stage
     with _numba_threads(resolve_threads(settings["threads"])):
         for phase in plan:
-            own = {**settings, "pattern": phase.get("pattern") or settings["pattern"]}  # the phase's pattern
+            own = {**settings, "pattern": phase.get("pattern") or settings["pattern"],  # the phase's own, if given
+                   "max_token_words": (phase["max_token_words"] if phase.get("max_token_words") is not None
+                                       else settings["max_token_words"])}
             table, tally, share = _phase_counts(phase, own)
             result = _learn(vocab, table, phase["merges"], own)
             if vocab_size is not None and result.made < phase["merges"]:
@@ -405,7 +407,7 @@ def _learn(vocab: Any, table: Any, merges: int, settings: dict[str, Any]) -> Any
 
     buf, off, counts = sorted_arrays(*inventory(table))
     return train_phase(vocab, buf, off, counts, merges=merges, min_frequency=settings["min_frequency"],
-                       max_token_bytes=settings["max_token_bytes"])
+                       max_token_bytes=settings["max_token_bytes"], max_token_words=settings["max_token_words"])
 
 
 def encoding(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str,

@@ -21,7 +21,7 @@ from toktoktok.errors import UsageError
 
 PHASE_NAME = "train"  # the one phase of ``texts`` and ``merges``: its name is the Encoding's name
 PHASE_SLUG = "01-train"  # and its slug, which the held-out and sample hashes take
-PHASE_KEYS = ("name", "merges", "texts", "text_column", "pattern")
+PHASE_KEYS = ("name", "merges", "texts", "text_column", "pattern", "max_token_words")
 
 
 def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any) -> list[dict[str, Any]]:
@@ -68,7 +68,8 @@ def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any
         plan.append({"name": name, "slug": f"{i + 1:02d}-{slugify(name)}", "merges": phase.get("merges"),
                      "texts": phase["texts"],
                      "text_column": _check_column(phase.get("text_column", text_column), f"{where}.text_column"),
-                     "pattern": _check_pattern(phase.get("pattern"), i)})
+                     "pattern": _check_pattern(phase.get("pattern"), i),
+                     "max_token_words": _check_words(phase.get("max_token_words"), f"{where}.max_token_words")})
     return plan
 
 
@@ -84,6 +85,15 @@ def _check_pattern(pattern: Any, index: int) -> Any:
         return validate_pattern(Context(file="train()", base_dir=Path.cwd()), pattern, ("phases", index, "pattern"))
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _check_words(words: Any, key: str) -> int | None:
+    from toktoktok.config.schema import MAX_TOKEN_WORDS
+
+    if words is not None and (not isinstance(words, int) or isinstance(words, bool)
+                              or not 1 <= words <= MAX_TOKEN_WORDS):
+        raise UsageError(f"train(): {key} must be an integer from 1 to {MAX_TOKEN_WORDS} or None, got {words!r}")
+    return words
 
 
 def _check_merges(merges: Any, key: str) -> None:

@@ -58,6 +58,7 @@ def train_reference(
     merges: int,
     min_frequency: int = 2,
     max_token_bytes: int | None = None,
+    max_token_words: int | None = None,
 ) -> list[Merge]:
     """The training rule in plain Python (docs/training.md, The merge rule)."""
     ranks = dict(ranks)
@@ -79,7 +80,8 @@ def train_reference(
         if best < min_frequency:
             break
         joined = by_rank[a] + by_rank[b]
-        if max_token_bytes is not None and len(joined) > max_token_bytes:
+        if (max_token_bytes is not None and len(joined) > max_token_bytes
+                or max_token_words is not None and words_reference(joined) > max_token_words):
             banned.add((a, b))
             continue
         if joined in ranks:
@@ -90,6 +92,16 @@ def train_reference(
         learned.append((rank, a, b, joined, best))
         words = [(_replace_pair(syms, a, b, rank), c) for syms, c in words]
     return learned
+
+
+def words_reference(token: bytes) -> int:
+    """The words ``token`` spans: its runs of bytes that are not ASCII white space
+    (space, tab, line feed, carriage return, vertical tab, form feed).
+
+        >>> words_reference(b" by the way"), words_reference(b"  "), words_reference(b"way\n")
+        (3, 0, 1)
+    """
+    return len(token.split())
 
 
 def _replace_pair(syms: list[int], a: int, b: int, rank: int) -> list[int]:
@@ -499,13 +511,18 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
 
 @njit(cache=True, nogil=True)
 def _train_kernel(
-    sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress
+    sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress,
+    max_words, t_words, t_edges
 ):
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
     ``tok_off`` has room for ``first_rank + n_merges + 1`` offsets and ``table``
     for as many tokens. ``progress`` (4 entries) is kept at: new ranks made,
-    pieces visited, symbols scanned, heap entries popped.
+    pieces visited, symbols scanned, heap entries popped. ``t_words`` and
+    ``t_edges`` (``token_words``, as long as ``tok_off`` less one) hold each
+    token's words and edges, filled for the ranks below ``first_rank`` and
+    here for new ones; a merge whose token would span more than ``max_words``
+    words is never made (0: no bound).
     """
     n_words = len(wlen)
     # each piece's offset, count, length and last merge stamp in one record
@@ -568,6 +585,9 @@ def _train_kernel(
         lb = tok_off[b + 1] - tok_off[b]
         if max_bytes > 0 and la + lb > max_bytes:
             continue
+        joined_words = t_words[a] + t_words[b] - ((t_edges[a] >> 1) & t_edges[b] & 1)  # one word across the join
+        if max_words > 0 and joined_words > max_words:
+            continue
         # -- 3a. the token: an existing one with these bytes, or a new rank --
         tok_buf = _grow(tok_buf, tok_end + la + lb)
         tok_buf[tok_end : tok_end + la] = tok_buf[tok_off[a] : tok_off[a] + la]
@@ -578,6 +598,8 @@ def _train_kernel(
             tok_off[r + 1] = tok_end + la + lb
             tok_end += la + lb
             table_insert(table, tok_buf, tok_off, r)
+            t_words[r] = joined_words
+            t_edges[r] = (t_edges[a] & 1) | (t_edges[b] & 2)
             next_rank += 1
             made += 1
             progress[0] = made
@@ -637,6 +659,29 @@ def _train_kernel(
     for w in range(n_words):
         wlen[w] = W[w].len
     return m_rank[:n_learned], m_left[:n_learned], m_right[:n_learned], m_count[:n_learned], tok_buf[:tok_end], made
+
+
+@njit(cache=True)
+def token_words(tok_buf, tok_off, n, t_words, t_edges):
+    """Each of the first ``n`` tokens' words (``words_reference``) into ``t_words``,
+    and its edges into ``t_edges``: 1 if its first byte is not white space, 2 if
+    its last is not (two tokens joined there make one word of two)."""
+    for r in range(n):
+        words = 0
+        space = True
+        for i in range(tok_off[r], tok_off[r + 1]):
+            c = tok_buf[i]
+            now = c == 32 or 9 <= c <= 13
+            if space and not now:
+                words += 1
+            space = now
+        t_words[r] = words
+        lo, hi = tok_off[r], tok_off[r + 1]
+        edges = 0
+        if hi > lo:
+            first, last = tok_buf[lo], tok_buf[hi - 1]
+            edges = (0 if first == 32 or 9 <= first <= 13 else 1) | (0 if last == 32 or 9 <= last <= 13 else 2)
+        t_edges[r] = edges
 
 
 @njit(cache=True)
@@ -711,11 +756,13 @@ def train_phase(
     merges: int,
     min_frequency: int = 2,
     max_token_bytes: int | None = None,
+    max_token_words: int | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> PhaseResult:
     """Learn up to ``merges`` new ranks on top of ``vocab`` from a piece inventory.
 
     Piece ``w`` is ``buf[off[w]:off[w+1]]`` and occurs ``counts[w]`` times.
+    ``max_token_words``: no token learned spans more words (``words_reference``).
     ``on_progress(made)`` is called about ten times a second while the loop runs.
     """
     t0 = time.perf_counter()
@@ -728,8 +775,11 @@ def train_phase(
     tok_off[: first + 1] = vocab.off
     table = build_table(vocab.buf, vocab.off, table_capacity(first + merges))
     progress = np.zeros(4, dtype=np.int64)  # new ranks, pieces visited, symbols scanned, heap pops
+    t_words = np.zeros(first + merges, dtype=np.int64)
+    t_edges = np.zeros(first + merges, dtype=np.int64)
+    token_words(vocab.buf, vocab.off, first, t_words, t_edges)
     args = (sym, off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
-            min_frequency, max_token_bytes or 0, progress)
+            min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges)
     t1 = time.perf_counter()
     out, marks = _run_reporting(_train_kernel, args, progress, on_progress)
     t2 = time.perf_counter()

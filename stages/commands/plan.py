@@ -77,6 +77,8 @@ def _phase_document(phase: Phase, entry: dict[str, Any]) -> dict[str, Any]:
         out["merges"] = phase.merges
     if phase.pattern is not None:  # its own, as written: a name, or the regex
         out["pattern"] = phase.pattern.name if phase.pattern.name != "custom" else phase.pattern.tiktoken
+    if phase.max_token_words is not None:
+        out["max_token_words"] = phase.max_token_words
     out["sources"] = []
     for src, raw in zip(phase.sources, entry["sources"]):
         source = {"path" if src.is_dir else "file": raw.pop("path")}

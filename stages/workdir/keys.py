@@ -83,6 +83,8 @@ def train_settings(cfg: Config, phase: Phase, base: dict[str, Any]) -> dict[str,
         "merges": known_merges(phase),
         "min_frequency": cfg.min_frequency,
         "max_token_bytes": cfg.max_token_bytes,
+        # only when set: the keys of phases without it stay as they were
+        **({"max_token_words": words} if (words := cfg.max_token_words_of(phase)) is not None else {}),
     }
 
 

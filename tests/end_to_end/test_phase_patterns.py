@@ -21,8 +21,8 @@ from tests.conftest import (
     write_config,
 )
 from tests.helpers import stdlib_text
-from toktoktok.config import ConfigError, config_fingerprint, load_config
-from toktoktok.merge import train_reference
+from toktoktok.config import ConfigError, config_fingerprint, effective_settings, load_config
+from toktoktok.merge import train_reference, words_reference
 from toktoktok.patterns import NAMED_PATTERNS
 from toktoktok_stages.report.growth import Growth
 from toktoktok_stages.workdir import Work
@@ -135,6 +135,12 @@ def test_a_phase_without_its_own_pattern_keeps_the_config_as_it_was(tmp_path):
     assert all(p.pattern is None for p in left_out.phases + nulled.phases)
     assert left_out.tokenizer_pattern.name == "o200k"
     assert config_fingerprint(left_out) == config_fingerprint(nulled)
+    # nor do the new keys change a config that does not use them: max_token_words left out, or null
+    phases[1]["max_token_words"] = None
+    also = load_config(write_config(tmp_path / "z", phases, pattern="o200k", max_token_words=None,
+                                    output=str(tmp_path / "x" / "out" / "tok.tiktoken")))
+    assert config_fingerprint(also) == config_fingerprint(left_out)
+    assert "max_token_words" not in str(effective_settings(left_out))
 
 
 @pytest.mark.parametrize("first, second, joined", [("cl100k-digits", "cl100k", True), ("cl100k", "cl100k-digits", False),
@@ -154,3 +160,31 @@ def test_a_coarser_later_pattern_is_said_in_one_line(tmp_path, first, second, jo
                                    "'one''s cl100k-digits cuts (such as ")
         assert notes[0].endswith("): the earlier phase's tokens will be applied inside these longer pieces")
         assert f"warning: {notes[0]}" in r.out + r.err
+
+
+def test_max_token_words_top_level_and_per_phase(tmp_path):
+    """``max_token_words`` bounds the words a token learned spans: the top-level bound for
+    every phase, a phase's own for that phase; a line pattern lets tokens cross spaces."""
+    a, b = _corpus(tmp_path)
+    phases = _phases(a, b, r"[^\n]+|\n+", r"[^\n]+|\n+")
+    phases[1]["max_token_words"] = 3
+    config = write_config(tmp_path, phases, heldout_share=0, max_token_words=1, hardcoded_merges=False)
+    r = toktok("run", "-c", config)
+    assert r.code == 0, r.err
+    cfg = load_config(config)
+    assert [cfg.max_token_words_of(p) for p in cfg.phases] == [1, 3]
+    spans = []
+    ranks = spec_base_ranks(False)
+    for phase in cfg.phases:
+        pieces = chunk_counts(work_of(config) / "ingest" / phase.slug)
+        rows = merges_rows(work_of(config) / "train" / phase.slug / "merges.arrow")
+        assert rows == train_reference(pieces, ranks, merges=phase.merges,
+                                       max_token_words=cfg.max_token_words_of(phase))
+        ranks = ranks | {token: rank for rank, _, _, token, _ in rows}
+        spans.append(max(words_reference(token) for *_, token, _ in rows))
+        settings = manifest(work_of(config) / "train" / phase.slug)["settings"]
+        assert settings["max_token_words"] == cfg.max_token_words_of(phase)
+    assert spans[0] == 1 and 1 < spans[1] <= 3  # the second phase's own bound, not the top-level one
+    plan = toktok("plan", "-c", config)
+    settings = yaml.safe_load(plan.out.partition("\nphase 1 of 2")[0])
+    assert settings["max_token_words"] == 1 and [p.get("max_token_words") for p in settings["phases"]] == [None, 3]

@@ -67,6 +67,22 @@ def test_train_equals_the_cli_on_the_same_text(corpus, tmp_path, private_tmp):
     assert list(private_tmp.iterdir()) == [], "the temporary directory is removed"
 
 
+def test_max_token_words_equals_the_cli(corpus, tmp_path):
+    """``max_token_words`` as an option and as a phase's key: the command line's tokenizer."""
+    text, docs = corpus
+    options = dict(heldout_share=0, threads=1, pattern=r"[^\n]+|\n+", max_token_words=2)
+    enc = toktoktok.train(phases=[{"name": "a", "merges": 150, "texts": docs},
+                                  {"name": "b", "merges": 50, "texts": docs, "max_token_words": 3}], **options)
+    (tmp_path / "prose.txt").write_text(text, encoding="utf-8")
+    source = [{"file": str(tmp_path / "prose.txt")}]
+    phases = [{"name": "a", "merges": 150, "sources": source},
+              {"name": "b", "merges": 50, "sources": source, "max_token_words": 3}]
+    same_tokenizer(enc, cli_encoding(tmp_path / "cli", phases, **options))
+    assert max(len(t.split()) for t in enc._mergeable_ranks) <= 3
+    with pytest.raises(ValueError, match=r"phases\[0\]\.max_token_words must be an integer from 1"):
+        toktoktok.train(phases=[{"name": "a", "merges": 5, "texts": docs, "max_token_words": 0}])
+
+
 def test_train_with_a_held_out_share_equals_the_cli_on_jsonl(corpus, tmp_path):
     _, docs = corpus
     enc = toktoktok.train(docs, merges=120, threads=1)  # default heldout_share: a seeded share set aside

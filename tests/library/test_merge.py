@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import as_inventory, piece_counts, stdlib_text
-from toktoktok.merge import train_phase, train_reference
+from toktoktok.merge import train_phase, train_reference, words_reference
 from toktoktok.patterns import DEFAULT_PATTERN
 from toktoktok.vocab import Vocab
 
@@ -40,6 +40,38 @@ def test_min_frequency_and_max_token_bytes():
             assert result.made < 3000 and min(c for *_, c in ours) >= options["min_frequency"]
         if "max_token_bytes" in options:
             assert max(len(t) for _, _, _, t, _ in ours) <= options["max_token_bytes"]
+
+
+@pytest.mark.parametrize("words", [1, 2, 4])
+@pytest.mark.parametrize("hardcoded", [True, False])
+def test_max_token_words_equals_reference(words, hardcoded):
+    """Pieces that span spaces (whole lines, as a superword pattern cuts them): no token
+    learned spans more than ``max_token_words`` words, and the merges are the reference's,
+    from the 256 bytes and from the hardcoded merges (whose tokens hold spaces)."""
+    text = stdlib_text(40_000)
+    pieces = piece_counts(text, r"[^\n]+|\n+")
+    vocab = Vocab.initial(hardcoded=hardcoded)
+    ours, result = fast(pieces, vocab, merges=1500, max_token_words=words)
+    assert ours == train_reference(pieces, vocab.ranks(), merges=1500, max_token_words=words)
+    assert max(words_reference(t) for _, _, _, t, _ in ours) <= words
+    assert max(words_reference(t) for _, _, _, t, _ in ours) == words  # the bound is reached, not just kept
+    assert result.differing_pieces == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(tokens=st.lists(st.binary(min_size=1, max_size=6), min_size=1, max_size=30))
+def test_token_words_counts_as_the_reference(tokens):
+    import numpy as np
+
+    from toktoktok.merge import token_words
+
+    buf = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    off = np.concatenate(([0], np.cumsum([len(t) for t in tokens]))).astype(np.int64)
+    words, edges = np.zeros(len(tokens), np.int64), np.zeros(len(tokens), np.int64)
+    token_words(buf, off, len(tokens), words, edges)
+    assert words.tolist() == [words_reference(t) for t in tokens]
+    for a, b, ea, eb, wa, wb in zip(tokens, tokens[1:], edges, edges[1:], words, words[1:]):
+        assert words_reference(a + b) == wa + wb - ((ea >> 1) & eb & 1)
 
 
 def test_pair_whose_bytes_are_a_token_makes_no_rank():

@@ -54,6 +54,8 @@ class Phase:
     gets_rest: bool = False  # left ``merges:`` out: it gets the rest of ``vocab_size``
     # the phase's own ``pattern:`` (None: the config's); left out of the fingerprint when None
     pattern: Pattern | None = field(default=None, metadata={"omit_none": True})
+    # the phase's own ``max_token_words:`` (None: the config's); left out of the fingerprint when None
+    max_token_words: int | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,16 @@ class Config:
     engine: str = "local"  # where ingest counts: "local" (this machine) or "ray"
     ray: RayOptions = field(default_factory=RayOptions)
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # words a learned token may span (None: any); left out of the fingerprint when None
+    max_token_words: int | None = field(default=None, metadata={"omit_none": True})
 
     def pattern_of(self, phase: Phase) -> Pattern:
         """The pattern ``phase`` counts its pieces with: its own, else the config's."""
         return phase.pattern if phase.pattern is not None else self.pattern
+
+    def max_token_words_of(self, phase: Phase) -> int | None:
+        """The words a token ``phase`` learns may span: its own bound, else the config's."""
+        return phase.max_token_words if phase.max_token_words is not None else self.max_token_words
 
     @property
     def tokenizer_pattern(self) -> Pattern:
@@ -128,9 +136,9 @@ TOP_KEYS = (
     "warm_start", "hardcoded_merges", "pattern", "seed", "work_dir",
     "min_frequency", "heldout_share", "pad_to_multiple_of", "max_token_bytes",
     "export_hf", "max_piece_bytes", "on_bad_file", "pattern_timeout_s", "vocab_size", "hf",
-    "engine", "ray",
+    "engine", "ray", "max_token_words",
 )  # fmt: skip
-PHASE_KEYS = ("name", "merges", "sources", "pattern")
+PHASE_KEYS = ("name", "merges", "sources", "pattern", "max_token_words")
 SOURCE_KEYS = ("path", "file", "text_column", "weight", "include", "exclude", "documents", "max_bytes")
 DOCUMENT_RULES = ("file", "blank-line", "line")  # and {split_on: STRING}, held as SPLIT_ON + STRING
 SPLIT_ON = "split-on:"
@@ -159,6 +167,7 @@ MAX_PAD_TO_MULTIPLE_OF = 65_536  # up to 65,535 reserved special tokens, each co
 MAX_PIECE_BYTES = 64 * 1024 * 1024  # a piece is held whole in memory
 MIN_PIECE_BYTES = 1024
 MAX_TOKEN_BYTES = MAX_PIECE_BYTES  # a token never outgrows a piece
+MAX_TOKEN_WORDS = 1 << 20  # a bound on words a token spans (a word has a byte at least: never near)
 MAX_WEIGHT = 1_000_000.0  # counts are multiplied by it
 MAX_SPECIAL_ID = 2**32 - 2  # tiktoken ranks are u32, u32::MAX is its sentinel
 MAX_VOCAB_SIZE = 2**31  # ids 0 to 2**31 - 1, as merges: the phases' arrays are int32
@@ -174,6 +183,7 @@ BOUNDS: dict[str, tuple[object, object]] = {
     "heldout_share": (0, MAX_HELDOUT_SHARE),
     "pad_to_multiple_of": (1, MAX_PAD_TO_MULTIPLE_OF),
     "max_token_bytes": (2, MAX_TOKEN_BYTES),
+    "max_token_words": (1, MAX_TOKEN_WORDS),
     "max_piece_bytes": (MIN_PIECE_BYTES, MAX_PIECE_BYTES),
     "seed": (0, MAX_SEED),
     "sources[].weight": ("> 0", MAX_WEIGHT),

@@ -51,6 +51,7 @@ from .schema import (
     MAX_SPECIAL_ID,
     MAX_THREADS,
     MAX_TOKEN_BYTES,
+    MAX_TOKEN_WORDS,
     MAX_WEIGHT,
     MAX_WORKING_SET_MB,
     MIN_PATTERN_TIMEOUT_S,
@@ -192,8 +193,9 @@ def _phase(ctx: Context, path: KeyPath, raw: Any, index: int, merges_optional: b
     sources = tuple(_source(ctx, sources_path + (i,), s) for i, s in enumerate(raw_sources))
     # a phase's own pattern (None: the top-level one); null given is the same as left out
     pattern = validate_pattern(ctx, entry["pattern"], path + ("pattern",)) if entry.get("pattern") is not None else None
+    words = optional_integer(ctx, path + ("max_token_words",), entry.get("max_token_words"), 1, MAX_TOKEN_WORDS)
     return Phase(name, merges, sources, index, f"{index:02d}-{slugify(name)}", gets_rest=merges is None,
-                 pattern=pattern)
+                 pattern=pattern, max_token_words=words)
 
 
 def validate_phases(ctx: Context, raw: Any, merges_optional: bool) -> tuple[Phase, ...]:
@@ -382,6 +384,7 @@ def scalar_settings(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
         "heldout_share": number(ctx, *get("heldout_share"), f"a number between 0 and {MAX_HELDOUT_SHARE}", share_ok),
         "pad_to_multiple_of": optional_integer(ctx, *get("pad_to_multiple_of"), 1, MAX_PAD_TO_MULTIPLE_OF),
         "max_token_bytes": optional_integer(ctx, *get("max_token_bytes"), 2, MAX_TOKEN_BYTES),
+        "max_token_words": optional_integer(ctx, *get("max_token_words"), 1, MAX_TOKEN_WORDS),
         "export_hf": boolean(ctx, *get("export_hf")),
         "max_piece_bytes": integer(ctx, *get("max_piece_bytes"), MIN_PIECE_BYTES, MAX_PIECE_BYTES),
         "on_bad_file": choice(ctx, *get("on_bad_file"), ("fail", "skip")),
