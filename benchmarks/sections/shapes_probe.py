@@ -14,7 +14,7 @@ Limits (``KIND``), each timed around the reading alone, no tokenizing:
 - ``parquet``: the ``text`` column streamed as toktoktok reads it
   (``ParquetFile(buffer_size=64 KiB, pre_buffer=False).iter_batches``, one
   thread, about 2 MiB of text a batch; the files read once untimed), and
-  ``held_mb``: how far the probe's peak RSS (``ru_maxrss``, a process of its
+  ``held_mb``: how far the probe's peak RSS (``VmHWM``, a process of its
   own) rose while streaming: what pyarrow holds to read the column;
 - ``jsonl``: toktoktok's JSON lines reader (``iter_jsonl_batches``: the numba
   scanner that finds each line's field and decodes its escapes), one thread
@@ -144,12 +144,10 @@ def limit(kind: str, paths: list[str]) -> dict[str, float]:
 
 def parquet_stream(paths: list[str]) -> dict[str, float]:
     """The ``parquet`` limit: the text column streamed, its seconds and the memory it held."""
-    import resource
-
     import pyarrow.parquet as pq
 
     read_files(paths)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = high_water_kb()
     total, started = 0, time.perf_counter()
     for path in paths:
         with pq.ParquetFile(path, buffer_size=1 << 16, pre_buffer=False) as pf:
@@ -159,8 +157,15 @@ def parquet_stream(paths: list[str]) -> dict[str, float]:
             for batch in pf.iter_batches(batch_size=rows, columns=["text"], use_threads=False):
                 total += column_bytes(batch)
     seconds = time.perf_counter() - started
-    held = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    held = (high_water_kb() - before) / 1024
     return {"bytes": total, "seconds": seconds, "held_mb": held}
+
+
+def high_water_kb() -> int:
+    """This process's peak resident set (``VmHWM``): its own, from its ``exec`` on
+    (``ru_maxrss`` would start at the forking parent's size, which ``execve`` keeps)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 
 
 def inventory(folder: Path, out: Path) -> dict[str, object]:
