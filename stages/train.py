@@ -81,14 +81,16 @@ def coarser_pattern_notes(cfg: Config, phase: Phase, buf: np.ndarray, off: np.nd
     pattern keeps whole (``patterns.joined_example``, on this phase's most
     frequent pieces): what that means for the earlier phase's tokens."""
     own = cfg.pattern_of(phase)
+    others: dict[str, tuple[Phase, Pattern]] = {}  # each other pattern of an earlier phase, its first phase
+    for earlier in cfg.phases[: phase.index - 1]:
+        others.setdefault(cfg.pattern_of(earlier).tiktoken, (earlier, cfg.pattern_of(earlier)))
+    others.pop(own.tiktoken, None)
+    if not others:  # one pattern throughout (the usual case): nothing to look at
+        return []
     top = np.argsort(counts, kind="stable")[::-1][:JOINED_SAMPLE].tolist()
     pieces = [buf[off[i] : off[i + 1]].tobytes() for i in top]
-    notes, seen = [], {own.tiktoken}
-    for earlier in cfg.phases[: phase.index - 1]:
-        theirs = cfg.pattern_of(earlier)
-        if theirs.tiktoken in seen:
-            continue
-        seen.add(theirs.tiktoken)
+    notes = []
+    for earlier, theirs in others.values():
         if (example := joined_example(own, theirs, pieces)) is not None:
             notes.append(f"phase '{phase.name}' counts with pattern {_shown(own)}, which keeps whole pieces that "
                          f"phase '{earlier.name}''s {_shown(theirs)} cuts (such as {example!r}): the earlier phase's "
