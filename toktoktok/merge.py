@@ -98,7 +98,7 @@ def words_reference(token: bytes) -> int:
     """The words ``token`` spans: its runs of bytes that are not ASCII white space
     (space, tab, line feed, carriage return, vertical tab, form feed).
 
-        >>> words_reference(b" by the way"), words_reference(b"  "), words_reference(b"way\n")
+        >>> words_reference(b" by the way"), words_reference(b"  "), words_reference(b"way\\n")
         (3, 0, 1)
     """
     return len(token.split())
