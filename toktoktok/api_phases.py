@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toktoktok.config import MAX_MERGES
+from toktoktok.config.schema import MAX_TOKEN_WORDS
 from toktoktok.errors import UsageError
 
 PHASE_NAME = "train"  # the one phase of ``texts`` and ``merges``: its name is the Encoding's name
@@ -35,7 +36,7 @@ def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any
         if merges is None and vocab_size is None:
             raise UsageError("train(): merges is required with texts (the number of new tokens to learn), "
                              "unless vocab_size is given (the number of ids in all)")
-        _check_merges(merges, "merges")
+        _check_integer(merges, "merges", 0, MAX_MERGES)
         return [{"name": PHASE_NAME, "slug": PHASE_SLUG, "merges": merges, "texts": texts,
                  "text_column": _check_column(text_column, "text_column")}]
     given = [name for name, value in (("texts", texts), ("merges", merges)) if value is not None]
@@ -59,7 +60,7 @@ def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any
         name = phase["name"]
         if not isinstance(name, str) or not name.strip() or not slugify(name):
             raise UsageError(f"train(): {where}.name must be a non-empty name, got {name!r}")
-        _check_merges(phase.get("merges"), f"{where}.merges")
+        _check_integer(phase.get("merges"), f"{where}.merges", 0, MAX_MERGES)
         for key in (("name", name.casefold()), ("slug", slugify(name))):
             if key in seen:
                 raise UsageError(f"train(): {where}.name {name!r} is too close to phases[{seen[key]}].name: "
@@ -69,7 +70,8 @@ def plan(texts: Any, merges: Any, phases: Any, text_column: Any, vocab_size: Any
                      "texts": phase["texts"],
                      "text_column": _check_column(phase.get("text_column", text_column), f"{where}.text_column"),
                      "pattern": _check_pattern(phase.get("pattern"), i),
-                     "max_token_words": _check_words(phase.get("max_token_words"), f"{where}.max_token_words")})
+                     "max_token_words": _check_integer(phase.get("max_token_words"), f"{where}.max_token_words", 1,
+                                                       MAX_TOKEN_WORDS, or_none=True)})
     return plan
 
 
@@ -87,19 +89,12 @@ def _check_pattern(pattern: Any, index: int) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def _check_words(words: Any, key: str) -> int | None:
-    from toktoktok.config.schema import MAX_TOKEN_WORDS
-
-    if words is not None and (not isinstance(words, int) or isinstance(words, bool)
-                              or not 1 <= words <= MAX_TOKEN_WORDS):
-        raise UsageError(f"train(): {key} must be an integer from 1 to {MAX_TOKEN_WORDS} or None, got {words!r}")
-    return words
-
-
-def _check_merges(merges: Any, key: str) -> None:
-    if merges is not None and (not isinstance(merges, int) or isinstance(merges, bool)
-                               or not 0 <= merges <= MAX_MERGES):
-        raise UsageError(f"train(): {key} must be an integer from 0 to {MAX_MERGES}, got {merges!r}")
+def _check_integer(value: Any, key: str, low: int, high: int, *, or_none: bool = False) -> Any:
+    """``value`` if it is None or an integer from ``low`` to ``high``; else UsageError naming ``key``."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high):
+        raise UsageError(f"train(): {key} must be an integer from {low} to {high}{' or None' if or_none else ''}, "
+                         f"got {value!r}")
+    return value
 
 
 def _check_column(text_column: Any, key: str) -> str:

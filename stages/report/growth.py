@@ -78,10 +78,8 @@ class Growth:
             return self.cfg.tokenizer_pattern
         if new_tokens is None or new_tokens <= 0:
             return self.cfg.pattern_of(phases[0])
-        for phase, (_, end) in zip(phases, self.phase_new):
-            if new_tokens <= end:
-                return self.cfg.pattern_of(phase)
-        return self.cfg.tokenizer_pattern
+        # below len(self.new): the last phase's range ends there, so some phase's range holds it
+        return next(self.cfg.pattern_of(phase) for phase, (_, end) in zip(phases, self.phase_new) if new_tokens <= end)
 
     @functools.cached_property
     def by_rank(self) -> dict[int, bytes]:

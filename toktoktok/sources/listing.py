@@ -227,8 +227,8 @@ def list_source_files(source: Source, *, strict: bool = False,
 
 def _paths(files: list[str]) -> list[Path]:
     """Local files' paths as ``Path``: each a child of its folder's ``Path``, made
-    once a folder (a folder of many files spent a third of its listing parsing
-    each file's whole path).
+    once a folder (parsing each file's whole path was much of a large folder's
+    listing).
 
         >>> [str(p) for p in _paths(["/a/b/c.txt", "/a/b/d.txt", "e.txt", "/f.txt", "./g/h.txt"])]
         ['/a/b/c.txt', '/a/b/d.txt', 'e.txt', '/f.txt', 'g/h.txt']
