@@ -241,7 +241,6 @@ def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any],
 
     pattern = settings["pattern"]
     bound = units.bound(settings["working_set_mb"])
-    cut = bool(pattern.cut_at_safe_places or pattern.cut_at_spaces)
     lines = sampling.jsonl_offsets(docs)
     texts: list[str] = []
     offsets: list[int] = []
@@ -252,8 +251,7 @@ def _fates(docs: list[str], sizes: np.ndarray, settings: dict[str, Any],
             offsets.append(line)
             unit_sizes.append(size)
             continue
-        parts, _ = units.row_parts(doc, bound, cut=cut, breaks=pattern.cut_at_safe_places,
-                                   special_tokens=settings["special_tokens"])
+        parts, _ = units.row_parts(doc, bound, **pattern.cut_rule(), special_tokens=settings["special_tokens"])
         for offset, part in parts:
             texts.append(part)
             offsets.append(line + offset)
@@ -288,9 +286,9 @@ def _cutter(settings: dict[str, Any]) -> Any:
     from toktoktok.pretokenize import PartCutter
 
     pattern = settings["pattern"]
-    if not (pattern.cut_at_spaces or pattern.cut_at_safe_places):
+    if not pattern.cut_rule()["cut"]:
         return None
-    return PartCutter(cut=True, breaks=pattern.cut_at_safe_places, special_tokens=settings["special_tokens"],
+    return PartCutter(**pattern.cut_rule(), special_tokens=settings["special_tokens"],
                       max_piece_chars=settings["max_piece_bytes"])  # its part size: ingest's, the default
 
 

@@ -199,8 +199,7 @@ class ColumnUnits:
 
         pattern = self.settings["pattern"]
         return units.row_parts(text, units.bound(self.settings["working_set_mb"]),
-                               cut=bool(pattern.cut_at_safe_places or pattern.cut_at_spaces),
-                               breaks=pattern.cut_at_safe_places, special_tokens=self.settings["special_tokens"])[0]
+                               **pattern.cut_rule(), special_tokens=self.settings["special_tokens"])[0]
 
     def _limit(self) -> int:
         """The longest row that is one unit and one part of the cutter for sure (ingest's ``row_limit``)."""

@@ -48,6 +48,29 @@ O200K_PATTERN = "|".join(
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 
+# The longest run of text between isolated pieces that is one superword piece.
+SUPERWORD_RUN = 1024
+
+# SuperBPE's stage-2 rule (Liu et al., 2025): numbers, runs of two or more
+# punctuation characters and spaces before white space are isolated, and the
+# text between them is one piece, spaces and all. Written to cover every
+# character, as tiktoken needs: the fourth alternative is "the text between",
+# a character at a time while no other alternative starts; it stops at a line
+# break, so that a line break before a non-space is a safe place to cut, and
+# after SUPERWORD_RUN characters, since tiktoken's engine keeps a backtracking
+# state for each character of it and gives up on a long run. SuperBPE's ``[\r\n/]*``
+# loses its slash for the same safe places (o200k's is why its line breaks
+# are not safe).
+SUPERWORD_PATTERN = "|".join(
+    [
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]{2,}[\r\n]*""",
+        r""" +(?!\S)""",
+        r"""(?:(?!\p{N}| ?[^\s\p{L}\p{N}]{2}| +(?!\S))[^\r\n]){1,%d}[\r\n]*""" % SUPERWORD_RUN,
+        r"""[\r\n]+""",
+    ]
+)
+
 
 def _single_digits(pattern: str, run: str, one: str) -> str:
     """``pattern`` with its one number alternative ``run`` written ``one``."""
@@ -63,6 +86,7 @@ DEFAULT_DIGITS_PATTERN = _single_digits(DEFAULT_PATTERN, r"\p{N}{1,3}", r"\p{N}"
 CL100K_DIGITS_PATTERN = _single_digits(CL100K_PATTERN, r"\p{N}{1,3}+", r"\p{N}")
 O200K_DIGITS_PATTERN = _single_digits(O200K_PATTERN, r"\p{N}{1,3}", r"\p{N}")
 GPT2_DIGITS_PATTERN = _single_digits(GPT2_PATTERN, r" ?\p{N}++", r" ?\p{N}")
+SUPERWORD_DIGITS_PATTERN = _single_digits(SUPERWORD_PATTERN, r"\p{N}{1,3}|", r"\p{N}|")
 
 
 @dataclass(frozen=True)
@@ -76,8 +100,13 @@ class Pattern:
     o200k and gpt2 (and their ``-digits`` variants) too, whose matches never run from a non-space into a
     following space (a space only ever starts a match), but whose line
     breaks are not safe (o200k's punctuation run swallows ``/`` after line
-    breaks, gpt2's ``\\s++$`` ends differently at the end of a text). A
-    pattern with neither is matched over whole documents.
+    breaks, gpt2's ``\\s++$`` ends differently at the end of a text).
+    ``cut_at_breaks`` (a property) says whether the first kind is safe: true
+    for superword too, whose pieces run across spaces but end at line breaks.
+    A pattern with no safe place is matched over whole documents.
+
+        >>> NAMED_PATTERNS["superword"].cut_rule()
+        {'cut': True, 'breaks': True, 'spaces': False}
     """
 
     name: str
@@ -85,6 +114,19 @@ class Pattern:
     python: str
     cut_at_safe_places: bool
     cut_at_spaces: bool = False
+
+    @property
+    def cut_at_breaks(self) -> bool:
+        """Whether a place after a line break before a non-space is safe (a
+        property, not a field: the config's fingerprint holds the fields)."""
+        return self.cut_at_safe_places or self.name in _BREAKS_ONLY
+
+    def cut_rule(self) -> dict[str, bool]:
+        """The cutters' keywords for this pattern (``units.Splitter``, ``pretokenize.PartCutter``):
+        ``cut`` (any place is safe), ``breaks`` and ``spaces`` (which kinds are)."""
+        breaks = self.cut_at_breaks
+        spaces = self.cut_at_safe_places or self.cut_at_spaces
+        return {"cut": breaks or spaces, "breaks": breaks, "spaces": spaces}
 
 
 def _python_spelling(tiktoken_pattern: str) -> str:
@@ -95,29 +137,33 @@ def _python_spelling(tiktoken_pattern: str) -> str:
 # The numba scanner's rules (``toktoktok.scanner``), chosen at run time by one
 # int, so that a new named pattern adds no compiled kernel: a base rule, plus
 # SCAN_SINGLE_DIGITS for one number a piece.
-SCAN_DEFAULT, SCAN_CL100K, SCAN_O200K, SCAN_GPT2 = 0, 1, 2, 3
+SCAN_DEFAULT, SCAN_CL100K, SCAN_O200K, SCAN_GPT2, SCAN_SUPERWORD = 0, 1, 2, 3, 8
 SCAN_SINGLE_DIGITS = 4
 
 # Every named pattern, the one place that lists them: name, tiktoken's
-# spelling, cut_at_safe_places, cut_at_spaces (why each is safe: the comment
-# at the top of ``pretokenize``), the scanner's rule. A new one is a row here
+# spelling, the places where its text may be cut (both kinds, spaces or
+# breaks; why each is safe: the comment at the top of ``pretokenize``), the
+# scanner's rule. A new one is a row here
 # and, when no rule fits, a SCAN_ value that ``scanner.piece_end`` branches on;
 # the tests that prove the scanner, the cuts and the Hugging Face export run
 # over this table, so they take the row in too.
 _TABLE = (
-    ("default", DEFAULT_PATTERN, True, True, SCAN_DEFAULT),
-    ("cl100k", CL100K_PATTERN, True, True, SCAN_CL100K),
-    ("o200k", O200K_PATTERN, False, True, SCAN_O200K),
-    ("gpt2", GPT2_PATTERN, False, True, SCAN_GPT2),
-    ("default-digits", DEFAULT_DIGITS_PATTERN, True, True, SCAN_DEFAULT | SCAN_SINGLE_DIGITS),
-    ("cl100k-digits", CL100K_DIGITS_PATTERN, True, True, SCAN_CL100K | SCAN_SINGLE_DIGITS),
-    ("o200k-digits", O200K_DIGITS_PATTERN, False, True, SCAN_O200K | SCAN_SINGLE_DIGITS),
-    ("gpt2-digits", GPT2_DIGITS_PATTERN, False, True, SCAN_GPT2 | SCAN_SINGLE_DIGITS),
+    ("default", DEFAULT_PATTERN, "both", SCAN_DEFAULT),
+    ("cl100k", CL100K_PATTERN, "both", SCAN_CL100K),
+    ("o200k", O200K_PATTERN, "spaces", SCAN_O200K),
+    ("gpt2", GPT2_PATTERN, "spaces", SCAN_GPT2),
+    ("default-digits", DEFAULT_DIGITS_PATTERN, "both", SCAN_DEFAULT | SCAN_SINGLE_DIGITS),
+    ("cl100k-digits", CL100K_DIGITS_PATTERN, "both", SCAN_CL100K | SCAN_SINGLE_DIGITS),
+    ("o200k-digits", O200K_DIGITS_PATTERN, "spaces", SCAN_O200K | SCAN_SINGLE_DIGITS),
+    ("gpt2-digits", GPT2_DIGITS_PATTERN, "spaces", SCAN_GPT2 | SCAN_SINGLE_DIGITS),
+    ("superword", SUPERWORD_PATTERN, "breaks", SCAN_SUPERWORD),
+    ("superword-digits", SUPERWORD_DIGITS_PATTERN, "breaks", SCAN_SUPERWORD | SCAN_SINGLE_DIGITS),
 )
 NAMED_PATTERNS: dict[str, Pattern] = {
-    name: Pattern(name, spelling, _python_spelling(spelling), safe, spaces)
-    for name, spelling, safe, spaces, _ in _TABLE
+    name: Pattern(name, spelling, _python_spelling(spelling), places == "both", places != "breaks")
+    for name, spelling, places, _ in _TABLE
 }
+_BREAKS_ONLY = frozenset(name for name, _, places, _ in _TABLE if places == "breaks")
 # The scanner's rule for each named pattern (a custom regex has none).
 SCANNER_RULES: dict[str, int] = {name: rule for name, *_, rule in _TABLE}
 

@@ -49,6 +49,11 @@ from toktoktok.patterns import Pattern
 # no match runs from a non-space into a following space; and (?!\S) and \s++$ are
 # read only at the end of a white space run, which a cut before the run's first space
 # leaves whole in the part after the cut.
+# After a line break alone (cut_at_breaks) is safe for superword and superword-digits:
+# a line break is never inside a match, only at its end, in a run ([\r\n]*, [\r\n]+)
+# that takes every line break there is, so a match holding one ends before the next
+# non-space; and what a match reads beyond itself (a character or two of lookahead:
+# digits, punctuation, spaces, white space) never reads past a line break.
 # A cut must also not fall strictly inside an occurrence of a special token (of any
 # token, at any position, overlapping ones included): then the special tokens found
 # part by part are the ones found in the whole text.
@@ -201,38 +206,41 @@ def _inside_special(text: str, p: int, special_tokens: Sequence[str]) -> bool:
     return False
 
 
-def _last_char_safe(text: str, lo: int, hi: int, breaks: bool = True) -> int:
+def _last_char_safe(text: str, lo: int, hi: int, breaks: bool = True, spaces: bool = True) -> int:
     """The last p with lo < p < hi meeting the character rule, else 0.
 
-    ``breaks=False`` uses the space rule alone (o200k, gpt2)."""
+    ``breaks=False`` uses the space rule alone (o200k, gpt2), ``spaces=False``
+    the line-break rule alone (superword)."""
     m = _BREAK_BEFORE_WORD_REV.search(text, lo, hi) if breaks else None
     best = m.start() + 1 if m else 0
-    m = _SPACE_AFTER_WORD_REV.search(text, max(lo + 1, best + 1), hi)
+    m = _SPACE_AFTER_WORD_REV.search(text, max(lo + 1, best + 1), hi) if spaces else None
     return m.start() if m else best
 
 
-def _first_char_safe(text: str, lo: int, hi: int, breaks: bool = True) -> int:
+def _first_char_safe(text: str, lo: int, hi: int, breaks: bool = True, spaces: bool = True) -> int:
     """The first p with lo < p < hi meeting the character rule, else 0."""
     m = _BREAK_BEFORE_WORD.search(text, lo, hi) if breaks else None
     best = m.start() + 1 if m else 0
-    m = _SPACE_AFTER_WORD.search(text, lo + 1, best if best else hi)
+    m = _SPACE_AFTER_WORD.search(text, lo + 1, best if best else hi) if spaces else None
     return m.start() if m else best
 
 
-def _last_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str], breaks: bool = True) -> int:
+def _last_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str], breaks: bool = True,
+               spaces: bool = True) -> int:
     """The last safe p with lo < p < hi (0 if none)."""
     while lo + 1 < hi:
-        p = _last_char_safe(text, lo, hi, breaks)
+        p = _last_char_safe(text, lo, hi, breaks, spaces)
         if not p or not _inside_special(text, p, special_tokens):
             return p
         hi = p
     return 0
 
 
-def _first_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str], breaks: bool = True) -> int:
+def _first_safe(text: str, lo: int, hi: int, special_tokens: Sequence[str], breaks: bool = True,
+                spaces: bool = True) -> int:
     """The first safe p with lo < p < hi (0 if none)."""
     while lo + 1 < hi:
-        p = _first_char_safe(text, lo, hi, breaks)
+        p = _first_char_safe(text, lo, hi, breaks, spaces)
         if not p or not _inside_special(text, p, special_tokens):
             return p
         lo = p
@@ -280,12 +288,14 @@ class PartCutter:
         *,
         cut: bool,
         breaks: bool = True,
+        spaces: bool = True,
         special_tokens: Sequence[str] = (),
         part_chars: int = 1 << 20,
         max_piece_chars: int = 1 << 20,
     ) -> None:
         self.cut = cut
         self.breaks = breaks  # False: only the space rule is safe (o200k, gpt2)
+        self.spaces = spaces  # False: only the line-break rule is safe (superword)
         self.special_tokens = tuple(t for t in special_tokens if t)
         self.part_chars = max(1, part_chars)
         self.max_piece_chars = max(1, max_piece_chars)
@@ -337,7 +347,7 @@ class PartCutter:
         self._tail = window[-(self._hold + 2) :]
         if self._size > self.part_chars + self.max_piece_chars:
             return True
-        return _first_char_safe(window, 0, len(window), self.breaks) > 0
+        return _first_char_safe(window, 0, len(window), self.breaks, self.spaces) > 0
 
     def _cut(self, *, final: bool) -> list[str]:
         """Cut complete parts off the carried text, keeping the remainder."""
@@ -367,11 +377,11 @@ class PartCutter:
         """
         lo = max(start, self._clean)
         window = min(start + self.part_chars + 1, hi)
-        end = _last_safe(text, lo, window, self.special_tokens, self.breaks)
+        end = _last_safe(text, lo, window, self.special_tokens, self.breaks, self.spaces)
         if end:
             self._clean = max(self._clean, window - 1)
             return end
-        end = _first_safe(text, max(lo, window - 1), hi, self.special_tokens, self.breaks)
+        end = _first_safe(text, max(lo, window - 1), hi, self.special_tokens, self.breaks, self.spaces)
         if end:
             return end
         self._clean = max(self._clean, hi - 1)

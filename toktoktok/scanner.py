@@ -39,7 +39,9 @@ from toktoktok.patterns import (
     SCAN_GPT2,
     SCAN_O200K,
     SCAN_SINGLE_DIGITS,
+    SCAN_SUPERWORD,
     SCANNER_RULES,
+    SUPERWORD_RUN,
 )
 from toktoktok.unicode_classes import (
     C_D,
@@ -69,6 +71,7 @@ DEFAULT = SCAN_DEFAULT
 CL100K = SCAN_CL100K
 O200K = SCAN_O200K
 GPT2 = SCAN_GPT2
+SUPERWORD = SCAN_SUPERWORD
 DIGITS = SCAN_SINGLE_DIGITS
 PATTERN_IDS = SCANNER_RULES
 
@@ -477,6 +480,68 @@ def _piece_end_gpt2(buf, i, end, cls, single):
 
 
 @njit(cache=True, inline="always")
+def _punct(c):
+    """Whether class ``c`` is ``[^\\s\\p{L}\\p{N}]`` (not the end of the text)."""
+    return not c & (LETTER | NUMBER | SPACE | END)
+
+
+@njit(cache=True, inline="always")
+def _piece_end_superword(buf, i, end, cls, single):
+    """End of the superword piece starting at ``i``: the first alternative that matches.
+
+    Alternatives in order: ``\\p{N}{1,3}`` (``\\p{N}`` with ``single``),
+    `` ?P{2,}[\\r\\n]*`` (P: ``[^\\s\\p{L}\\p{N}]``), `` +(?!\\S)``, the run
+    of at most ``SUPERWORD_RUN`` characters, none a line break, at none of
+    which another alternative starts, then ``[\\r\\n]*``; and ``[\\r\\n]+``.
+    For "by the way, 20 ...": "by the way, ", "20", " ...".
+    """
+    c, w = _cw(buf, i, end, cls)
+    if c & NUMBER:
+        return _numbers(buf, i + w, end, cls, single)
+    b = buf[i]
+    if b == 10 or b == 13:
+        return _line_breaks(buf, i, end)
+    j = i + 1 if b == 32 else i  # where `` ?P{2,}``'s run would start
+    c1, w1 = _cw(buf, j, end, cls)
+    if _punct(c1) and _punct(_cw(buf, j + w1, end, cls)[0]):
+        return _punct_tail(buf, j + w1, end, cls, False)
+    if b == 32:  # `` +(?!\\S)``: the spaces, all before white space or the end, else all but the last
+        k = i + 1
+        while k < end and buf[k] == 32:
+            k += 1
+        after = _cw(buf, k, end, cls)[0]
+        if after & (SPACE | END):
+            return k
+        if k - i >= 2:
+            return k - 1
+    k = i
+    n = 0
+    while k < end and n < SUPERWORD_RUN:
+        b = buf[k]
+        if b == 10 or b == 13:
+            break
+        c, w = _cw(buf, k, end, cls)
+        if c & NUMBER:
+            break
+        c1, w1 = _cw(buf, k + w, end, cls)
+        if _punct(c) and _punct(c1):
+            break
+        if b == 32 and (c1 & (SPACE | END) or (_punct(c1) and _punct(_cw(buf, k + w + w1, end, cls)[0]))):
+            break
+        k += w
+        n += 1
+    return _line_breaks(buf, k, end)
+
+
+@njit(cache=True, inline="always")
+def _line_breaks(buf, j, end):
+    """End of ``[\\r\\n]*`` at ``j``."""
+    while j < end and (buf[j] == 10 or buf[j] == 13):
+        j += 1
+    return j
+
+
+@njit(cache=True, inline="always")
 def piece_end(buf, i, end, cls, contr, which):
     """End of the piece of pattern ``which`` that starts at ``i`` (``i < end``):
     one step of ``scan_kernel``, for a caller that handles each piece as it is
@@ -487,6 +552,8 @@ def piece_end(buf, i, end, cls, contr, which):
         return _piece_end_o200k(buf, i, end, cls, contr, single)
     if base == GPT2:
         return _piece_end_gpt2(buf, i, end, cls, single)
+    if base == SUPERWORD:
+        return _piece_end_superword(buf, i, end, cls, single)
     return _piece_end(buf, i, end, cls, contr, base == CL100K, single)
 
 
@@ -515,6 +582,12 @@ def scan_kernel(buf, start, end, out_ends, cls, contr, which):
     if base == GPT2:
         while i < end and n < cap:
             i = _piece_end_gpt2(buf, i, end, cls, single)
+            out_ends[n] = i
+            n += 1
+        return n
+    if base == SUPERWORD:
+        while i < end and n < cap:
+            i = _piece_end_superword(buf, i, end, cls, single)
             out_ends[n] = i
             n += 1
         return n

@@ -12,8 +12,8 @@ grid point ``g`` inside it. Where a grid step holds no safe place the unit
 grows past the bound (``Splitter.over_bound`` counts such units).
 
 Safe places are ``pretokenize``'s, read on UTF-8 bytes: for o200k and gpt2
-(``cut_at_spaces``) only those before a space; never strictly inside a
-special token. Invalid bytes decode to U+FFFD, which is not white space,
+only those before a space, for superword only those after a line break
+(``Pattern.cut_rule``); never strictly inside a special token. Invalid bytes decode to U+FFFD, which is not white space,
 and never swallow an ASCII byte, so the rule on bytes is the rule on the
 decoded text.
 
@@ -92,19 +92,19 @@ def char_offsets(data: bytes) -> tuple[str, list[int]]:
     return text, [*out, at]
 
 
-def reference_safe(data: bytes, *, breaks: bool) -> list[int]:
+def reference_safe(data: bytes, *, breaks: bool, spaces: bool = True) -> list[int]:
     """Every safe place ``0 < p < len(data)`` of UTF-8 ``data`` (special tokens aside),
     judged on the decoded text: the plain reference of ``last_safe``."""
     text, at = char_offsets(data)
     out = []
     for i in range(1, len(text)):
         last, first = text[i - 1], text[i]
-        if (breaks and last in "\r\n" and not _WS.match(first)) or (first == " " and not _WS.match(last)):
+        if (breaks and last in "\r\n" and not _WS.match(first)) or (spaces and first == " " and not _WS.match(last)):
             out.append(at[i])
     return out
 
 
-def reference_units(data: bytes, unit_bound: int, *, cut: bool, breaks: bool,
+def reference_units(data: bytes, unit_bound: int, *, cut: bool, breaks: bool, spaces: bool = True,
                     tokens: Sequence[str] = ()) -> list[tuple[int, int]]:
     """A ``.txt`` file's units as ``(start, end)`` byte offsets, from the decoded
     text (``documents.reference_ends``) and ``reference_cuts``: the plain
@@ -118,7 +118,7 @@ def reference_units(data: bytes, unit_bound: int, *, cut: bool, breaks: bool,
     text, at = char_offsets(data)
     ends = [at[e] for e in reference_ends(text)]
     out = []
-    safe = reference_safe(data, breaks=breaks) if cut else []
+    safe = reference_safe(data, breaks=breaks, spaces=spaces) if cut else []
     for s, e in zip([0, *ends], [*ends, len(data)]):
         if s == e:
             continue
@@ -153,15 +153,16 @@ def _ws_before(buf, p):
 
 
 @njit(cache=True, nogil=True)
-def last_safe(buf, lo, hi, breaks):
-    """The last safe place ``p`` with ``lo < p <= hi`` (and ``0 < p < len(buf)``), else -1.
+def last_safe(buf, lo, hi, breaks, spaces=True):
+    """The last safe place ``p`` with ``lo < p <= hi`` (and ``0 < p < len(buf)``), else -1
+    (``breaks``, ``spaces``: whether places after a line break, before a space, are safe).
 
     The character at ``p`` must lie whole in ``buf`` (or ``buf`` end the text).
     """
     p = min(hi, len(buf) - 1)
     while p > lo and p > 0:
         c = buf[p]
-        if c == 32 and not _ws_before(buf, p):
+        if spaces and c == 32 and not _ws_before(buf, p):
             return p
         if breaks and (buf[p - 1] == 10 or buf[p - 1] == 13) and not space_at(buf, p):
             return p
@@ -179,10 +180,10 @@ def _inside_token(buf: bytes | memoryview, p: int, tokens: Sequence[bytes]) -> b
 
 
 def cut_in(array: np.ndarray, raw: bytes | memoryview, lo: int, hi: int, breaks: bool,
-           tokens: Sequence[bytes]) -> int:
+           tokens: Sequence[bytes], spaces: bool = True) -> int:
     """The last safe place in ``(lo, hi]`` of the buffer, not inside a special token; -1 if none."""
     while hi > lo:
-        p = last_safe(array, lo, hi, breaks)
+        p = last_safe(array, lo, hi, breaks, spaces)
         if p < 0 or not tokens or not _inside_token(raw, p, tokens):
             return p
         hi = p - 1
@@ -190,22 +191,22 @@ def cut_in(array: np.ndarray, raw: bytes | memoryview, lo: int, hi: int, breaks:
 
 
 def grid_cuts(array: np.ndarray, raw: bytes | memoryview, base: int, start: int, first_g: int, last_g: int,
-              step: int, breaks: bool, tokens: Sequence[bytes]) -> list[int]:
+              step: int, breaks: bool, tokens: Sequence[bytes], spaces: bool = True) -> list[int]:
     """The cuts (stream offsets) of grid points ``first_g <= g <= last_g`` of a
     document starting at ``start``; ``array[i]`` is the stream's byte ``base + i``."""
     cuts = []
     for g in range(first_g, last_g + 1, step):
-        p = cut_in(array, raw, max(start, g - step) - base, g - base, breaks, tokens)
+        p = cut_in(array, raw, max(start, g - step) - base, g - base, breaks, tokens, spaces)
         if p >= 0:
             cuts.append(base + p)
     return cuts
 
 
 def reference_cuts(data: bytes, start: int, end: int, *, grid: int, breaks: bool,
-                   tokens: Sequence[str]) -> list[int]:
+                   tokens: Sequence[str], spaces: bool = True) -> list[int]:
     """The cuts of the document ``data[start:end]`` (the stream's origin at 0), from
     ``reference_safe``: the plain reference of the rule."""
-    return _cuts_from(reference_safe(data[:end], breaks=breaks), data, start, end, grid, tokens)
+    return _cuts_from(reference_safe(data[:end], breaks=breaks, spaces=spaces), data, start, end, grid, tokens)
 
 
 # --------------------------------------------------------------- streams
@@ -231,9 +232,9 @@ class Splitter:
     units are documents, nothing is held.
     """
 
-    def __init__(self, unit_bound: int, *, cut: bool, breaks: bool, special_tokens: Sequence[str] = (),
-                 origin: int = 0) -> None:
-        self.bound, self.step, self.cut, self.breaks = unit_bound, grid(unit_bound), cut, breaks
+    def __init__(self, unit_bound: int, *, cut: bool, breaks: bool, spaces: bool = True,
+                 special_tokens: Sequence[str] = (), origin: int = 0) -> None:
+        self.bound, self.step, self.cut, self.breaks, self.spaces = unit_bound, grid(unit_bound), cut, breaks, spaces
         self.tokens = tuple(t.encode("utf-8", "surrogatepass") for t in special_tokens if t)
         self.margin = max([4, *(len(t) for t in self.tokens)])
         self.buf = b""
@@ -283,7 +284,7 @@ class Splitter:
                 last = (limit // self.step) * self.step
                 if last >= first:
                     for c in grid_cuts(array, self.buf, self.base, self.doc, first, last, self.step,
-                                       self.breaks, self.tokens):
+                                       self.breaks, self.tokens, self.spaces):
                         self._end_unit(c, out)
                     self.resolved = last
             if e is None:
@@ -349,7 +350,7 @@ class Splitter:
         return UnitWindow(memoryview(data), ends, start, documents)
 
 
-def row_bounds(data: bytes | memoryview, unit_bound: int, *, cut: bool, breaks: bool,
+def row_bounds(data: bytes | memoryview, unit_bound: int, *, cut: bool, breaks: bool, spaces: bool = True,
                special_tokens: Sequence[str] = ()) -> list[int]:
     """Where a row's units (``row_parts``) start and end, in its UTF-8 bytes:
     ``[0, ..., len(data)]``.
@@ -364,11 +365,11 @@ def row_bounds(data: bytes | memoryview, unit_bound: int, *, cut: bool, breaks: 
     if cut:
         tokens = tuple(t.encode("utf-8", "surrogatepass") for t in special_tokens if t)
         array = np.frombuffer(data, dtype=np.uint8)
-        cuts = grid_cuts(array, data, 0, 0, step, ((len(data) - 1) // step) * step, step, breaks, tokens)
+        cuts = grid_cuts(array, data, 0, 0, step, ((len(data) - 1) // step) * step, step, breaks, tokens, spaces)
     return [0, *cuts, len(data)]
 
 
-def row_parts(text: str, unit_bound: int, *, cut: bool, breaks: bool,
+def row_parts(text: str, unit_bound: int, *, cut: bool, breaks: bool, spaces: bool = True,
               special_tokens: Sequence[str] = ()) -> tuple[list[tuple[int, str]], int]:
     """A row's units: ``(offset of the unit's first byte in the row's UTF-8 text,
     its text)``, and how many are over the bound.
@@ -383,6 +384,6 @@ def row_parts(text: str, unit_bound: int, *, cut: bool, breaks: bool,
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= unit_bound:
         return [(0, text)], 0
-    bounds = row_bounds(data, unit_bound, cut=cut, breaks=breaks, special_tokens=special_tokens)
+    bounds = row_bounds(data, unit_bound, cut=cut, breaks=breaks, spaces=spaces, special_tokens=special_tokens)
     parts = [(a, data[a:b].decode("utf-8", "surrogatepass")) for a, b in zip(bounds, bounds[1:])]
     return parts, sum(b - a > unit_bound for a, b in zip(bounds, bounds[1:]))

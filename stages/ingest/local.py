@@ -257,8 +257,7 @@ def train_last_held(cfg: Config, weight: float, index: int, heldout: list[str], 
     cap it was cut there, and it trains as it was kept.)"""
     text = heldout.pop()
     size = len(text.encode("utf-8", "surrogatepass"))
-    cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
-                        breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+    cutter = PartCutter(**cfg.pattern.cut_rule(), special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     batcher.add(cutter.feed(text) + cutter.finish(), weight, index)
     batcher.file_done()  # the chunker takes a file's counts at its end

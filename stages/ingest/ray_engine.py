@@ -427,7 +427,7 @@ class Capper:
 def separable(cfg: Config, unit: Unit) -> bool:
     """Whether a unit's text counted on its own gives the pieces and counts it gives
     in its file's stream: a row's units are streams of their own; a ``.txt`` unit
-    ends at a safe place of the default and cl100k patterns (and no special token
+    ends at a line-break safe place of the pattern (and no special token
     holds a line break); and the weight is an integer (a fractional weight
     rounds per batch)."""
     if not float(unit.src.weight).is_integer():
@@ -435,7 +435,7 @@ def separable(cfg: Config, unit: Unit) -> bool:
     kind = file_format(unit.path)[0]
     if kind not in ("txt", TEXT) or document_rule(kind, unit.src.documents) not in ("blank-line", "file"):
         return True  # rows, and documents cut by line or split-on: each a stream of its own
-    return (has_scanner(cfg.pattern) and bool(cfg.pattern.cut_at_safe_places)
+    return (has_scanner(cfg.pattern) and cfg.pattern.cut_at_breaks
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
 
 

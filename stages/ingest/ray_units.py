@@ -103,8 +103,7 @@ def count_training_texts(cfg: Config, texts: list[str], weight: float, index: in
     batcher = Batcher(cfg, chunker, None)
     tally = Tally()
     for text in texts:
-        cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
-                            breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+        cutter = PartCutter(**cfg.pattern.cut_rule(), special_tokens=cfg.special_tokens,
                             max_piece_chars=cfg.max_piece_bytes)
         batcher.add(cutter.feed(text) + cutter.finish(), weight, index)
         tally.forced_cuts += cutter.forced_cuts
@@ -139,7 +138,7 @@ def splittable(cfg: Config, src: Source, path: Path) -> bool:
     and it would be listed once per failed range).
     """
     return (file_format(path) == ("txt", None) and src.documents in (None, "blank-line")
-            and has_scanner(cfg.pattern) and cfg.pattern.cut_at_safe_places
+            and has_scanner(cfg.pattern) and cfg.pattern.cut_at_breaks
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens)
             and float(src.weight).is_integer() and cfg.on_bad_file == "fail" and not wide_bom(path))
 

@@ -94,8 +94,7 @@ def ingest_file(cfg: Config, phase: Phase, index: int, src: Source, path: Path, 
     stream, ``span_origin``). ``held_keys``: each held-out unit's key
     ``(offset, row)`` is appended there (the Ray engine applies the cap from them).
     ``data``: a small text file's bytes, read whole by the caller (``local``)."""
-    cutter = PartCutter(cut=cfg.pattern.cut_at_spaces or cfg.pattern.cut_at_safe_places,
-                        breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens,
+    cutter = PartCutter(**cfg.pattern.cut_rule(), special_tokens=cfg.special_tokens,
                         max_piece_chars=cfg.max_piece_bytes)
     sample_share, cap_share = sampling.shares_of(share, index)  # ``share``: a float, or ``sampling.Shares``
     route = Router(cfg, phase, index, src.weight, sample_share, batcher, cutter, heldout, tally, heldout_files,
@@ -135,7 +134,7 @@ def deciding(cfg: Config, sample: float, cap: float, tally: Tally) -> bool:
 
 def takes_bytes(cfg: Config) -> bool:
     """``Router.bytes_ok``: training bytes may go to the scanner as read."""
-    return (has_scanner(cfg.pattern) and bool(cfg.pattern.cut_at_safe_places)
+    return (has_scanner(cfg.pattern) and cfg.pattern.cut_at_breaks
             and not any("\r" in t or "\n" in t for t in cfg.special_tokens))
 
 
@@ -143,8 +142,8 @@ def splitter(cfg: Config, origin: int = 0) -> units.Splitter:
     """The unit splitter of a ``.txt`` file under this config (``origin``: the
     stream offset of the first byte it is fed)."""
     pattern = cfg.pattern
-    return units.Splitter(units.bound(cfg.working_set_mb), cut=bool(pattern.cut_at_safe_places or pattern.cut_at_spaces),
-                          breaks=pattern.cut_at_safe_places, special_tokens=cfg.special_tokens, origin=origin)
+    return units.Splitter(units.bound(cfg.working_set_mb), **pattern.cut_rule(), special_tokens=cfg.special_tokens,
+                          origin=origin)
 
 
 def span_origin(path: Path, span: tuple[int, int] | None) -> int:
@@ -447,8 +446,7 @@ def route_row(route: Router, text: str, offset: int, row: int) -> None:
     ``offset`` and ``row`` are its key (``sampling``)."""
     cfg = route.cfg
     parts, over = units.row_parts(text, units.bound(cfg.working_set_mb),
-                                  cut=bool(cfg.pattern.cut_at_safe_places or cfg.pattern.cut_at_spaces),
-                                  breaks=cfg.pattern.cut_at_safe_places, special_tokens=cfg.special_tokens)
+                                  **cfg.pattern.cut_rule(), special_tokens=cfg.special_tokens)
     route.tally.units_over_bound += over
     offsets = np.array([offset + at for at, _ in parts], dtype=np.uint64)
     fates, samples = route.plan(offsets, row)  # all at once: one hash call per row

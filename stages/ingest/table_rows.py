@@ -118,7 +118,7 @@ def _long_row(batch: RowBatch, k: int, route: Router) -> bool:
         cuts.append(at)
     cfg = route.cfg
     bound = units.bound(cfg.working_set_mb)
-    bounds = units.row_bounds(row, bound, cut=True, breaks=True, special_tokens=cfg.special_tokens)
+    bounds = units.row_bounds(row, bound, **cfg.pattern.cut_rule(), special_tokens=cfg.special_tokens)
     tally = route.tally
     tally.units += len(bounds) - 1
     tally.kept_documents += len(bounds) - 1

@@ -16,6 +16,7 @@ SPECIALS = ("<|e|>", "<|eot|>", "<|a b\nc|>")
 # Each named pattern by the cut rule it claims (the -digits variants too).
 CUT_PATTERNS = [p for p in NAMED_PATTERNS.values() if p.cut_at_safe_places]
 SPACE_CUT_PATTERNS = [p for p in NAMED_PATTERNS.values() if p.cut_at_spaces and not p.cut_at_safe_places]
+BREAK_CUT_PATTERNS = [p for p in NAMED_PATTERNS.values() if p.cut_at_breaks and not p.cut_at_safe_places]
 
 # Fragments biased to where the patterns and the cut rule are delicate.
 FRAGMENTS = [
@@ -86,6 +87,28 @@ def test_space_rule_alone_is_safe_for_o200k_and_gpt2(name, text, sizes, part_cha
     by_part = [p for part in parts for p in pieces(part, pattern, specials)]
     assert by_part == pieces(text, pattern, specials)
     assert all(p[0] == " " for p in parts[1:])  # every cut is before a space
+
+
+@pytest.mark.parametrize("name", [p.name for p in BREAK_CUT_PATTERNS])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.lists(st.one_of(fragment, st.sampled_from(["by the", " way", " ..", "!!\n", "\n/", " \n", "x \n"])),
+                  max_size=40).map("".join),
+    sizes=st.lists(st.integers(1, 12), min_size=1, max_size=5),
+    part_chars=st.integers(1, 50),
+    with_specials=st.booleans(),
+)
+def test_line_break_rule_alone_is_safe_for_superword(name, text, sizes, part_chars, with_specials):
+    """superword (and its -digits variant) may be cut after a line break before a non-space, never at a space."""
+    pattern = NAMED_PATTERNS[name]
+    assert pattern.cut_rule() == {"cut": True, "breaks": True, "spaces": False}
+    specials = SPECIALS if with_specials else ()
+    cutter = PartCutter(**pattern.cut_rule(), special_tokens=specials, part_chars=part_chars)
+    parts = run_cutter(cutter, blocks_of(text, sizes))
+    assert "".join(parts) == text
+    by_part = [p for part in parts for p in pieces(part, pattern, specials)]
+    assert by_part == pieces(text, pattern, specials)
+    assert all(part[-1] in "\r\n" or (specials and part.endswith(specials)) for part in parts[:-1])
 
 
 @settings(max_examples=300, deadline=None)

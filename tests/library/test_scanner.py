@@ -103,7 +103,7 @@ def test_named_entry_points():
     assert ends[: scan_cl100k(buf, 0, len(buf), ends)].tolist() == [1, 4]
     with pytest.raises(ValueError):
         scan_default(buf, 0, len(buf), np.empty(1, dtype=np.int64))
-    for which in (-1, 8, scanner.DIGITS | 8):
+    for which in (-1, 16, scanner.DIGITS | 16):
         with pytest.raises(ValueError, match="id of a named pattern"):
             scan(buf, 0, len(buf), ends, which)
 
@@ -111,7 +111,7 @@ def test_named_entry_points():
 def test_every_named_pattern_has_the_scanner():
     """The table lists each pattern once, with a rule of its own: the -digits ones differ by DIGITS."""
     assert set(WHICH) == set(NAMED_PATTERNS) and len(set(WHICH.values())) == len(WHICH)
-    for name in ("default", "cl100k", "o200k", "gpt2"):
+    for name in ("default", "cl100k", "o200k", "gpt2", "superword"):
         assert WHICH[name + "-digits"] == WHICH[name] | scanner.DIGITS
     assert split_text(" 12 ٣٤x", GPT2 | scanner.DIGITS) == [" 1", "2", " ٣", "٤", "x"]
     assert split_text(" 12 ٣٤x", GPT2) == [" 12", " ٣٤", "x"]
@@ -181,6 +181,22 @@ def test_letter_runs_at_every_alignment(which):
             assert ends[:n].tolist() == ([end] if end > start else []), (start, end)
 
 
+@pytest.mark.parametrize("which", [WHICH["superword"], WHICH["superword-digits"]], ids=["superword", "digits"])
+def test_superword_runs_at_their_limit(which):
+    """The text between isolated pieces is one piece of at most SUPERWORD_RUN characters:
+    runs just under, at and over it, of one- to four-byte characters, ended by
+    each kind of neighbour, and a run cut by the limit just before a line break."""
+    from toktoktok.patterns import SUPERWORD_RUN
+
+    for unit in ("ab c", "é, ", "中文 ", "𐐀x "):
+        for size in (SUPERWORD_RUN - 2, SUPERWORD_RUN, SUPERWORD_RUN + 1, 2 * SUPERWORD_RUN + 3):
+            run = (unit * size)[:size]
+            for after in ("", "\n", "\r\nx", "  ", " ..", "7", "!!", " x"):
+                assert_same_pieces(run + after, which)
+    pieces = split_text("a" * (SUPERWORD_RUN + 5), which)
+    assert [len(p) for p in pieces] == [SUPERWORD_RUN, 5]
+
+
 # -------------------------------------------------------------- hypothesis
 
 SPACES = [
@@ -200,6 +216,7 @@ CONTRACTIONS = [
 ]
 FRAGMENTS = SPACES + DIGITS + LETTERS + MARKS + EMOJI + PUNCT + CONTRACTIONS + [
     "!!\n", "..\r\n", " ?\n\n", "\n\n ", " \n\n", "\r\r\n ", "'s\n", "x'", "a1", "1a",
+    " by the way", " .!", "a  b", ", ", " \t", "-\n/",
 ]
 
 fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=3), st.characters(codec="utf-8"))

@@ -31,11 +31,11 @@ def _bytes(seed: int, size: int) -> bytes:
     return b"".join(out)[:size]
 
 
-def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, tokens=(),
+def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, spaces: bool = True, tokens=(),
               room: bool = False) -> tuple[list, int]:
     """The units the splitter finds reading ``path`` ``block`` bytes at a time;
     ``room``: it may put the bytes it holds in the room before each window."""
-    split = units.Splitter(bound, cut=cut, breaks=breaks, special_tokens=tokens)
+    split = units.Splitter(bound, cut=cut, breaks=breaks, spaces=spaces, special_tokens=tokens)
     ends: list[int] = []
     data = b""
     for w in iter_txt_windows(path, block_bytes=block):
@@ -55,9 +55,11 @@ def _streamed(path: Path, bound: int, block: int, *, cut: bool, breaks: bool, to
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize(("cut", "breaks"), [(True, True), (True, False), (False, False)])
+@pytest.mark.parametrize(("cut", "breaks", "spaces"), [(True, True, True), (True, False, True), (True, True, False),
+                                                        (False, False, False)])
 @pytest.mark.parametrize("room", [0, 8, 64, 1 << 16])
-def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, monkeypatch, seed, cut, breaks, room):
+def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, monkeypatch, seed, cut, breaks, spaces,
+                                                                  room):
     """Streamed units are the reference's for any read size, whether the bytes
     the splitter holds go in the room before a window (``room`` bytes: they fit
     it, or not, and then both are copied) or are always copied with it (0)."""
@@ -68,10 +70,10 @@ def test_the_splitter_finds_the_reference_units_for_any_read_size(tmp_path, monk
     path.write_bytes(data)
     bound = [64, 200, 1000][seed % 3]
     tokens = ["<|e|>"] if seed % 2 else []
-    want = units.reference_units(data, bound, cut=cut, breaks=breaks, tokens=tokens)
+    want = units.reference_units(data, bound, cut=cut, breaks=breaks, spaces=spaces, tokens=tokens)
     assert len(want) > 3
     for block in (1, 7, 100, 1 << 20):
-        got, over = _streamed(path, bound, block, cut=cut, breaks=breaks, tokens=tokens, room=room > 0)
+        got, over = _streamed(path, bound, block, cut=cut, breaks=breaks, spaces=spaces, tokens=tokens, room=room > 0)
         assert got == want, (block, room, got[:5], want[:5])
         assert over == sum(e - s > bound for s, e in want)
 
@@ -108,7 +110,7 @@ def test_pieces_over_the_parts_are_the_pieces_over_the_whole_document(name):
              "x\n ", " \n", "A", "Hello", "\u00a0"]
     for _ in range(20):
         text = "".join(rng.choice(words) for _ in range(3000))
-        parts, _ = units.row_parts(text, 512, cut=True, breaks=pattern.cut_at_safe_places)
+        parts, _ = units.row_parts(text, 512, **pattern.cut_rule())
         assert len(parts) > 10
         assert "".join(p for _, p in parts) == text
         assert [o for o, _ in parts] == [len(text[: len("".join(p for _, p in parts[:k]))].encode())

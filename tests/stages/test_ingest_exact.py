@@ -78,7 +78,7 @@ MULTILINGUAL = SHARED / "data" / "multilingual"
 
 PATTERN_NAMES = tuple(NAMED_PATTERNS)  # the -digits variants too
 # Patterns for which docs/pretokenization.md's .txt document boundary is a safe cut place.
-TXT_SPLIT_EXACT = tuple(name for name, p in NAMED_PATTERNS.items() if p.cut_at_safe_places)
+TXT_SPLIT_EXACT = tuple(name for name, p in NAMED_PATTERNS.items() if p.cut_at_breaks)
 TXT_SPLIT_INEXACT = tuple(name for name in PATTERN_NAMES if name not in TXT_SPLIT_EXACT)
 
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -597,7 +597,8 @@ def test_txt_is_read_in_bounded_parts(tiny: pytest.MonkeyPatch, tmp_path: Path, 
     named pattern needs its own proven rule' (and docs/performance.md#memory: files are streamed, never loaded whole).
 
     o200k and gpt2 may be cut only between a non-space and a following space
-    (``cut_at_spaces``), default and cl100k also after line breaks: either way a .txt file
+    (``cut_at_spaces``), superword only after line breaks, default and cl100k at
+    both: either way a .txt file
     is read as parts of bounded size, never whole.
     """
     _set_sizes(tiny, {"block_chars": 64, "part_chars": 50, "batch": 400, "chunk": 4000})
@@ -658,8 +659,7 @@ def test_txt_held_out_and_sampled_documents_leave_exactly_the_rest(tiny: pytest.
     held, kept, held_bytes = [], [], 0
     fates = []  # per unit: kept or not
     pattern = NAMED_PATTERNS[name]
-    for start, end in units.reference_units(data, units.bound(budget_mb), cut=True,
-                                            breaks=pattern.cut_at_safe_places):
+    for start, end in units.reference_units(data, units.bound(budget_mb), **pattern.cut_rule()):
         text = data[start:end].decode("utf-8", "replace")
         if held_bytes < cap and is_heldout(cfg.seed, phase.slug, 0, start, cfg.heldout_share):
             raw = text.encode()[: cap - held_bytes]

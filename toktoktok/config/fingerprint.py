@@ -45,7 +45,7 @@ def effective_settings(cfg: Config) -> dict[str, Any]:
 
     Every ``Config`` field except ``path``, ``verbose``, ``threads``, ``engine``,
     ``ray`` and ``warnings`` (they change how a run goes, not what it makes); paths are
-    absolute strings, the pattern is ``{name, tiktoken, python, cut_at_safe_places}``.
+    absolute strings, the pattern is ``{name, tiktoken, python, cut_at_safe_places, cut_at_spaces}``.
     """
     settings = _jsonable(cfg)
     for key in _NOT_SETTINGS:
