@@ -59,14 +59,16 @@ def train_reference(
     min_frequency: int = 2,
     max_token_bytes: int | None = None,
     max_token_words: int | None = None,
+    next_rank: int | None = None,
 ) -> list[Merge]:
-    """The training rule in plain Python (docs/training.md, The merge rule)."""
+    """The training rule in plain Python (docs/training.md, The merge rule); new
+    ranks from ``next_rank`` (default: just after the highest of ``ranks``)."""
     ranks = dict(ranks)
     by_rank = {r: t for t, r in ranks.items()}
     words = [(segment_reference(p, ranks), c) for p, c in pieces.items()]
     banned: set[tuple[int, int]] = set()
     learned: list[Merge] = []
-    next_rank = max(ranks.values()) + 1
+    next_rank = max(ranks.values()) + 1 if next_rank is None else next_rank
     made = 0
     while made < merges:
         counts: Counter[tuple[int, int]] = Counter()
