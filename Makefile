@@ -9,6 +9,8 @@
 #                             builds its corpora under SCALE_DATA with apt-get download, the
 #                             prose from ../shared/corpora beside the checkout, skipped if absent; SCALE_REPS runs a point);
 #                             then its shapes part: ingest of the same kernel text as parquet, Arrow, JSON lines, a folder, ...
+#   make bench-superword      on 100 MB of English prose (../shared/corpora beside the checkout): subword then
+#                             superword phases at three transition points against one plain phase (benchmarks/results/SUPERWORD.md)
 #   make stage STAGE=train CONFIG=configs/demo.yaml [PHASE=English]
 #                             run one stage of a config (ingest, train, export, run)
 
@@ -27,7 +29,7 @@ PHASE  ?=
 SCALE_DATA ?= /work/scale-data
 SCALE_REPS ?= 3
 
-.PHONY: venv demo demo-data test bench bench-memory bench-scale stage clean
+.PHONY: venv demo demo-data test bench bench-memory bench-scale bench-superword stage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,6 +74,11 @@ bench-scale: $(TESTS)
 	$(COMPILE)
 	$(BIN)/python benchmarks/run.py --section scale --data $(SCALE_DATA) --reps $(SCALE_REPS)
 	$(BIN)/python benchmarks/run.py --section shapes --data $(SCALE_DATA) --reps $(SCALE_REPS)
+
+bench-superword: $(TESTS)
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,bench]'
+	$(COMPILE)
+	$(BIN)/python benchmarks/run.py --section superword
 
 stage: $(STAMP)
 	$(BIN)/toktok $(STAGE) -c $(CONFIG) $(if $(PHASE),--phase "$(PHASE)")

@@ -24,6 +24,10 @@ Sections (what each writes; the make target that runs it):
   bring (one ``.txt``, a folder of files, parquet, Arrow, ``datasets``'
   folder, JSON lines, compressed), against one ``.txt``, with the limit each
   works against and whether their inventories agree;
+- ``superword`` -> ``results/SUPERWORD.md`` (``make bench-superword``): on 100 MB
+  of English prose, a subword phase up to a transition point and a superword
+  phase after it, at several points, against one plain phase of as many
+  ranks: held-out tokens, wall and peak;
 - ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
@@ -76,6 +80,7 @@ SECTIONS = {
     "pieces": "sections.pieces",
     "corpus": "sections.scale_corpus",
     "big-corpus": "sections.big_corpus",
+    "superword": "sections.superword",
 }
 
 

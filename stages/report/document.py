@@ -1,5 +1,6 @@
 """The report as a JSON-ready document (``NAME.report.json``): per phase its
-counts, longest tokens, first merges, token lengths and under-trained tokens;
+counts, longest tokens, first merges, token lengths, under-trained tokens and
+tokens that span words;
 the held-out compression table and curve; the timings.
 
 Tokens are shown decoded with ``errors="replace"`` and escaped
@@ -24,6 +25,7 @@ from toktoktok.tuning import resolve_threads
 from ..workdir import Work, peak
 from .compression import Domain, Meter, compression_curve, compression_table
 from .growth import TOP, Growth, base_label
+from .superwords import superword_entry
 from .usage import token_usage, undertrained
 
 REPORT_FORMAT = "toktoktok-report/1"
@@ -146,6 +148,7 @@ def _phase_entry(cfg: Config, phase, domain: Domain, growth: Growth, start: int,
         "first_merges": first,
         "token_lengths": _lengths(map(itemgetter(0), new)),
         **_undertrained(new, ranks, used),
+        "superwords": superword_entry(new, used, by_rank, visible),
     }
 
 

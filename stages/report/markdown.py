@@ -137,6 +137,23 @@ def _md_phase_tokens(p: dict[str, Any]) -> list[str]:
         out += _table(["rank", "produced", "bytes", "token"],
                       [[str(t["rank"]), f"{t['produced']:,}", str(t["bytes"]), _md_code(t["token"])]
                        for t in p["undertrained"]], "rrrl")
+    return out + _md_superwords(p)
+
+
+def _md_superwords(p: dict[str, Any]) -> list[str]:
+    s = p.get("superwords")
+    if not s:
+        return []
+    spans = ", ".join(f"{n} words: {c:,}" for n, c in s["new_by_words"].items())
+    out = ["", f"Tokens across words: {s['new_spanning_words']:,} of the phase's new tokens span more than one "
+           f"word ({spans}); {_pct(s['produced_share'])} of the tokens its own text produces (its training pieces "
+           "times their counts, and its held-out text, encoded with the final vocabulary) do. The compression table "
+           f"above gives its held-out bytes per token before and after it."]
+    if s["most_produced"]:
+        out += ["", f"The {len(s['most_produced'])} most produced tokens that span words:", ""]
+        out += _table(["rank", "produced", "words", "token"],
+                      [[str(t["rank"]), f"{t['produced']:,}", str(t["words"]), _md_code(t["token"])]
+                       for t in s["most_produced"]], "rrrl")
     return out
 
 

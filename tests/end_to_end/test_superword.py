@@ -154,3 +154,24 @@ def test_cl100k_extended_by_a_superword_phase(two_phases, tmp_path):
     sample = PHRASES * 2 + "<|endoftext|>" + english_text(2_000)
     assert tok.encode(sample, add_special_tokens=False) == enc.encode(sample, allowed_special="all")
     assert any(words_reference(enc.decode_single_token_bytes(i)) > 1 for i in enc.encode_ordinary(PHRASES))
+
+
+def test_the_report_has_a_superword_section(two_phases):
+    """The report says, for the superword phase only, how many of its tokens span words,
+    the share of its text's tokens that do, and the most produced of them."""
+    config, _ = two_phases
+    out = config.parent / "out"
+    doc = json.loads((out / "tok.report.json").read_text(encoding="utf-8"))
+    words, supers = (p["superwords"] for p in doc["phases"])
+    assert words is None
+    second = [token for *_, token, _ in _rows(config)[150:]]
+    spans = [words_reference(t) for t in second]
+    assert supers["new_spanning_words"] == sum(s > 1 for s in spans)
+    assert supers["new_by_words"] == {str(n): spans.count(n) for n in sorted(set(spans)) if n > 1}
+    assert 0 < supers["produced_share"] < 1
+    produced = [t["produced"] for t in supers["most_produced"]]
+    assert len(produced) == 20 and produced == sorted(produced, reverse=True)
+    assert all(t["words"] > 1 for t in supers["most_produced"])
+    markdown = (out / "tok.report.md").read_text(encoding="utf-8")
+    assert markdown.count("Tokens across words:") == 1
+    assert "The 20 most produced tokens that span words:" in markdown

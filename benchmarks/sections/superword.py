@@ -1,0 +1,188 @@
+"""Superword: a subword phase up to a transition point, a superword phase after it, against one plain phase.
+
+    make bench-superword
+    .venv/bin/python benchmarks/run.py --section superword [--mb 100] [--tokens 65536]
+        [--transitions 16384,32768,49152] [--reps 1] [--out results/SUPERWORD.md]
+
+The text: the shared corpora's English prose (``english.txt.zst``, its first
+``--mb`` MB; held out: ``english.heldout.txt.zst``, documents never trained
+on). Every run is ``toktok run -c CFG --force`` as a whole process in a fresh
+folder, measured from outside (``benchkit.measure``: wall, true peak RSS),
+with ``heldout_share: 0``, ``hardcoded_merges: false``, a ``working_set_mb``
+that keeps all text, and ``--tokens`` ranks in all:
+
+- plain: one phase of ``tokens - 256`` merges, the default pattern;
+- superword after T: a phase of ``T - 256`` merges with the default
+  pattern, then one of ``tokens - T`` merges with ``pattern: superword`` and
+  ``max_token_words: 4`` (SuperBPE's transition point T, its bound on words).
+
+Each tokenizer then encodes the held-out text (``encode_ordinary``): tokens,
+bytes per token, how many fewer tokens than plain, the share of tokens that
+span more than one word, and the most used of those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchkit import report as bench_report
+from benchkit.corpus import Corpus, shared_corpus
+from benchkit.measure import Measured, median_of, run_measured
+from benchkit.report import md_table, num
+from benchkit.toktok import fresh, run_env, stage_manifests, toktok_bin
+
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
+MAX_WORDS = 4
+TOP = 20
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Result:
+    name: str
+    transition: int | None
+    measured: list[Measured]
+    phases: list[dict[str, Any]]  # per phase: name, merges made, ingest s, train s, distinct pieces
+    tokens: int
+    heldout_bytes: int
+    multi_share: float
+    top: list[tuple[bytes, int]]
+
+
+def config(corpus: Corpus, folder: Path, tokens: int, transition: int | None) -> Path:
+    """One plain phase (``transition`` None), or a subword phase to ``transition`` and a superword one after."""
+    source = [{"file": str(corpus.train)}]
+    if transition is None:
+        phases = [{"name": "words", "merges": tokens - 256, "sources": source}]
+    else:
+        phases = [{"name": "words", "merges": transition - 256, "sources": source},
+                  {"name": "superwords", "merges": tokens - transition, "pattern": "superword",
+                   "max_token_words": MAX_WORDS, "sources": source}]
+    cfg = {"output": str(folder / "toktoktok.tiktoken"), "work_dir": str(folder / "toktoktok.work"),
+           "working_set_mb": max(1024, 16 * (corpus.train_bytes >> 20)), "hardcoded_merges": False,
+           "heldout_share": 0, "seed": 0, "phases": phases}
+    path = folder / "bench.yaml"
+    path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def phases_of(folder: Path) -> list[dict[str, Any]]:
+    """Per phase, from the stage manifests: merges made, ingest and train seconds, distinct pieces."""
+    work = folder / "toktoktok.work"
+    ingest = stage_manifests(work, "ingest")
+    train = stage_manifests(work, "train")
+    return [{"name": t["phase"], "merges": t["counts"]["merges_made"], "ingest": i["seconds"]["total"], "train": t["seconds"]["total"],
+             "distinct": t["counts"]["distinct_pieces"]} for i, t in zip(ingest, train)]
+
+
+def encode_heldout(tiktoken_file: Path, text: str) -> tuple[int, float, list[tuple[bytes, int]]]:
+    """Held-out tokens, the share of them spanning more than one word, the most used such tokens."""
+    import toktoktok
+
+    enc = toktoktok.load(tiktoken_file)
+    ids = enc.encode_ordinary(text)
+    used = Counter(ids)
+    multi = [(enc.decode_single_token_bytes(i), n) for i, n in used.most_common()
+             if len(enc.decode_single_token_bytes(i).split()) > 1]
+    return len(ids), sum(n for _, n in multi) / max(1, len(ids)), multi[:TOP]
+
+
+def run_one(corpus: Corpus, work: Path, tokens: int, transition: int | None, reps: int,
+            env: dict[str, str]) -> Result:
+    name = "plain" if transition is None else f"superword after {transition:,}"
+    measured: list[Measured] = []
+    for rep in range(reps):
+        folder = fresh(work / (name.replace(" ", "-").replace(",", "") + f"-{rep}"))
+        log(f"  {name}, run {rep + 1} of {reps}")
+        m = run_measured([toktok_bin(), "run", "-c", str(config(corpus, folder, tokens, transition)), "--force"],
+                         folder / "log.txt", env=env)
+        if m.returncode:
+            raise SystemExit(f"{name} failed: see {m.log}")
+        measured.append(m)
+    count, share, top = encode_heldout(folder / "toktoktok.tiktoken", corpus.heldout_text)
+    return Result(name, transition, measured, phases_of(folder), count, len(corpus.heldout_text.encode()), share, top)
+
+
+def report(args: argparse.Namespace, run: dict[str, str], corpus: Corpus, results: list[Result]) -> str:
+    plain = results[0]
+    wall0 = median_of([m.wall for m in plain.measured])
+    rows = []
+    for r in results:
+        wall = median_of([m.wall for m in r.measured])
+        peak = median_of([m.peak_mb for m in r.measured])
+        rows.append([r.name, f"{r.tokens:,}", num(r.heldout_bytes / r.tokens, 3),
+                     f"{(1 - r.tokens / plain.tokens) * 100:.1f}%", f"{r.multi_share * 100:.1f}%", num(wall, 2),
+                     num(wall / wall0, 2), num(peak, 0),
+                     num(peak / median_of([m.peak_mb for m in plain.measured]), 2)])
+    phase_rows = [[r.name, p["name"], f"{p['merges']:,}", f"{p['distinct']:,}", num(p["ingest"], 2), num(p["train"], 2)]
+                  for r in results for p in r.phases]
+    best = min(results[1:], key=lambda r: r.tokens) if len(results) > 1 else None
+    lines = [
+        "# Superword phases", "",
+        f"Run {run['date']}, commit {run['commit']}, `{run['command']}`.", "",
+        f"- machine: {run['machine']}; load average at start {run['load']}",
+        f"- versions: {run['versions']}",
+        f"- text: {corpus.description}",
+        f"- {args.tokens:,} ranks in all (no special tokens); `max_token_words: {MAX_WORDS}` in the superword phase; "
+        f"{args.reps} run(s) each, medians", "",
+        "Held-out: the held-out English encoded with `encode_ordinary`. Fewer: held-out tokens fewer than plain's. "
+        "Multi-word: the share of held-out tokens that span more than one word (a word: a run of non-space bytes). "
+        "Wall and peak: the whole `toktok run` process (ingest of every phase, training, export and its checks), "
+        "measured from outside; × plain: against the plain run of this table.", "",
+        md_table(["run", "held-out tokens", "bytes/token", "fewer", "multi-word", "wall s", "× plain", "peak MB",
+                  "× plain"], rows), "",
+        "Per phase, from the stage manifests (seconds inside the process):", "",
+        md_table(["run", "phase", "merges", "distinct pieces", "ingest s", "train s"], phase_rows), "",
+    ]
+    if best is not None:
+        tops = ", ".join(f"`{t.decode('utf-8', 'replace')!r}` ({n:,})" for t, n in best.top)
+        lines += [f"The {TOP} most used multi-word tokens of {best.name} on the held-out text: {tops}.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="run.py --section superword", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--mb", type=float, default=100, help="the first MB (2^20 bytes) of the English text")
+    parser.add_argument("--tokens", type=int, default=65536, help="ranks in all")
+    parser.add_argument("--transitions", default="16384,32768,49152",
+                        help="comma-separated vocabulary sizes where the superword phase starts")
+    parser.add_argument("--reps", type=int, default=1, help="runs of each; medians are reported")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "SUPERWORD.md")
+    parser.add_argument("--work", type=Path, default=None, help="bench folder (default: a temp folder, removed)")
+    args = parser.parse_args(argv)
+    transitions = [int(t) for t in args.transitions.split(",") if t]
+    if args.reps < 1 or any(not 256 < t < args.tokens for t in transitions):
+        sys.exit("--reps takes 1 or more; each transition lies between 256 and --tokens")
+    run = {"date": bench_report.now(), "commit": bench_report.commit(), "machine": bench_report.machine(),
+           "load": bench_report.load_average(), "versions": bench_report.versions(),
+           "command": " ".join(["benchmarks/run.py", "--section", "superword", *argv])}
+    work = args.work or Path(tempfile.mkdtemp(prefix="toktok-superword-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = run_env(work / "numba-cache")
+    try:
+        corpus = shared_corpus("english", args.mb, fresh(work / "corpus"))
+        log(f"superword: {corpus.description}")
+        log("warm-up: the first superword run with an empty numba cache (compiles), not reported")
+        shutil.rmtree(work / "numba-cache", ignore_errors=True)
+        small = shared_corpus("english", 2, fresh(work / "small"))
+        run_one(small, work / "warmup", 4096, 2048, 1, env)
+        results = [run_one(corpus, work, args.tokens, t, args.reps, env) for t in [None, *transitions]]
+        block = report(args, run, corpus, results)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(block, encoding="utf-8")
+        log(f"wrote {args.out}")
+        print(block)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
