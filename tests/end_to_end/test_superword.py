@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import toktoktok
-from tests.conftest import english_text, manifest, merges_rows, parse_tiktoken, spec_base_ranks, toktok, work_of, \
-    write_config
-from tests.helpers import SHARED
+from tests.conftest import english_text, manifest, merges_rows, mixed_texts, parse_tiktoken, spec_base_ranks, toktok, \
+    work_of, write_config
+from tests.helpers import SHARED, stdlib_sources
 from toktoktok.config import load_config
 from toktoktok.merge import words_reference
 from toktoktok.patterns import NAMED_PATTERNS
@@ -74,6 +74,27 @@ def test_the_superword_phase_learns_the_two_stage_references_merges(two_phases):
     spans = [words_reference(token) for token in second]
     assert max(spans) == 4 and sum(s > 1 for s in spans) >= 10  # superwords, none over the bound
     assert max(words_reference(token) for *_, token, _ in got[:150]) == 1  # the word phase's tokens: one word each
+
+
+@pytest.mark.parametrize("corpus", ["code", "languages"])
+def test_the_reference_on_other_text(tmp_path, corpus):
+    """Source code, and several languages and scripts (marks, which superword's
+    punctuation class holds, among them), the single-digit variant in the second case."""
+    text = stdlib_sources(30_000) if corpus == "code" else "\n\n".join(mixed_texts().values())[:40_000]
+    path = tmp_path / "data" / "text.txt"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    pattern = "superword" if corpus == "code" else "superword-digits"
+    phases = [{"name": "words", "merges": 80, "sources": [{"file": str(path)}]},
+              {"name": "superwords", "merges": 60, "pattern": pattern, "max_token_words": 3,
+               "sources": [{"file": str(path)}]}]
+    config = write_config(tmp_path, phases, heldout_share=0, hardcoded_merges=False, pattern="o200k")
+    r = toktok("run", "-c", config)
+    assert r.code == 0, r.err
+    cfg = load_config(config)
+    want = train_phases_reference([path.read_text(encoding="utf-8")], _stages(cfg), spec_base_ranks(False))
+    assert _rows(config) == want
+    assert max(words_reference(token) for *_, token, _ in want[80:]) <= 3
 
 
 def test_the_exported_superword_tokenizer_is_checked_and_encodes_alike(two_phases):
