@@ -717,7 +717,7 @@ def test_output_must_not_overwrite_the_warm_start_file(project: Path) -> None:
         ("special_tokens: '<|eot|>'", "special_tokens must be a list of strings, got '<|eot|>' (a string)"),
         ("warm_start: base.tiktoken", "warm_start must be a mapping like {file: base.tiktoken}, got 'base.tiktoken'"),
         ("pattern: 3", "pattern must be a name (default, cl100k, o200k, gpt2, default-digits, cl100k-digits, o200k-digits, "
-                         "gpt2-digits) or a regex string, got 3"),
+                         "gpt2-digits, superword, superword-digits) or a regex string, got 3"),
         ("pattern: ''", "pattern must be a name"),
         ("work_dir: 3", "work_dir must be a path (a non-empty string), got 3 (an integer)"),
     ],
