@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import report as bench_report
-from benchkit.corpus import Corpus, shared_corpus
+from benchkit.corpus import SHARED_CORPORA, Corpus, shared_corpus
 from benchkit.measure import Measured, median_of, run_measured
 from benchkit.report import md_table, num
 from benchkit.toktok import fresh, run_env, stage_manifests, toktok_bin
@@ -128,12 +128,13 @@ def report(args: argparse.Namespace, run: dict[str, str], corpus: Corpus, result
     phase_rows = [[r.name, p["name"], f"{p['merges']:,}", f"{p['distinct']:,}", num(p["ingest"], 2), num(p["train"], 2)]
                   for r in results for p in r.phases]
     best = min(results[1:], key=lambda r: r.tokens) if len(results) > 1 else None
+    text = corpus.description.replace(str(SHARED_CORPORA) + "/", "the shared corpora's ")
     lines = [
         "# Superword phases", "",
         f"Run {run['date']}, commit {run['commit']}, `{run['command']}`.", "",
         f"- machine: {run['machine']}; load average at start {run['load']}",
         f"- versions: {run['versions']}",
-        f"- text: {corpus.description}",
+        f"- text: {text}",
         f"- {args.tokens:,} ranks in all (no special tokens); `max_token_words: {MAX_WORDS}` in the superword phase; "
         f"{args.reps} run(s) each, medians", "",
         "Held-out: the held-out English encoded with `encode_ordinary`. Fewer: held-out tokens fewer than plain's. "
