@@ -44,6 +44,7 @@ from toktoktok.segment import (
     table_insert,
     table_lookup,
 )
+from toktoktok.segment_words import segment_after
 from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
@@ -787,7 +788,7 @@ def train_phase(
     t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
-    check_sym, check_lens = segment_pieces(new_vocab, buf, off)
+    check_sym, check_lens = segment_after(vocab, new_vocab, buf, off)  # as segment_pieces(new_vocab), faster
     pieces, weight = _count_differing(sym, lens, check_sym, check_lens, off, counts)
     usage = _usage(check_sym, check_lens, off, counts, len(new_vocab))
     loop_start = marks.get("loop", t2)

@@ -323,17 +323,30 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
 
     Piece ``w`` is ``buf[off[w]:off[w+1]]``. Returns ``(sym, lens)``: piece
     w's ranks are ``sym[off[w] : off[w] + lens[w]]`` (int32; a piece never has
-    more parts than bytes, so the words share the pieces' offsets).
+    more parts than bytes, so the words share the pieces' offsets). Pieces of
+    several words (a superword phase's) are segmented a word at a time where
+    the vocabulary allows it (``segment_by_words``).
     """
+    from toktoktok.segment_words import segment_by_words, word_starts, words_apart  # it builds on this module
+
     buf, off = readonly(buf), int64s(off)  # one signature whatever the caller's arrays (kernel_args)
+    if len(off) > 1 and words_apart(vocab.buf, vocab.off):
+        starts = word_starts(buf, off)
+        if starts[-1] >= 2 * (len(off) - 1):  # worth it: pieces of two words or more on average
+            return segment_by_words(vocab, buf, off, starts)
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
     if len(off) > 1:
-        blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
-        table = token_table(vocab)
-        short = short_ranks(table, vocab.buf, vocab.off)
-        _segment_all(table, vocab.buf, vocab.off, short, buf, off, sym, lens, blocks)
+        segment_into(vocab, buf, off, sym, lens)
     return sym, lens
+
+
+def segment_into(vocab: Vocab, buf: np.ndarray, off: np.ndarray, sym: np.ndarray, lens: np.ndarray) -> None:
+    """``segment_pieces``' plain path, into the caller's ``sym`` and ``lens``: every piece from its bytes."""
+    blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
+    table = token_table(vocab)
+    short = short_ranks(table, vocab.buf, vocab.off)
+    _segment_all(table, vocab.buf, vocab.off, short, buf, off, sym, lens, blocks)
 
 
 def load_segment_kernels() -> None:
@@ -342,4 +355,6 @@ def load_segment_kernels() -> None:
 
         >>> load_segment_kernels()
     """
-    segment_pieces(Vocab.initial(hardcoded=False), np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]))
+    vocab = Vocab.initial(hardcoded=False)
+    segment_pieces(vocab, np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]))
+    segment_pieces(vocab, np.frombuffer(b"a b c", dtype=np.uint8), np.array([0, 5]))  # a word at a time

@@ -18,11 +18,13 @@ from toktoktok.segment import (
     SHORT_PIECE,
     segment_one,
     segment_pieces,
+    segment_into,
     segment_reference,
     segment_short,
     short_ranks,
     token_table,
 )
+from toktoktok.segment_words import segment_after, word_starts, words_apart
 from toktoktok.vocab import Vocab
 
 
@@ -124,3 +126,84 @@ def test_vocabulary_without_some_bytes():
     heap, scan = _both_paths(vocab, b"qab")
     assert heap == scan
     assert scan[1:] == [300] and scan[0] not in ranks.values()
+
+
+# -------------------------------------------------------------- a word at a time
+
+WORDS = ["the", " the", " of", " in", "tion", " Exception", "Except", " ion", ",", ".", "  ", "\t", "\n", "é", "中文",
+         " 12", "x", " a", "'s", "-", " (", ")"]
+
+
+def _encoding(vocab: Vocab) -> tiktoken.Encoding:
+    return tiktoken.Encoding("v", pat_str=r"[\s\S]+", mergeable_ranks=vocab.ranks(), special_tokens={})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map(lambda w: ("x " + " ".join(w)).encode()),
+                min_size=1, max_size=30))
+def test_pieces_of_several_words_are_segmented_a_word_at_a_time_as_tiktoken_does(trained, pieces):
+    """The default pattern's tokens never hold a space after a non-space, so pieces of
+    several words take the word-at-a-time path: their parts are tiktoken's."""
+    vocab, enc = trained
+    assert words_apart(vocab.buf, vocab.off)
+    buf, off, _ = as_inventory({p: 1 for p in pieces})
+    assert word_starts(buf, off)[-1] >= 2 * (len(off) - 1)  # the path is taken
+    for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
+        assert seg == enc._encode_single_piece(piece), piece
+
+
+def test_a_token_across_a_space_keeps_the_pieces_whole(trained):
+    """A token holding a space after a non-space could join across the place a word
+    ends: such a vocabulary segments each piece from its bytes."""
+    vocab, _ = trained
+    across = vocab.extended([b"e o", b"e of"])
+    assert not words_apart(across.buf, across.off)
+    pieces = [b"the of the of", b" the of", b"e o e of"]
+    segs = _segment_all(across, pieces)
+    assert segs == [_encoding(across)._encode_single_piece(p) for p in pieces]
+    assert any(across.token(r) == b"e of" for r in segs[0])
+
+
+def _superword_extension(vocab: Vocab, text: str, merges: int) -> Vocab:
+    from toktoktok.patterns import NAMED_PATTERNS
+
+    pieces = piece_counts(text, NAMED_PATTERNS["superword"].python)
+    rows = train_reference(pieces, vocab.ranks(), merges=merges)
+    return vocab.extended(t for r, _, _, t, _ in rows if r >= len(vocab))
+
+
+def test_after_a_phase_the_segmentation_goes_on_from_the_one_before(trained):
+    """``segment_after`` (the train check's) equals segmenting from the bytes with the
+    new vocabulary, tiktoken's parts: with superword tokens, and where new joins
+    (``ept``, ``Except``) make an old token (``Exception``) joinable that the old
+    vocabulary alone left in four parts."""
+    vocab, _ = trained
+    text = stdlib_text(30_000)
+    after = _superword_extension(vocab, text, 120)
+    assert any(len(after.token(r).split()) > 1 for r in range(len(vocab), len(after)))
+    old = Vocab.initial(hardcoded=False).extended([b"io", b"ion", b"Ex", b"Exc", b"ep", b"Exception"])
+    new = old.extended([b"ept", b"Except"])
+    old_parts = [old.token(r) for r in _encoding(old)._encode_single_piece(b"Exceptions")]
+    assert old_parts == [b"Exc", b"ep", b"t", b"ion", b"s"]
+    assert _encoding(new)._encode_single_piece(b"Exceptions")[0] == len(old) - 1  # an old rank, after two new joins
+    extra = " Exception Exceptional Except ion Exce ption Exceptions"
+    for before, new in ((vocab, after), (old, new)):
+        pieces = sorted(piece_counts(text + extra, r"[^\n]+|\n+"))
+        buf, off, _ = as_inventory({p: 1 for p in pieces})
+        got = segment_after(before, new, buf, off)
+        sym, lens = np.zeros(len(buf), np.int32), np.zeros(len(off) - 1, np.int32)
+        segment_into(new, buf, off, sym, lens)
+        assert np.array_equal(got[1], lens) and np.array_equal(got[0], sym)
+        enc = _encoding(new)
+        for k in range(0, len(pieces), 40):
+            assert sym[off[k] : off[k] + lens[k]].tolist() == enc._encode_single_piece(pieces[k])
+
+
+def test_after_a_phase_without_every_byte_segments_from_the_bytes():
+    ranks = {bytes([b]): b for b in range(256) if b != ord("q")} | {b"ab": 300, b" ab": 301}
+    before = Vocab.from_ranks(ranks)
+    after = before.extended([b"ab ab"])
+    buf, off, _ = as_inventory({b"ab ab q ab": 1, b"x ab ab": 1})
+    got = segment_after(before, after, buf, off)
+    want = segment_pieces(after, buf, off)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))

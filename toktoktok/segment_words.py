@@ -1,0 +1,310 @@
+"""Segmenting pieces of several words (a superword phase's) a word at a time.
+
+tiktoken's rule only ever joins adjacent parts into a token, so no part
+grows across a place that no token spans. When no token holds a space after
+a byte that is not white space (``words_apart``: true of any vocabulary
+learned with a pattern that cuts before spaces, as every named pattern but
+superword does, and of cl100k_base), the place before such a space is one:
+each word of a piece (a space and what follows it, up to the next such
+place) is segmented as it would be alone, and the joins in one word never
+change which pairs another word offers. Words repeat, so each distinct word
+is segmented once (``segment.segment_into``) and the pieces are assembled
+from them: a superword inventory is nearly the whole text, its distinct
+words a few megabytes. ``segment.segment_pieces`` takes this path by itself
+when it holds and pays.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from toktoktok.kernel_args import int64s, readonly
+from toktoktok.segment import (
+    NO_TOKEN,
+    _heap_pop,
+    _heap_push,
+    build_table,
+    segment_into,
+    segment_pieces,
+    span_hash,
+    table_capacity,
+    table_lookup,
+)
+from toktoktok.vocab import Vocab
+
+
+@njit(cache=True, inline="always")
+def _white(b) -> bool:
+    """An ASCII white space byte (tab, line feed, vertical tab, form feed, carriage return, space)."""
+    return b == 32 or (b >= 9 and b <= 13)
+
+
+@njit(cache=True)
+def words_apart(tok_buf: np.ndarray, tok_off: np.ndarray) -> bool:
+    """Whether no token holds a space right after a byte that is not white space.
+
+        >>> words_apart(np.frombuffer(b"a b", np.uint8), np.array([0, 1, 2, 3])), \\
+        ...     words_apart(np.frombuffer(b"a b", np.uint8), np.array([0, 3]))
+        (True, False)
+    """
+    for t in range(len(tok_off) - 1):
+        for i in range(tok_off[t] + 1, tok_off[t + 1]):
+            if tok_buf[i] == 32 and not _white(tok_buf[i - 1]):
+                return False
+    return True
+
+
+@njit(cache=True, parallel=True)
+def word_starts(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Where each piece's words start in the list of all words (the last entry:
+    their number). A piece's words end before each space that follows a byte
+    that is not white space.
+
+        >>> word_starts(np.frombuffer(b"a b cd  e", np.uint8), np.array([0, 5, 9])).tolist()
+        [0, 3, 5]
+    """
+    n = len(off) - 1
+    count = np.empty(n + 1, dtype=np.int64)
+    count[0] = 0
+    for w in prange(n):
+        c = 1
+        for p in range(off[w] + 1, off[w + 1]):
+            if buf[p] == 32 and not _white(buf[p - 1]):
+                c += 1
+        count[w + 1] = c
+    return np.cumsum(count)
+
+
+@njit(cache=True)
+def _distinct_words(buf, off, ids):
+    """Give each word (``word_starts``' order) the id of its bytes in ``ids``; return
+    the distinct words' ``(start, length)`` in ``buf``, in id order."""
+    cap = 1 << 16
+    slots = np.full(cap, -1, dtype=np.int64)
+    d_hash = np.empty(cap // 2, dtype=np.uint64)
+    d_start = np.empty(cap // 2, dtype=np.int64)
+    d_len = np.empty(cap // 2, dtype=np.int64)
+    n = 0
+    k = 0
+    for w in range(len(off) - 1):
+        a = off[w]
+        e = off[w + 1]
+        for p in range(a + 1, e + 1):
+            if p < e and not (buf[p] == 32 and not _white(buf[p - 1])):
+                continue
+            h = span_hash(buf, a, p)
+            mask = np.uint64(cap - 1)
+            slot = h & mask
+            found = -1
+            while slots[slot] >= 0:
+                d = slots[slot]
+                if d_hash[d] == h and d_len[d] == p - a:
+                    same = True
+                    for j in range(p - a):
+                        if buf[d_start[d] + j] != buf[a + j]:
+                            same = False
+                            break
+                    if same:
+                        found = d
+                        break
+                slot = (slot + np.uint64(1)) & mask
+            if found < 0:
+                if n == len(d_hash):
+                    d_hash = np.concatenate((d_hash, np.empty(n, dtype=np.uint64)))
+                    d_start = np.concatenate((d_start, np.empty(n, dtype=np.int64)))
+                    d_len = np.concatenate((d_len, np.empty(n, dtype=np.int64)))
+                d_hash[n], d_start[n], d_len[n] = h, a, p - a
+                slots[slot] = n
+                found = n
+                n += 1
+                if 2 * n > cap:  # keep the load at most a half: rehash into twice the slots
+                    cap *= 2
+                    slots = np.full(cap, -1, dtype=np.int64)
+                    mask = np.uint64(cap - 1)
+                    for d in range(n):
+                        s = d_hash[d] & mask
+                        while slots[s] >= 0:
+                            s = (s + np.uint64(1)) & mask
+                        slots[s] = d
+            ids[k] = found
+            k += 1
+            a = p
+    return d_start[:n], d_len[:n]
+
+
+@njit(cache=True)
+def _gather(buf, starts, lengths):
+    """The bytes of the given spans of ``buf``, one after another, and their offsets."""
+    off2 = np.zeros(len(starts) + 1, dtype=np.int64)
+    off2[1:] = np.cumsum(lengths)
+    buf2 = np.empty(off2[-1], dtype=np.uint8)
+    for d in range(len(starts)):
+        buf2[off2[d] : off2[d + 1]] = buf[starts[d] : starts[d] + lengths[d]]
+    return buf2, off2
+
+
+@njit(cache=True, parallel=True)
+def _assemble(off, starts, ids, off2, sym2, lens2, sym, lens):
+    """Each piece's ranks: its words' ranks one after another."""
+    for w in prange(len(off) - 1):
+        pos = off[w]
+        for k in range(starts[w], starts[w + 1]):
+            d = ids[k]
+            src = off2[d]
+            for j in range(lens2[d]):
+                sym[pos + j] = sym2[src + j]
+            pos += lens2[d]
+        lens[w] = pos - off[w]
+
+
+def segment_by_words(vocab: Vocab, buf: np.ndarray, off: np.ndarray,
+                     starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``segment_pieces`` a distinct word at a time (``words_apart(vocab)`` must hold;
+    ``starts``: ``word_starts(buf, off)``).
+
+        >>> v = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
+        >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
+        >>> by_words = segment_by_words(v, buf, off, word_starts(buf, off))
+        >>> sym, lens = np.zeros(13, np.int32), np.zeros(2, np.int32)
+        >>> segment_into(v, buf, off, sym, lens)
+        >>> np.array_equal(by_words[0], sym) and np.array_equal(by_words[1], lens), lens.tolist()
+        (True, [2, 3])
+    """
+    ids = np.empty(int(starts[-1]), dtype=np.int32)
+    d_start, d_len = _distinct_words(buf, off, ids)
+    buf2, off2 = _gather(buf, d_start, d_len)
+    sym2 = np.zeros(len(buf2), dtype=np.int32)
+    lens2 = np.zeros(len(off2) - 1, dtype=np.int32)
+    segment_into(vocab, buf2, off2, sym2, lens2)
+    sym = np.zeros(len(buf), dtype=np.int32)
+    lens = np.zeros(len(off) - 1, dtype=np.int32)
+    _assemble(off, starts, ids, off2, sym2, lens2, sym, lens)
+    return sym, lens
+
+
+# ---------------------------------------------------------------------------
+# After a phase: the new vocabulary's segmentation, continued from the old one's.
+#
+# tiktoken's rule joins the lowest-ranked joinable pair first, and every old
+# rank is below every new one: while an old token can be made, one is, as
+# with the old vocabulary alone. So the rule with the new vocabulary passes
+# through the old vocabulary's segmentation, and goes on from there by the
+# same rule (new tokens, and old ones that a new token next to its neighbour
+# makes joinable). A superword phase's pieces are segmented with the old
+# vocabulary a word at a time, which is fast, and continued.
+
+
+@njit(cache=True)
+def _continue_one(table, tok_buf, tok_off, buf, start, parts, n_parts, out, scratch) -> int:
+    """tiktoken's rule on ``buf[start:]`` from the given parts (ranks, in order)
+    instead of its bytes; writes the ranks to ``out``, returns their count."""
+    n = n_parts
+    pos = scratch[0 : n + 1]  # byte offset of part i; pos[n]: the piece's end
+    nxt = scratch[n + 1 : 2 * n + 2]
+    prv = scratch[2 * n + 2 : 3 * n + 3]
+    pair_rank = scratch[3 * n + 3 : 4 * n + 4]
+    part_rank = scratch[4 * n + 4 : 5 * n + 5]
+    heap = scratch[5 * n + 5 :]
+    at = start
+    for i in range(n):
+        r = np.int64(parts[i])
+        pos[i] = at
+        at += tok_off[r + 1] - tok_off[r]
+        part_rank[i] = r
+        nxt[i] = i + 1
+        prv[i] = i - 1
+    pos[n] = at
+    size = 0
+    for i in range(n - 1):
+        r = table_lookup(table, tok_buf, tok_off, buf, pos[i], pos[i + 2])
+        pair_rank[i] = r
+        if r != NO_TOKEN:
+            size = _heap_push(heap, size, (r << 32) | i)
+    if n > 0:
+        pair_rank[n - 1] = NO_TOKEN
+    while size > 0:
+        item = heap[0]
+        size = _heap_pop(heap, size)
+        i = item & 0xFFFFFFFF
+        if nxt[i] < 0 or pair_rank[i] != (item >> 32):
+            continue  # stale: i was absorbed, or its pair changed since
+        part_rank[i] = pair_rank[i]
+        j = nxt[i]
+        k = nxt[j]
+        nxt[i] = k
+        nxt[j] = -1
+        if k < n:
+            prv[k] = i
+            r = table_lookup(table, tok_buf, tok_off, buf, pos[i], pos[nxt[k]])
+            pair_rank[i] = r
+            if r != NO_TOKEN:
+                size = _heap_push(heap, size, (r << 32) | i)
+        else:
+            pair_rank[i] = NO_TOKEN
+        p = prv[i]
+        if p >= 0:
+            r = table_lookup(table, tok_buf, tok_off, buf, pos[p], pos[k])
+            pair_rank[p] = r
+            if r != NO_TOKEN:
+                size = _heap_push(heap, size, (r << 32) | p)
+    count = 0
+    i = 0
+    while i < n:
+        out[count] = part_rank[i]
+        count += 1
+        i = nxt[i]
+    return count
+
+
+@njit(cache=True, parallel=True)
+def _continue_all(table, tok_buf, tok_off, buf, off, sym0, lens0, sym, lens, n_blocks):
+    n_words = len(off) - 1
+    per_block = (n_words + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        lo = b * per_block
+        hi = min(n_words, lo + per_block)
+        longest = 1
+        for w in range(lo, hi):
+            longest = max(longest, lens0[w])
+        scratch = np.empty(8 * longest + 8, dtype=np.int64)
+        out = np.empty(longest + 1, dtype=np.int64)
+        for w in range(lo, hi):
+            c = _continue_one(table, tok_buf, tok_off, buf, off[w], sym0[off[w]:], lens0[w], out, scratch)
+            for k in range(c):
+                sym[off[w] + k] = out[k]
+            lens[w] = c
+
+
+def _has_every_byte(vocab: Vocab) -> bool:
+    """Whether each of the 256 bytes is a token (else a part may have no rank to go on from)."""
+    singles = np.flatnonzero(np.diff(vocab.off) == 1)
+    return len(np.unique(vocab.buf[vocab.off[singles]])) == 256
+
+
+def segment_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``segment_pieces(after, buf, off)`` where ``after`` extends ``before`` by
+    ranks above all of its own: where ``before`` segments the pieces a word at
+    a time, they are segmented so and continued by tiktoken's rule with
+    ``after``; else from their bytes.
+
+        >>> before = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
+        >>> after = before.extended([b"in the", b" in the"])
+        >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
+        >>> [a.tolist() for a in segment_after(before, after, buf, off)][1]
+        [1, 1]
+    """
+    buf, off = readonly(buf), int64s(off)
+    if len(off) < 2 or not words_apart(before.buf, before.off) or not _has_every_byte(before):
+        return segment_pieces(after, buf, off)
+    starts = word_starts(buf, off)
+    if starts[-1] < 2 * (len(off) - 1):  # not worth it (``segment_pieces``' rule)
+        return segment_pieces(after, buf, off)
+    sym0, lens0 = segment_by_words(before, buf, off, starts)
+    table = build_table(after.buf, after.off, table_capacity(len(after)))
+    sym = np.zeros(len(buf), dtype=np.int32)
+    lens = np.zeros(len(off) - 1, dtype=np.int32)
+    blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
+    _continue_all(table, after.buf, after.off, buf, off, sym0, lens0, sym, lens, blocks)
+    return sym, lens
