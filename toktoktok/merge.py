@@ -44,7 +44,7 @@ from toktoktok.segment import (
     table_insert,
     table_lookup,
 )
-from toktoktok.segment_words import segment_after
+from toktoktok.segment_words import assemble, segment_after, words_of
 from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
@@ -770,7 +770,8 @@ def train_phase(
     """
     t0 = time.perf_counter()
     counts = np.ascontiguousarray(counts, dtype=np.int64)
-    sym, lens = segment_pieces(vocab, buf, off)
+    words = words_of(vocab, buf, off)  # kept for the check, which starts from this segmentation
+    sym, lens = assemble(words, off, len(buf)) if words is not None else segment_pieces(vocab, buf, off)
     # every merge removes a symbol somewhere: never size for more than can happen
     merges = min(merges, int(np.maximum(lens.astype(np.int64) - 1, 0).sum()))
     first = len(vocab)
@@ -788,7 +789,7 @@ def train_phase(
     t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
-    check_sym, check_lens = segment_after(vocab, new_vocab, buf, off)  # as segment_pieces(new_vocab), faster
+    check_sym, check_lens = segment_after(vocab, new_vocab, buf, off, words=words)  # segment_pieces(new_vocab), faster
     pieces, weight = _count_differing(sym, lens, check_sym, check_lens, off, counts)
     usage = _usage(check_sym, check_lens, off, counts, len(new_vocab))
     loop_start = marks.get("loop", t2)

@@ -325,15 +325,14 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
     w's ranks are ``sym[off[w] : off[w] + lens[w]]`` (int32; a piece never has
     more parts than bytes, so the words share the pieces' offsets). Pieces of
     several words (a superword phase's) are segmented a word at a time where
-    the vocabulary allows it (``segment_by_words``).
+    the vocabulary allows it (``segment_words.words_of``).
     """
-    from toktoktok.segment_words import segment_by_words, word_starts, words_apart  # it builds on this module
+    from toktoktok.segment_words import assemble, words_of  # it builds on this module
 
     buf, off = readonly(buf), int64s(off)  # one signature whatever the caller's arrays (kernel_args)
-    if len(off) > 1 and words_apart(vocab.buf, vocab.off):
-        starts = word_starts(buf, off)
-        if starts[-1] >= 2 * (len(off) - 1):  # worth it: pieces of two words or more on average
-            return segment_by_words(vocab, buf, off, starts)
+    words = words_of(vocab, buf, off)
+    if words is not None:
+        return assemble(words, off, len(buf))
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
     if len(off) > 1:

@@ -16,6 +16,8 @@ when it holds and pays.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -159,28 +161,55 @@ def _assemble(off, starts, ids, off2, sym2, lens2, sym, lens):
         lens[w] = pos - off[w]
 
 
-def segment_by_words(vocab: Vocab, buf: np.ndarray, off: np.ndarray,
-                     starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``segment_pieces`` a distinct word at a time (``words_apart(vocab)`` must hold;
-    ``starts``: ``word_starts(buf, off)``).
+class Words(NamedTuple):
+    """An inventory's words, each distinct one segmented with a vocabulary: enough to
+    give every piece's segmentation again (``assemble``) without segmenting anything."""
 
-        >>> v = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
-        >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
-        >>> by_words = segment_by_words(v, buf, off, word_starts(buf, off))
-        >>> sym, lens = np.zeros(13, np.int32), np.zeros(2, np.int32)
-        >>> segment_into(v, buf, off, sym, lens)
-        >>> np.array_equal(by_words[0], sym) and np.array_equal(by_words[1], lens), lens.tolist()
-        (True, [2, 3])
-    """
+    starts: np.ndarray  # word_starts(buf, off)
+    ids: np.ndarray  # each word's distinct id
+    off2: np.ndarray  # distinct word d's ranks: sym2[off2[d] : off2[d] + lens2[d]]
+    sym2: np.ndarray
+    lens2: np.ndarray
+
+
+def words_of(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> Words | None:
+    """The inventory's words segmented with ``vocab``, or None where a word at a time
+    is not the same (``words_apart``) or does not pay (pieces of fewer than two
+    words on average)."""
+    buf, off = readonly(buf), int64s(off)
+    if len(off) < 2 or not words_apart(vocab.buf, vocab.off):
+        return None
+    starts = word_starts(buf, off)
+    return segment_words(vocab, buf, off, starts) if starts[-1] >= 2 * (len(off) - 1) else None
+
+
+def segment_words(vocab: Vocab, buf: np.ndarray, off: np.ndarray, starts: np.ndarray) -> Words:
+    """Each distinct word segmented with ``vocab`` (``words_apart(vocab)`` must hold;
+    ``starts``: ``word_starts(buf, off)``)."""
     ids = np.empty(int(starts[-1]), dtype=np.int32)
     d_start, d_len = _distinct_words(buf, off, ids)
     buf2, off2 = _gather(buf, d_start, d_len)
     sym2 = np.zeros(len(buf2), dtype=np.int32)
     lens2 = np.zeros(len(off2) - 1, dtype=np.int32)
     segment_into(vocab, buf2, off2, sym2, lens2)
-    sym = np.zeros(len(buf), dtype=np.int32)
+    return Words(starts, ids, off2, sym2, lens2)
+
+
+def assemble(words: Words, off: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``segment_pieces``' ``(sym, lens)`` for the inventory of ``size`` bytes whose words these are.
+
+        >>> v = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
+        >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
+        >>> by_words = assemble(words_of(v, buf, off), off, len(buf))
+        >>> sym, lens = np.zeros(13, np.int32), np.zeros(2, np.int32)
+        >>> segment_into(v, buf, off, sym, lens)
+        >>> np.array_equal(by_words[0], sym) and np.array_equal(by_words[1], lens), lens.tolist()
+        (True, [2, 3])
+    """
+    off = int64s(off)
+    sym = np.zeros(size, dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
-    _assemble(off, starts, ids, off2, sym2, lens2, sym, lens)
+    _assemble(off, words.starts, words.ids, words.off2, words.sym2, words.lens2, sym, lens)
     return sym, lens
 
 
@@ -283,11 +312,13 @@ def _has_every_byte(vocab: Vocab) -> bool:
     return len(np.unique(vocab.buf[vocab.off[singles]])) == 256
 
 
-def segment_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def segment_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray, *,
+                  words: Words | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``segment_pieces(after, buf, off)`` where ``after`` extends ``before`` by
     ranks above all of its own: where ``before`` segments the pieces a word at
-    a time, they are segmented so and continued by tiktoken's rule with
-    ``after``; else from their bytes.
+    a time (``words``: ``words_of(before, buf, off)``, if known), they are
+    segmented so and continued by tiktoken's rule with ``after``; else from
+    their bytes.
 
         >>> before = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
         >>> after = before.extended([b"in the", b" in the"])
@@ -296,12 +327,11 @@ def segment_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray)
         [1, 1]
     """
     buf, off = readonly(buf), int64s(off)
-    if len(off) < 2 or not words_apart(before.buf, before.off) or not _has_every_byte(before):
+    if words is None and _has_every_byte(before):
+        words = words_of(before, buf, off)
+    if words is None or not _has_every_byte(before):
         return segment_pieces(after, buf, off)
-    starts = word_starts(buf, off)
-    if starts[-1] < 2 * (len(off) - 1):  # not worth it (``segment_pieces``' rule)
-        return segment_pieces(after, buf, off)
-    sym0, lens0 = segment_by_words(before, buf, off, starts)
+    sym0, lens0 = assemble(words, off, len(buf))
     table = build_table(after.buf, after.off, table_capacity(len(after)))
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)

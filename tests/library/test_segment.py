@@ -16,9 +16,9 @@ from toktoktok.merge import train_reference
 from toktoktok.patterns import DEFAULT_PATTERN
 from toktoktok.segment import (
     SHORT_PIECE,
+    segment_into,
     segment_one,
     segment_pieces,
-    segment_into,
     segment_reference,
     segment_short,
     short_ranks,
