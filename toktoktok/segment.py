@@ -173,34 +173,30 @@ def short_ranks(table, tok_buf, tok_off) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
-def segment_one(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -> int:
-    """Segment ``buf[start:end]`` into ranks written to ``out``; returns their count.
+@njit(cache=True, inline="always")
+def join_parts(table, tok_buf, tok_off, buf, n, pos, pair_rank, part_rank, scratch, out) -> int:
+    """tiktoken's rule from ``n`` parts: part i is ``buf[pos[i]:pos[i+1]]`` of rank
+    ``part_rank[i]``, and ``pair_rank[i]`` is the rank of it joined with part i + 1
+    (``NO_TOKEN``: no token). Joins the lowest-ranked pair (leftmost on ties)
+    until none is a token; writes the parts' ranks to ``out``, returns their count.
 
-    ``short`` is ``short_ranks`` of the same vocabulary. ``scratch`` is an
-    int64 array of at least ``7 * (end - start) + 5`` entries, used as:
-    ``nxt`` (start of the next part, n at the end, -1 once absorbed), ``prv``
-    (start of the previous part, -1 at the front), ``pair_rank`` (rank of the
-    part joined with its successor), ``part_rank`` (rank of the part starting
-    there), and the heap (3n: n - 1 initial pairs plus at most two pushes a join).
+    ``scratch`` holds at least ``5 * n + 2`` int64 entries: ``nxt`` (the next
+    part, n at the end, -1 once absorbed), ``prv`` (the previous part, -1 at
+    the front), and a heap of ``(rank << 32) | part`` (3n: n - 1 pairs at
+    first, then at most two pushes a join).
     """
-    n = end - start
     nxt = scratch[0 : n + 1]
     prv = scratch[n + 1 : 2 * n + 2]
-    pair_rank = scratch[2 * n + 2 : 3 * n + 3]
-    part_rank = scratch[3 * n + 3 : 4 * n + 4]
-    heap = scratch[4 * n + 4 :]
+    heap = scratch[2 * n + 2 :]
     size = 0
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
-        pair_rank[i] = NO_TOKEN
-        part_rank[i] = short[buf[start + i]]
+    if n > 0:
+        pair_rank[n - 1] = NO_TOKEN
     for i in range(n - 1):
-        r = short[256 + ((np.int64(buf[start + i]) << 8) | np.int64(buf[start + i + 1]))]
-        pair_rank[i] = r
-        if r != NO_TOKEN:
-            size = _heap_push(heap, size, (r << 32) | i)
+        if pair_rank[i] != NO_TOKEN:
+            size = _heap_push(heap, size, (pair_rank[i] << 32) | i)
     while size > 0:
         item = heap[0]
         size = _heap_pop(heap, size)
@@ -214,7 +210,7 @@ def segment_one(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -
         nxt[j] = -1
         if k < n:
             prv[k] = i
-            r = table_lookup(table, tok_buf, tok_off, buf, start + i, start + nxt[k])
+            r = table_lookup(table, tok_buf, tok_off, buf, pos[i], pos[nxt[k]])
             pair_rank[i] = r
             if r != NO_TOKEN:
                 size = _heap_push(heap, size, (r << 32) | i)
@@ -222,7 +218,7 @@ def segment_one(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -
             pair_rank[i] = NO_TOKEN
         p = prv[i]
         if p >= 0:
-            r = table_lookup(table, tok_buf, tok_off, buf, start + p, start + k)
+            r = table_lookup(table, tok_buf, tok_off, buf, pos[p], pos[k])
             pair_rank[p] = r
             if r != NO_TOKEN:
                 size = _heap_push(heap, size, (r << 32) | p)
@@ -233,6 +229,28 @@ def segment_one(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -
         count += 1
         i = nxt[i]
     return count
+
+
+@njit(cache=True)
+def segment_one(table, tok_buf, tok_off, short, buf, start, end, out, scratch) -> int:
+    """Segment ``buf[start:end]`` into ranks written to ``out``; returns their count.
+
+    ``short`` is ``short_ranks`` of the same vocabulary. ``scratch`` is an
+    int64 array of at least ``8 * (end - start) + 5`` entries: each byte's
+    place, the rank of it joined with the next byte, its own rank, and
+    ``join_parts``' scratch.
+    """
+    n = end - start
+    pos = scratch[0 : n + 1]
+    pair_rank = scratch[n + 1 : 2 * n + 2]
+    part_rank = scratch[2 * n + 2 : 3 * n + 3]
+    for i in range(n + 1):
+        pos[i] = start + i
+    for i in range(n):
+        part_rank[i] = short[buf[start + i]]
+    for i in range(n - 1):
+        pair_rank[i] = short[256 + ((np.int64(buf[start + i]) << 8) | np.int64(buf[start + i + 1]))]
+    return join_parts(table, tok_buf, tok_off, buf, n, pos, pair_rank, part_rank, scratch[3 * n + 3 :], out)
 
 
 SHORT_PIECE = 32  # pieces up to this many bytes are segmented by scanning, not with a heap
@@ -294,7 +312,7 @@ def _segment_all(table, tok_buf, tok_off, short, buf, off, sym, lens, n_blocks):
         longest = 0
         for w in range(lo, hi):
             longest = max(longest, off[w + 1] - off[w])
-        scratch = np.empty(7 * longest + 5, dtype=np.int64)
+        scratch = np.empty(8 * longest + 5, dtype=np.int64)
         out = np.empty(longest + 1, dtype=np.int64)
         _segment_block(table, tok_buf, tok_off, short, buf, off, sym, lens, lo, hi, out, scratch)
 

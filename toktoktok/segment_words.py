@@ -24,10 +24,8 @@ from numba import njit, prange
 
 from toktoktok.kernel_args import int64s, readonly
 from toktoktok.segment import (
-    NO_TOKEN,
-    _heap_pop,
-    _heap_push,
     build_table,
+    join_parts,
     segment_into,
     segment_pieces,
     span_hash,
@@ -228,63 +226,22 @@ def assemble(words: Words, off: np.ndarray, size: int) -> tuple[np.ndarray, np.n
 @njit(cache=True)
 def _continue_one(table, tok_buf, tok_off, buf, start, parts, n_parts, out, scratch) -> int:
     """tiktoken's rule on ``buf[start:]`` from the given parts (ranks, in order)
-    instead of its bytes; writes the ranks to ``out``, returns their count."""
+    instead of its bytes; writes the ranks to ``out``, returns their count.
+    ``scratch``: at least ``8 * n_parts + 5`` int64 entries."""
     n = n_parts
     pos = scratch[0 : n + 1]  # byte offset of part i; pos[n]: the piece's end
-    nxt = scratch[n + 1 : 2 * n + 2]
-    prv = scratch[2 * n + 2 : 3 * n + 3]
-    pair_rank = scratch[3 * n + 3 : 4 * n + 4]
-    part_rank = scratch[4 * n + 4 : 5 * n + 5]
-    heap = scratch[5 * n + 5 :]
+    pair_rank = scratch[n + 1 : 2 * n + 2]
+    part_rank = scratch[2 * n + 2 : 3 * n + 3]
     at = start
     for i in range(n):
         r = np.int64(parts[i])
         pos[i] = at
         at += tok_off[r + 1] - tok_off[r]
         part_rank[i] = r
-        nxt[i] = i + 1
-        prv[i] = i - 1
     pos[n] = at
-    size = 0
     for i in range(n - 1):
-        r = table_lookup(table, tok_buf, tok_off, buf, pos[i], pos[i + 2])
-        pair_rank[i] = r
-        if r != NO_TOKEN:
-            size = _heap_push(heap, size, (r << 32) | i)
-    if n > 0:
-        pair_rank[n - 1] = NO_TOKEN
-    while size > 0:
-        item = heap[0]
-        size = _heap_pop(heap, size)
-        i = item & 0xFFFFFFFF
-        if nxt[i] < 0 or pair_rank[i] != (item >> 32):
-            continue  # stale: i was absorbed, or its pair changed since
-        part_rank[i] = pair_rank[i]
-        j = nxt[i]
-        k = nxt[j]
-        nxt[i] = k
-        nxt[j] = -1
-        if k < n:
-            prv[k] = i
-            r = table_lookup(table, tok_buf, tok_off, buf, pos[i], pos[nxt[k]])
-            pair_rank[i] = r
-            if r != NO_TOKEN:
-                size = _heap_push(heap, size, (r << 32) | i)
-        else:
-            pair_rank[i] = NO_TOKEN
-        p = prv[i]
-        if p >= 0:
-            r = table_lookup(table, tok_buf, tok_off, buf, pos[p], pos[k])
-            pair_rank[p] = r
-            if r != NO_TOKEN:
-                size = _heap_push(heap, size, (r << 32) | p)
-    count = 0
-    i = 0
-    while i < n:
-        out[count] = part_rank[i]
-        count += 1
-        i = nxt[i]
-    return count
+        pair_rank[i] = table_lookup(table, tok_buf, tok_off, buf, pos[i], pos[i + 2])
+    return join_parts(table, tok_buf, tok_off, buf, n, pos, pair_rank, part_rank, scratch[3 * n + 3 :], out)
 
 
 @njit(cache=True, parallel=True)
@@ -297,7 +254,7 @@ def _continue_all(table, tok_buf, tok_off, buf, off, sym0, lens0, sym, lens, n_b
         longest = 1
         for w in range(lo, hi):
             longest = max(longest, lens0[w])
-        scratch = np.empty(8 * longest + 8, dtype=np.int64)
+        scratch = np.empty(8 * longest + 5, dtype=np.int64)
         out = np.empty(longest + 1, dtype=np.int64)
         for w in range(lo, hi):
             c = _continue_one(table, tok_buf, tok_off, buf, off[w], sym0[off[w]:], lens0[w], out, scratch)

@@ -100,7 +100,7 @@ def _both_paths(vocab: Vocab, piece: bytes) -> tuple[list[int], list[int]]:
     short = short_ranks(table, vocab.buf, vocab.off)
     buf = np.frombuffer(piece, dtype=np.uint8)
     out = np.empty(len(piece) + 1, dtype=np.int64)
-    scratch = np.empty(7 * len(piece) + 5, dtype=np.int64)
+    scratch = np.empty(8 * len(piece) + 5, dtype=np.int64)
     n = segment_one(table, vocab.buf, vocab.off, short, buf, 0, len(piece), out, scratch)
     heap = out[:n].tolist()
     n = segment_short(table, vocab.buf, vocab.off, short, buf, 0, len(piece), out, scratch)
