@@ -10,8 +10,12 @@ place) is segmented as it would be alone, and the joins in one word never
 change which pairs another word offers. Words repeat, so each distinct word
 is segmented once (``segment.segment_into``) and the pieces are assembled
 from them: a superword inventory is nearly the whole text, its distinct
-words a few megabytes. ``segment.segment_pieces`` takes this path by itself
-when it holds and pays.
+words a small part of it. ``segment.segment_pieces`` takes this path by
+itself when it holds and pays.
+
+After a phase, ``segment_after`` gives the new vocabulary's segmentation
+from the old one's (``Words``, which the trainer keeps for its check) by
+going on with tiktoken's rule, instead of starting again from the bytes.
 """
 
 from __future__ import annotations

@@ -134,6 +134,9 @@ def load_ingest_kernels(cfg: Config) -> None:
         total.add(total.table())
 
 
+MANAGER_JOIN_SECONDS = 10  # the most a failed ingest waits for its killed worker pool to wind down
+
+
 def has_scanner(pattern: Pattern) -> bool:
     """Whether the numba scanner implements this pattern (else the ``regex`` path)."""
     return pattern.name in scanner.PATTERN_IDS
@@ -388,7 +391,12 @@ class Workers:
             # killed, not waited for (else Ctrl-C would print "interrupted" and hang)
             for process in list((getattr(self.pool, "_processes", None) or {}).values()):
                 process.kill()
+        manager = getattr(self.pool, "_executor_manager_thread", None)
         self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+        if manager is not None:
+            # the pool's own thread closes its wake-up pipe as it ends; Python's exit writes to that
+            # pipe unlocked, and one that races the close prints a traceback under the error line
+            manager.join(timeout=MANAGER_JOIN_SECONDS)
 
 
 @contextlib.contextmanager
