@@ -12,8 +12,18 @@ from pathlib import Path
 import pytest
 
 import toktoktok
-from tests.conftest import english_text, manifest, merges_rows, mixed_texts, parse_tiktoken, spec_base_ranks, toktok, \
-    work_of, write_config
+from tests.conftest import (
+    english_text,
+    manifest,
+    merges_rows,
+    mixed_texts,
+    parse_tiktoken,
+    read_arrow,
+    spec_base_ranks,
+    toktok,
+    work_of,
+    write_config,
+)
 from tests.helpers import SHARED, stdlib_sources
 from toktoktok.config import load_config
 from toktoktok.merge import words_reference
@@ -189,10 +199,15 @@ def test_the_report_has_a_superword_section(two_phases):
     spans = [words_reference(t) for t in second]
     assert supers["new_spanning_words"] == sum(s > 1 for s in spans)
     assert supers["new_by_words"] == {str(n): spans.count(n) for n in sorted(set(spans)) if n > 1}
+    # the last phase's text: its pieces as the trainer segmented them (heldout_share is 0)
+    usage = read_arrow(work_of(config) / "train" / load_config(config).phases[1].slug / "usage.arrow")
+    ranks = {r: t for t, r in parse_tiktoken(out / "tok.tiktoken")}
+    used = dict(zip(usage["id"].to_pylist(), usage["count"].to_pylist()))
+    multi = sorted((-n, i) for i, n in used.items() if words_reference(ranks[i]) > 1)
+    assert [(t["rank"], t["produced"]) for t in supers["most_produced"]] == [(i, -n) for n, i in multi[:20]]
+    assert supers["produced_share"] == round(-sum(n for n, _ in multi) / sum(used.values()), 6)
     assert 0 < supers["produced_share"] < 1
-    produced = [t["produced"] for t in supers["most_produced"]]
-    assert len(produced) == 20 and produced == sorted(produced, reverse=True)
     assert all(t["words"] > 1 for t in supers["most_produced"])
     markdown = (out / "tok.report.md").read_text(encoding="utf-8")
     assert markdown.count("Tokens across words:") == 1
-    assert "The 20 most produced tokens that span words:" in markdown
+    assert f"The {len(supers['most_produced'])} most produced tokens that span words:" in markdown
