@@ -805,6 +805,8 @@ def load_merge_kernels() -> None:
     so that a caller can time the merge loop apart from loading its code."""
     buf = np.frombuffer(b"abab", dtype=np.uint8)
     train_phase(Vocab.initial(hardcoded=False), buf, np.array([0, 2, 4]), np.array([2, 1]), merges=1)
+    words = np.frombuffer(b"a ba b", dtype=np.uint8)  # pieces of two words: segmented and checked a word at a time
+    train_phase(Vocab.initial(hardcoded=False), words, np.array([0, 3, 6]), np.array([2, 1]), merges=1)
 
 
 def _run_reporting(kernel, args, progress, on_progress):
