@@ -44,7 +44,7 @@ from toktoktok.segment import (
     table_insert,
     table_lookup,
 )
-from toktoktok.segment_words import assemble, segment_after, words_of
+from toktoktok.segment_words import Words, assemble, gather_spans, unlike_after, words_of
 from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
@@ -373,17 +373,19 @@ def _fits(P, slots, occ_word, n_pairs, n_occ, more):
 
 
 @njit(cache=True, nogil=True)
-def _count_pairs(sym, W, w0, P, slots, state):
+def _count_pairs(sym, W, w0, P, slots, state, site_pair):
     """Phase 1a from piece ``w0`` on: count each adjacent pair, and in ``P[q, HEAD]``
-    (from -1) how many pieces it occurs in.
+    (from -1) how many pieces it occurs in; note each site's pair in ``site_pair``
+    (sites in piece order), so that ``_list_pieces`` need not look them up again.
 
     Stops before a piece that might not fit the arrays; returns where it
     stopped. It never replaces an array (the caller grows them): numba counts
     references on every pass of a loop that reassigns an array variable (a
     byte scan written so ran many times slower).
-    ``state`` holds ``n_pairs``.
+    ``state`` holds ``n_pairs`` and the sites noted so far.
     """
     n_pairs = state[0]
+    site = state[3]
     w = w0
     while w < len(W):
         if n_pairs + W[w].len > len(P) or 2 * (n_pairs + W[w].len) > len(slots):
@@ -392,26 +394,31 @@ def _count_pairs(sym, W, w0, P, slots, state):
         for i in range(W[w].len - 1):
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
             q, n_pairs = _pair(P, n_pairs, slots, key)
+            site_pair[site] = q
+            site += 1
             P[q, COUNT] += W[w].count
             if (P[q, MARK] & LOW) != w + 1:
                 P[q, MARK] = w + 1
                 P[q, HEAD] += 1
         w += 1
     state[0] = n_pairs
+    state[3] = site
     return w
 
 
 @njit(cache=True, nogil=True)
-def _list_pieces(sym, W, P, n_pairs, slots, slack):
+def _list_pieces(W, P, n_pairs, site_pair, slack):
     """Phase 1b: every pair's list of pieces, each list contiguous (ascending piece),
-    in arrays with room for ``slack`` times the nodes. Returns ``(occ_word,
+    in arrays with room for ``slack`` times the nodes; ``site_pair``: each
+    site's pair, as ``_count_pairs`` noted them. Returns ``(occ_word,
     occ_next, n_occ)``; ``P[q, HEAD]`` then heads pair q's list and
     ``P[q, MARK]`` holds its last piece + 1, as ``_note_piece`` leaves them.
 
     Built in place rather than noted node by node: a list per pair filled in
     piece order lay scattered, and making the lists contiguous afterwards
-    (``_compact``) cost more than counting first and then placing, which
-    costs a second look-up per site.
+    (``_compact``) cost more than counting first and then placing. Each
+    site's pair is read from ``site_pair`` rather than looked up again: a
+    hash look-up per site cost more than the array's four bytes a site.
     """
     start = np.empty(n_pairs + 1, dtype=np.int64)
     start[0] = 0
@@ -423,11 +430,11 @@ def _list_pieces(sym, W, P, n_pairs, slots, slack):
     size = max(1024, np.int64(total * slack) + 1)
     occ_word = np.empty(size, dtype=np.int32)
     occ_next = np.empty(size, dtype=np.int32)
+    site = 0
     for w in range(len(W)):
-        s0 = W[w].off
         for i in range(W[w].len - 1):
-            key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
-            q = slots[_find(slots, P, key)]
+            q = site_pair[site]
+            site += 1
             if (P[q, MARK] & LOW) != w + 1:
                 P[q, MARK] = w + 1
                 o = P[q, HEAD]
@@ -541,14 +548,19 @@ def _train_kernel(
     # -- 1. count every adjacent pair, and note the pieces it occurs in ------
     P = np.empty((1024, 4), dtype=np.int64)
     slots = np.full(4096, -1, dtype=np.int32)
-    state = np.zeros(3, dtype=np.int64)  # n_pairs, n_occ, n_touched
+    state = np.zeros(4, dtype=np.int64)  # n_pairs, n_occ, n_touched; sites noted while counting
+    sites = 0
+    for w in range(n_words):
+        sites += max(W[w].len - 1, 0)
+    site_pair = np.empty(sites, dtype=np.int32)
     w = np.int64(0)  # int64, not the literal 0: the callee compiles once (kernel_args)
     while w < n_words:
-        w = _count_pairs(sym, W, w, P, slots, state)
+        w = _count_pairs(sym, W, w, P, slots, state, site_pair)
         if w < n_words:
             P, slots = _reserve_pairs(P, slots, state[0], np.int64(W[w].len))
     n_pairs = state[0]
-    occ_word, occ_next, state[1] = _list_pieces(sym, W, P, n_pairs, slots, 1.25)
+    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.25)
+    site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_pair = np.empty(max(16, 2 * n_pairs), dtype=np.int32)
@@ -688,24 +700,6 @@ def token_words(tok_buf, tok_off, n, t_words, t_edges):
 
 
 @njit(cache=True)
-def _count_differing(sym_a, lens_a, sym_b, lens_b, off, counts):
-    """How many pieces (and weighted occurrences) segment differently in a and b."""
-    pieces = 0
-    weighted = 0
-    for w in range(len(lens_a)):
-        same = lens_a[w] == lens_b[w]
-        if same:
-            for k in range(off[w], off[w] + lens_a[w]):
-                if sym_a[k] != sym_b[k]:
-                    same = False
-                    break
-        if not same:
-            pieces += 1
-            weighted += counts[w]
-    return pieces, weighted
-
-
-@njit(cache=True)
 def _usage(sym, lens, off, counts, size):
     """Occurrences of each id in the segmented pieces, each piece times its count.
 
@@ -716,6 +710,35 @@ def _usage(sym, lens, off, counts, size):
         for k in range(off[w], off[w] + lens[w]):
             used[sym[k]] += counts[w]
     return used
+
+
+def check_segmentation(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray, counts: np.ndarray,
+                       sym: np.ndarray, lens: np.ndarray, *, words: Words | None = None
+                       ) -> tuple[int, int, np.ndarray]:
+    """The phase's check: how many pieces (and occurrences) the trainer's final
+    segmentation ``(sym, lens)`` gives unlike tiktoken's rule with ``after``,
+    and each id's occurrences under that rule (``_usage``).
+
+    The pieces that agree count with the trainer's ranks; only the ones that
+    differ (none, when all is well) are segmented again from their bytes.
+
+        >>> before = Vocab.initial(hardcoded=False)
+        >>> after = before.extended([b"ab"])
+        >>> buf, off = np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4])
+        >>> sym, lens = np.array([256, 0, 97, 98], np.int32), np.array([1, 2], np.int32)
+        >>> pieces, weight, usage = check_segmentation(before, after, buf, off, np.array([3, 5]), sym, lens)
+        >>> pieces, weight, int(usage[256]), int(usage[97])
+        (1, 5, 8, 0)
+    """
+    unlike = unlike_after(before, after, buf, off, sym, lens, words=words)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    usage = _usage(sym, lens, off, np.where(unlike, 0, counts), len(after))
+    bad = np.flatnonzero(unlike)
+    if len(bad):
+        sub_buf, sub_off = gather_spans(buf, off[bad], off[bad + 1] - off[bad])
+        sub_sym, sub_lens = segment_pieces(after, sub_buf, sub_off)
+        usage += _usage(sub_sym, sub_lens, sub_off, counts[bad], len(after))
+    return len(bad), int(counts[bad].sum()), usage
 
 
 @dataclass(frozen=True)
@@ -789,9 +812,7 @@ def train_phase(
     t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
-    check_sym, check_lens = segment_after(vocab, new_vocab, buf, off, words=words)  # segment_pieces(new_vocab), faster
-    pieces, weight = _count_differing(sym, lens, check_sym, check_lens, off, counts)
-    usage = _usage(check_sym, check_lens, off, counts, len(new_vocab))
+    pieces, weight, usage = check_segmentation(vocab, new_vocab, buf, off, counts, sym, lens, words=words)
     loop_start = marks.get("loop", t2)
     early_end = marks.get("early", t2)
     seconds = {"segment": t1 - t0, "pairs": loop_start - t1, "early_merges": early_end - loop_start,

@@ -139,8 +139,13 @@ def _distinct_words(buf, off, ids):
 
 
 @njit(cache=True)
-def _gather(buf, starts, lengths):
-    """The bytes of the given spans of ``buf``, one after another, and their offsets."""
+def gather_spans(buf, starts, lengths):
+    """The bytes of the given spans of ``buf``, one after another, and their offsets.
+
+        >>> b, o = gather_spans(np.frombuffer(b"abcdef", np.uint8), np.array([4, 0]), np.array([2, 1]))
+        >>> b.tobytes(), o.tolist()
+        (b'efa', [0, 2, 3])
+    """
     off2 = np.zeros(len(starts) + 1, dtype=np.int64)
     off2[1:] = np.cumsum(lengths)
     buf2 = np.empty(off2[-1], dtype=np.uint8)
@@ -190,7 +195,7 @@ def segment_words(vocab: Vocab, buf: np.ndarray, off: np.ndarray, starts: np.nda
     ``starts``: ``word_starts(buf, off)``)."""
     ids = np.empty(int(starts[-1]), dtype=np.int32)
     d_start, d_len = _distinct_words(buf, off, ids)
-    buf2, off2 = _gather(buf, d_start, d_len)
+    buf2, off2 = gather_spans(buf, d_start, d_len)
     sym2 = np.zeros(len(buf2), dtype=np.int32)
     lens2 = np.zeros(len(off2) - 1, dtype=np.int32)
     segment_into(vocab, buf2, off2, sym2, lens2)
@@ -248,23 +253,51 @@ def _continue_one(table, tok_buf, tok_off, buf, start, parts, n_parts, out, scra
     return join_parts(table, tok_buf, tok_off, buf, n, pos, pair_rank, part_rank, scratch[3 * n + 3 :], out)
 
 
+@njit(cache=True)
+def _parts_of(w, starts, ids, off2, sym2, lens2, parts) -> int:
+    """Piece ``w``'s ranks as its words' segmentations give them, into ``parts``; returns their count."""
+    n = 0
+    for k in range(starts[w], starts[w + 1]):
+        d = ids[k]
+        for j in range(lens2[d]):
+            parts[n + j] = sym2[off2[d] + j]
+        n += lens2[d]
+    return n
+
+
 @njit(cache=True, parallel=True)
-def _continue_all(table, tok_buf, tok_off, buf, off, sym0, lens0, sym, lens, n_blocks):
+def _continue_all(table, tok_buf, tok_off, buf, off, starts, ids, off2, sym2, lens2, sym, lens, unlike, n_blocks):
+    """Each piece continued by tiktoken's rule from its words' segmentation. With
+    ``unlike`` empty, written to ``sym``/``lens``; else compared with them
+    (left as they are): ``unlike[w]`` is 1 where piece w's differs. Each
+    piece's parts are gathered in a small buffer of the block's, so no
+    inventory-sized array of the words' segmentation is ever made."""
     n_words = len(off) - 1
     per_block = (n_words + n_blocks - 1) // n_blocks
+    compare = len(unlike) > 0
     for b in prange(n_blocks):
         lo = b * per_block
         hi = min(n_words, lo + per_block)
         longest = 1
         for w in range(lo, hi):
-            longest = max(longest, lens0[w])
+            longest = max(longest, off[w + 1] - off[w])  # a piece has at most a part a byte
         scratch = np.empty(8 * longest + 5, dtype=np.int64)
+        parts = np.empty(longest + 1, dtype=np.int32)
         out = np.empty(longest + 1, dtype=np.int64)
         for w in range(lo, hi):
-            c = _continue_one(table, tok_buf, tok_off, buf, off[w], sym0[off[w]:], lens0[w], out, scratch)
-            for k in range(c):
-                sym[off[w] + k] = out[k]
-            lens[w] = c
+            n = _parts_of(w, starts, ids, off2, sym2, lens2, parts)
+            c = _continue_one(table, tok_buf, tok_off, buf, off[w], parts, n, out, scratch)
+            if compare:
+                same = c == lens[w]
+                k = 0
+                while same and k < c:
+                    same = sym[off[w] + k] == out[k]
+                    k += 1
+                unlike[w] = 0 if same else 1
+            else:
+                for k in range(c):
+                    sym[off[w] + k] = out[k]
+                lens[w] = c
 
 
 def _has_every_byte(vocab: Vocab) -> bool:
@@ -288,14 +321,65 @@ def segment_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray,
         [1, 1]
     """
     buf, off = readonly(buf), int64s(off)
-    if words is None and _has_every_byte(before):
-        words = words_of(before, buf, off)
-    if words is None or not _has_every_byte(before):
+    words = _continuable(before, buf, off, words)
+    if words is None:
         return segment_pieces(after, buf, off)
-    sym0, lens0 = assemble(words, off, len(buf))
-    table = build_table(after.buf, after.off, table_capacity(len(after)))
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
-    blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
-    _continue_all(table, after.buf, after.off, buf, off, sym0, lens0, sym, lens, blocks)
+    _continue(after, buf, off, words, sym, lens, np.zeros(0, dtype=np.uint8))
     return sym, lens
+
+
+def unlike_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray, sym: np.ndarray,
+                 lens: np.ndarray, *, words: Words | None = None) -> np.ndarray:
+    """Which pieces ``(sym, lens)`` (a segmentation in ``segment_pieces``' layout)
+    segments unlike ``segment_after(before, after, buf, off, words=words)``: a
+    bool a piece. Where the pieces go a word at a time, each is compared as
+    it is continued, without an inventory-sized array of the other segmentation.
+
+        >>> before = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
+        >>> after = before.extended([b"in the", b" in the"])
+        >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
+        >>> sym, lens = segment_after(before, after, buf, off)
+        >>> sym[0] = 105  # piece 0 now begins with b"i" instead of b"in the"
+        >>> unlike_after(before, after, buf, off, sym, lens).tolist()
+        [True, False]
+    """
+    buf, off = readonly(buf), int64s(off)
+    words = _continuable(before, buf, off, words)
+    if words is None:
+        theirs, their_lens = segment_pieces(after, buf, off)
+        return _unlike(sym, lens, theirs, their_lens, off)
+    unlike = np.zeros(len(off) - 1, dtype=np.uint8)
+    if len(unlike):
+        _continue(after, buf, off, words, sym, lens, unlike)
+    return unlike.view(np.bool_)
+
+
+def _continuable(before: Vocab, buf: np.ndarray, off: np.ndarray, words: Words | None) -> Words | None:
+    """``before``'s words of the pieces where tiktoken's rule can go on from them, else None."""
+    if not _has_every_byte(before):
+        return None
+    return words if words is not None else words_of(before, buf, off)
+
+
+def _continue(after: Vocab, buf: np.ndarray, off: np.ndarray, words: Words, sym: np.ndarray, lens: np.ndarray,
+              unlike: np.ndarray) -> None:
+    table = build_table(after.buf, after.off, table_capacity(len(after)))
+    blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
+    _continue_all(table, after.buf, after.off, buf, off, words.starts, words.ids, words.off2, words.sym2,
+                  words.lens2, sym, lens, unlike, blocks)
+
+
+@njit(cache=True)
+def _unlike(sym_a, lens_a, sym_b, lens_b, off):
+    """Whether each piece's ranks differ between two segmentations in ``segment_pieces``' layout."""
+    out = np.zeros(len(lens_a), dtype=np.bool_)
+    for w in range(len(lens_a)):
+        same = lens_a[w] == lens_b[w]
+        k = off[w]
+        while same and k < off[w] + lens_a[w]:
+            same = sym_a[k] == sym_b[k]
+            k += 1
+        out[w] = not same
+    return out

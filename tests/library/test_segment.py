@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import SHARED, as_inventory, piece_counts, stdlib_text
-from toktoktok.merge import train_reference
+from toktoktok.merge import check_segmentation, train_reference
 from toktoktok.patterns import DEFAULT_PATTERN
 from toktoktok.segment import (
     SHORT_PIECE,
@@ -24,7 +24,7 @@ from toktoktok.segment import (
     short_ranks,
     token_table,
 )
-from toktoktok.segment_words import segment_after, word_starts, words_apart
+from toktoktok.segment_words import segment_after, unlike_after, word_starts, words_apart
 from toktoktok.vocab import Vocab
 
 
@@ -197,6 +197,34 @@ def test_after_a_phase_the_segmentation_goes_on_from_the_one_before(trained):
         enc = _encoding(new)
         for k in range(0, len(pieces), 40):
             assert sym[off[k] : off[k] + lens[k]].tolist() == enc._encode_single_piece(pieces[k])
+
+
+def test_the_check_finds_exactly_the_pieces_segmented_otherwise(trained):
+    """``unlike_after`` (which compares as it continues, a word at a time) and the
+    train check built on it flag exactly the pieces whose ranks were altered, and
+    count each id's use as tiktoken's rule segments every piece."""
+    vocab, _ = trained
+    text = stdlib_text(30_000)
+    after = _superword_extension(vocab, text, 120)
+    counted = piece_counts(text, r"[^\n]+|\n+")
+    buf, off, counts = as_inventory(counted)
+    want_sym, want_lens = segment_pieces(after, buf, off)
+    assert not unlike_after(vocab, after, buf, off, want_sym, want_lens).any()
+    sym, lens = want_sym.copy(), want_lens.copy()
+    rng = np.random.default_rng(0)
+    split = rng.choice(np.flatnonzero(want_lens >= 2), 25, replace=False)  # a part made longer: one fewer
+    lens[split] -= 1
+    swapped = rng.choice(np.setdiff1d(np.arange(len(lens)), split), 25, replace=False)
+    sym[off[swapped]] = (sym[off[swapped]] + 1) % len(after)  # a first rank changed
+    flagged = unlike_after(vocab, after, buf, off, sym, lens)
+    assert set(np.flatnonzero(flagged)) == set(split) | set(swapped)
+    assert np.array_equal(flagged, unlike_after(Vocab.initial(hardcoded=False), after, buf, off, sym, lens))
+    pieces, weight, usage = check_segmentation(vocab, after, buf, off, counts, sym, lens)
+    assert (pieces, weight) == (50, int(counts[split].sum() + counts[swapped].sum()))
+    want_usage = np.zeros(len(after), np.int64)
+    for w in range(len(lens)):
+        np.add.at(want_usage, want_sym[off[w] : off[w] + want_lens[w]], counts[w])
+    assert np.array_equal(usage, want_usage)
 
 
 def test_after_a_phase_without_every_byte_segments_from_the_bytes():
