@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from toktoktok.kernel_args import int64s
 from toktoktok.prefetch import prefetch
 from toktoktok.segment import (
     NO_TOKEN,
@@ -44,7 +45,7 @@ from toktoktok.segment import (
     table_insert,
     table_lookup,
 )
-from toktoktok.segment_words import Words, assemble, gather_spans, unlike_after, words_of
+from toktoktok.segment_words import Words, gather_spans, packed, unlike_after, words_of
 from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
@@ -713,11 +714,12 @@ def _usage(sym, lens, off, counts, size):
 
 
 def check_segmentation(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray, counts: np.ndarray,
-                       sym: np.ndarray, lens: np.ndarray, *, words: Words | None = None
+                       sym: np.ndarray, sym_off: np.ndarray, lens: np.ndarray, *, words: Words | None = None
                        ) -> tuple[int, int, np.ndarray]:
     """The phase's check: how many pieces (and occurrences) the trainer's final
-    segmentation ``(sym, lens)`` gives unlike tiktoken's rule with ``after``,
-    and each id's occurrences under that rule (``_usage``).
+    segmentation gives unlike tiktoken's rule with ``after`` (piece w's ranks:
+    ``sym[sym_off[w] : sym_off[w] + lens[w]]``), and each id's occurrences
+    under that rule (``_usage``).
 
     The pieces that agree count with the trainer's ranks; only the ones that
     differ (none, when all is well) are segmented again from their bytes.
@@ -726,13 +728,13 @@ def check_segmentation(before: Vocab, after: Vocab, buf: np.ndarray, off: np.nda
         >>> after = before.extended([b"ab"])
         >>> buf, off = np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4])
         >>> sym, lens = np.array([256, 0, 97, 98], np.int32), np.array([1, 2], np.int32)
-        >>> pieces, weight, usage = check_segmentation(before, after, buf, off, np.array([3, 5]), sym, lens)
+        >>> pieces, weight, usage = check_segmentation(before, after, buf, off, np.array([3, 5]), sym, off, lens)
         >>> pieces, weight, int(usage[256]), int(usage[97])
         (1, 5, 8, 0)
     """
-    unlike = unlike_after(before, after, buf, off, sym, lens, words=words)
+    unlike = unlike_after(before, after, buf, off, sym, sym_off, lens, words=words)
     counts = np.ascontiguousarray(counts, dtype=np.int64)
-    usage = _usage(sym, lens, off, np.where(unlike, 0, counts), len(after))
+    usage = _usage(sym, lens, int64s(sym_off), np.where(unlike, 0, counts), len(after))
     bad = np.flatnonzero(unlike)
     if len(bad):
         sub_buf, sub_off = gather_spans(buf, off[bad], off[bad + 1] - off[bad])
@@ -794,7 +796,11 @@ def train_phase(
     t0 = time.perf_counter()
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     words = words_of(vocab, buf, off)  # kept for the check, which starts from this segmentation
-    sym, lens = assemble(words, off, len(buf)) if words is not None else segment_pieces(vocab, buf, off)
+    if words is not None:
+        sym, sym_off, lens = packed(words)
+    else:
+        sym, lens = segment_pieces(vocab, buf, off)
+        sym_off = int64s(off)
     # every merge removes a symbol somewhere: never size for more than can happen
     merges = min(merges, int(np.maximum(lens.astype(np.int64) - 1, 0).sum()))
     first = len(vocab)
@@ -805,14 +811,14 @@ def train_phase(
     t_words = np.zeros(first + merges, dtype=np.int64)
     t_edges = np.zeros(first + merges, dtype=np.int64)
     token_words(vocab.buf, vocab.off, first, t_words, t_edges)
-    args = (sym, off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
+    args = (sym, sym_off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
             min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges)
     t1 = time.perf_counter()
     out, marks = _run_reporting(_train_kernel, args, progress, on_progress)
     t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
-    pieces, weight, usage = check_segmentation(vocab, new_vocab, buf, off, counts, sym, lens, words=words)
+    pieces, weight, usage = check_segmentation(vocab, new_vocab, buf, off, counts, sym, sym_off, lens, words=words)
     loop_start = marks.get("loop", t2)
     early_end = marks.get("early", t2)
     seconds = {"segment": t1 - t0, "pairs": loop_start - t1, "early_merges": early_end - loop_start,

@@ -66,14 +66,14 @@ def word_starts(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
     their number). A piece's words end before each space that follows a byte
     that is not white space.
 
-        >>> word_starts(np.frombuffer(b"a b cd  e", np.uint8), np.array([0, 5, 9])).tolist()
-        [0, 3, 5]
+        >>> word_starts(np.frombuffer(b"a b cd  e", np.uint8), np.array([0, 5, 5, 9])).tolist()
+        [0, 3, 3, 5]
     """
     n = len(off) - 1
     count = np.empty(n + 1, dtype=np.int64)
     count[0] = 0
     for w in prange(n):
-        c = 1
+        c = 1 if off[w + 1] > off[w] else 0  # an empty piece has no word
         for p in range(off[w] + 1, off[w + 1]):
             if buf[p] == 32 and not _white(buf[p - 1]):
                 c += 1
@@ -202,6 +202,38 @@ def segment_words(vocab: Vocab, buf: np.ndarray, off: np.ndarray, starts: np.nda
     return Words(starts, ids, off2, sym2, lens2)
 
 
+@njit(cache=True, parallel=True)
+def _piece_parts(starts, ids, lens2, out):
+    """Each piece's number of parts: the sum of its words'."""
+    for w in prange(len(starts) - 1):
+        n = 0
+        for k in range(starts[w], starts[w + 1]):
+            n += lens2[ids[k]]
+        out[w] = n
+
+
+def packed(words: Words) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pieces' ranks one piece after another, with no room between them:
+    ``(sym, sym_off, lens)``, piece w's ranks ``sym[sym_off[w] : sym_off[w] +
+    lens[w]]``. A superword inventory's pieces have several bytes a part: this
+    holds a fraction of ``assemble``'s array of one rank a byte.
+
+        >>> v = Vocab.initial(hardcoded=False).extended([b"in", b"th", b" th", b" the"])
+        >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
+        >>> sym, sym_off, lens = packed(words_of(v, buf, off))
+        >>> sym.tolist(), sym_off.tolist(), lens.tolist()
+        ([256, 259, 220, 256, 259], [0, 2, 5], [2, 3])
+    """
+    n = len(words.starts) - 1
+    lens = np.empty(n, dtype=np.int32)
+    _piece_parts(words.starts, words.ids, words.lens2, lens)
+    sym_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=sym_off[1:])
+    sym = np.empty(int(sym_off[-1]), dtype=np.int32)
+    _assemble(sym_off, words.starts, words.ids, words.off2, words.sym2, words.lens2, sym, lens)
+    return sym, sym_off, lens
+
+
 def assemble(words: Words, off: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """``segment_pieces``' ``(sym, lens)`` for the inventory of ``size`` bytes whose words these are.
 
@@ -266,10 +298,12 @@ def _parts_of(w, starts, ids, off2, sym2, lens2, parts) -> int:
 
 
 @njit(cache=True, parallel=True)
-def _continue_all(table, tok_buf, tok_off, buf, off, starts, ids, off2, sym2, lens2, sym, lens, unlike, n_blocks):
+def _continue_all(table, tok_buf, tok_off, buf, off, starts, ids, off2, sym2, lens2, sym, sym_off, lens, unlike,
+                  n_blocks):
     """Each piece continued by tiktoken's rule from its words' segmentation. With
-    ``unlike`` empty, written to ``sym``/``lens``; else compared with them
-    (left as they are): ``unlike[w]`` is 1 where piece w's differs. Each
+    ``unlike`` empty, written to ``sym``/``lens`` (piece w's at ``sym_off[w]``);
+    else compared with them (left as they are): ``unlike[w]`` is 1 where piece
+    w's differs. Each
     piece's parts are gathered in a small buffer of the block's, so no
     inventory-sized array of the words' segmentation is ever made."""
     n_words = len(off) - 1
@@ -291,12 +325,12 @@ def _continue_all(table, tok_buf, tok_off, buf, off, starts, ids, off2, sym2, le
                 same = c == lens[w]
                 k = 0
                 while same and k < c:
-                    same = sym[off[w] + k] == out[k]
+                    same = sym[sym_off[w] + k] == out[k]
                     k += 1
                 unlike[w] = 0 if same else 1
             else:
                 for k in range(c):
-                    sym[off[w] + k] = out[k]
+                    sym[sym_off[w] + k] = out[k]
                 lens[w] = c
 
 
@@ -326,13 +360,14 @@ def segment_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray,
         return segment_pieces(after, buf, off)
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
-    _continue(after, buf, off, words, sym, lens, np.zeros(0, dtype=np.uint8))
+    _continue(after, buf, off, words, sym, off, lens, np.zeros(0, dtype=np.uint8))
     return sym, lens
 
 
 def unlike_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray, sym: np.ndarray,
-                 lens: np.ndarray, *, words: Words | None = None) -> np.ndarray:
-    """Which pieces ``(sym, lens)`` (a segmentation in ``segment_pieces``' layout)
+                 sym_off: np.ndarray, lens: np.ndarray, *, words: Words | None = None) -> np.ndarray:
+    """Which pieces ``sym`` (piece w's ranks: ``sym[sym_off[w] : sym_off[w] + lens[w]]``,
+    as ``packed`` or, with ``sym_off = off``, ``segment_pieces`` lay them out)
     segments unlike ``segment_after(before, after, buf, off, words=words)``: a
     bool a piece. Where the pieces go a word at a time, each is compared as
     it is continued, without an inventory-sized array of the other segmentation.
@@ -342,17 +377,17 @@ def unlike_after(before: Vocab, after: Vocab, buf: np.ndarray, off: np.ndarray, 
         >>> buf, off = np.frombuffer(b"in the in the", np.uint8), np.array([0, 6, 13])
         >>> sym, lens = segment_after(before, after, buf, off)
         >>> sym[0] = 105  # piece 0 now begins with b"i" instead of b"in the"
-        >>> unlike_after(before, after, buf, off, sym, lens).tolist()
+        >>> unlike_after(before, after, buf, off, sym, off, lens).tolist()
         [True, False]
     """
-    buf, off = readonly(buf), int64s(off)
+    buf, off, sym_off = readonly(buf), int64s(off), int64s(sym_off)
     words = _continuable(before, buf, off, words)
     if words is None:
         theirs, their_lens = segment_pieces(after, buf, off)
-        return _unlike(sym, lens, theirs, their_lens, off)
+        return _unlike(sym, sym_off, lens, theirs, off, their_lens)
     unlike = np.zeros(len(off) - 1, dtype=np.uint8)
     if len(unlike):
-        _continue(after, buf, off, words, sym, lens, unlike)
+        _continue(after, buf, off, words, sym, sym_off, lens, unlike)
     return unlike.view(np.bool_)
 
 
@@ -363,23 +398,24 @@ def _continuable(before: Vocab, buf: np.ndarray, off: np.ndarray, words: Words |
     return words if words is not None else words_of(before, buf, off)
 
 
-def _continue(after: Vocab, buf: np.ndarray, off: np.ndarray, words: Words, sym: np.ndarray, lens: np.ndarray,
-              unlike: np.ndarray) -> None:
+def _continue(after: Vocab, buf: np.ndarray, off: np.ndarray, words: Words, sym: np.ndarray,
+              sym_off: np.ndarray, lens: np.ndarray, unlike: np.ndarray) -> None:
     table = build_table(after.buf, after.off, table_capacity(len(after)))
     blocks = max(1, min(len(off) - 1, 64 * numba.get_num_threads()))
     _continue_all(table, after.buf, after.off, buf, off, words.starts, words.ids, words.off2, words.sym2,
-                  words.lens2, sym, lens, unlike, blocks)
+                  words.lens2, sym, sym_off, lens, unlike, blocks)
 
 
 @njit(cache=True)
-def _unlike(sym_a, lens_a, sym_b, lens_b, off):
-    """Whether each piece's ranks differ between two segmentations in ``segment_pieces``' layout."""
+def _unlike(sym_a, off_a, lens_a, sym_b, off_b, lens_b):
+    """Whether each piece's ranks differ between two segmentations (piece w's:
+    ``sym_a[off_a[w]:][:lens_a[w]]`` and the same of b)."""
     out = np.zeros(len(lens_a), dtype=np.bool_)
     for w in range(len(lens_a)):
         same = lens_a[w] == lens_b[w]
-        k = off[w]
-        while same and k < off[w] + lens_a[w]:
-            same = sym_a[k] == sym_b[k]
+        k = 0
+        while same and k < lens_a[w]:
+            same = sym_a[off_a[w] + k] == sym_b[off_b[w] + k]
             k += 1
         out[w] = not same
     return out

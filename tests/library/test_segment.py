@@ -143,13 +143,15 @@ def _encoding(vocab: Vocab) -> tiktoken.Encoding:
                 min_size=1, max_size=30))
 def test_pieces_of_several_words_are_segmented_a_word_at_a_time_as_tiktoken_does(trained, pieces):
     """The default pattern's tokens never hold a space after a non-space, so pieces of
-    several words take the word-at-a-time path: their parts are tiktoken's."""
+    several words take the word-at-a-time path: their parts are tiktoken's (and an
+    empty piece among them has no word and no part)."""
     vocab, enc = trained
     assert words_apart(vocab.buf, vocab.off)
+    pieces = pieces + [b"", ("x " + " ".join(WORDS[:4])).encode()]  # the long one keeps two words a piece
     buf, off, _ = as_inventory({p: 1 for p in pieces})
     assert word_starts(buf, off)[-1] >= 2 * (len(off) - 1)  # the path is taken
     for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
-        assert seg == enc._encode_single_piece(piece), piece
+        assert seg == (enc._encode_single_piece(piece) if piece else []), piece
 
 
 def test_a_token_across_a_space_keeps_the_pieces_whole(trained):
@@ -209,17 +211,20 @@ def test_the_check_finds_exactly_the_pieces_segmented_otherwise(trained):
     counted = piece_counts(text, r"[^\n]+|\n+")
     buf, off, counts = as_inventory(counted)
     want_sym, want_lens = segment_pieces(after, buf, off)
-    assert not unlike_after(vocab, after, buf, off, want_sym, want_lens).any()
+    assert not unlike_after(vocab, after, buf, off, want_sym, off, want_lens).any()
     sym, lens = want_sym.copy(), want_lens.copy()
     rng = np.random.default_rng(0)
     split = rng.choice(np.flatnonzero(want_lens >= 2), 25, replace=False)  # a part made longer: one fewer
     lens[split] -= 1
     swapped = rng.choice(np.setdiff1d(np.arange(len(lens)), split), 25, replace=False)
     sym[off[swapped]] = (sym[off[swapped]] + 1) % len(after)  # a first rank changed
-    flagged = unlike_after(vocab, after, buf, off, sym, lens)
+    flagged = unlike_after(vocab, after, buf, off, sym, off, lens)
     assert set(np.flatnonzero(flagged)) == set(split) | set(swapped)
-    assert np.array_equal(flagged, unlike_after(Vocab.initial(hardcoded=False), after, buf, off, sym, lens))
-    pieces, weight, usage = check_segmentation(vocab, after, buf, off, counts, sym, lens)
+    assert np.array_equal(flagged, unlike_after(Vocab.initial(hardcoded=False), after, buf, off, sym, off, lens))
+    packed_off = np.concatenate([[0], np.cumsum(lens)])  # the same ranks with no room between pieces
+    packed_sym = np.concatenate([sym[off[w] : off[w] + lens[w]] for w in range(len(lens))])
+    assert np.array_equal(flagged, unlike_after(vocab, after, buf, off, packed_sym, packed_off, lens))
+    pieces, weight, usage = check_segmentation(vocab, after, buf, off, counts, sym, off, lens)
     assert (pieces, weight) == (50, int(counts[split].sum() + counts[swapped].sum()))
     want_usage = np.zeros(len(after), np.int64)
     for w in range(len(lens)):
