@@ -51,7 +51,8 @@ from toktoktok.hf import hf_roles, write_hf
 from toktoktok.interrupts import uninterrupted
 from toktoktok.loading import META_FORMAT, meta_path
 from toktoktok.patterns import regex_unicode_version
-from toktoktok.segment import load_segment_kernels, segment_pieces
+from toktoktok.segment import load_segment_kernels
+from toktoktok.segment_words import segment_after
 from toktoktok.tiktoken_file import write_tiktoken
 from toktoktok.vocab import Vocab
 from toktoktok.vocab import special_ids as vocab_special_ids
@@ -182,11 +183,15 @@ def _most_frequent(table: pa.Table, k: int) -> pa.Table:
 
 def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, work: Work,
                            progress: Progress | None = None) -> tuple[int, int]:
-    """(pieces checked, pieces where tiktoken and our segmenter differ)."""
+    """(pieces checked, pieces where tiktoken and our segmenter differ).
+
+    Each phase's pieces are segmented as ``segment_pieces`` would with the final
+    vocabulary, by ``segment_after`` from the phase's own start: a superword
+    phase's pieces, whole lines, go a word at a time and are continued."""
     checked = differing = 0
-    for phase in work.cfg.phases:
+    for k, phase in enumerate(work.cfg.phases):
         buf, off, _ = _phase_pieces(work.ingest(phase))
-        sym, lens = segment_pieces(vocab, buf, off)
+        sym, lens = segment_after(work.vocab_after(k), vocab, buf, off)
         theirs, their_lens = _tiktoken_pieces(enc, buf.tobytes(), off, progress, checked)
         differing += _count_unequal(sym, off, lens, theirs, their_lens)
         checked += len(off) - 1

@@ -8,9 +8,12 @@ gives it and as ``pieces_sorted`` checks it. ``order`` sorts in two steps:
    as one big-endian integer, padded with zeros: after it, pieces are in
    order except where two share their first 8 bytes (padding included:
    b"ab" and b"ab\\x00" share theirs);
-2. each run of pieces with equal keys sorted by comparing their bytes
-   (insertion for short runs, merging for long ones: source code has runs of
-   hundreds).
+2. each run of pieces with equal keys sorted by the next 8 bytes the same
+   way, run within run, until a run is short (or its pieces end): that one
+   by comparing their bytes (insertion for short runs, merging for longer
+   ones). Lines of prose (a superword phase's pieces) share long prefixes,
+   runs of thousands of pieces: comparing them byte by byte from the start
+   cost several times more. The runs are sorted in parallel.
 
 The sort runs at the end of ingest, while the other core waits, hence a
 sort of its own rather than Arrow's ``sort_indices`` (see ``order``).
@@ -29,6 +32,7 @@ from numba import njit, prange
 from toktoktok.kernel_args import int64s, readonly
 
 _RUN = 16  # runs of equal keys up to this long are sorted by insertion
+_DEEP = 64  # longer runs are ordered by their next 8 bytes before any comparison
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -128,18 +132,89 @@ def _sort_run(buf, off, order, lo, hi, spare):
         width *= 2
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _key_at(buf, off, p, depth):
+    """Bytes ``depth`` to ``depth + 8`` of piece ``p`` as a big-endian integer, zeros past its end."""
+    i = off[p] + depth
+    m = min(max(off[p + 1] - i, 0), 8)
+    k = np.uint64(0)
+    for j in range(8):
+        k = k << np.uint64(8)
+        if j < m:
+            k |= np.uint64(buf[i + j])
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _sort_equal_keys(buf, off, order, lo, hi, spare, keys):
+    """Sort ``order[lo:hi]``, pieces whose first 8 bytes are equal, by their bytes:
+    a run longer than ``_DEEP`` whose pieces go on is ordered by its next 8
+    bytes and each run of equal ones again so; the others by comparison.
+    ``spare`` and ``keys`` are scratch, used at ``lo:hi`` only."""
+    stack = np.empty((64, 3), dtype=np.int64)  # (lo, hi, depth): grows when a level splits in many
+    stack[0, 0], stack[0, 1], stack[0, 2] = lo, hi, 8
+    top = 1
+    while top > 0:
+        top -= 1
+        a, b, depth = stack[top, 0], stack[top, 1], stack[top, 2]
+        longest = 0
+        for t in range(a, b):
+            longest = max(longest, off[order[t] + 1] - off[order[t]])
+        if b - a <= _DEEP or longest <= depth:
+            _sort_run(buf, off, order, a, b, spare)
+            continue
+        for t in range(a, b):
+            keys[t] = _key_at(buf, off, order[t], depth)
+        by_key = np.argsort(keys[a:b], kind="mergesort")
+        in_order = keys[a:b][by_key]
+        for t in range(b - a):
+            spare[a + t] = order[a + by_key[t]]
+        order[a:b] = spare[a:b]
+        keys[a:b] = in_order
+        t = a
+        while t < b:
+            u = t + 1
+            while u < b and keys[u] == keys[t]:
+                u += 1
+            if u - t > 1:
+                if top == len(stack):
+                    stack = np.concatenate((stack, np.empty_like(stack)))
+                stack[top, 0], stack[top, 1], stack[top, 2] = t, u, depth + 8
+                top += 1
+            t = u
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _sort_runs(buf, off, order, runs, spare, keys):
+    """Each run ``runs[r, 0] : runs[r, 1]`` of ``order`` sorted by the pieces' bytes, runs in parallel."""
+    for r in prange(len(runs)):
+        _sort_equal_keys(buf, off, order, runs[r, 0], runs[r, 1], spare, keys)
+
+
+@njit(cache=True, nogil=True)
+def _equal_runs(keys):
+    """The runs of equal keys longer than one: (start, end) rows."""
+    n = len(keys)
+    runs = np.empty((n // 2 + 1, 2), dtype=np.int64)
+    r = 0
+    t = 0
+    while t < n:
+        u = t + 1
+        while u < n and keys[u] == keys[t]:
+            u += 1
+        if u - t > 1:
+            runs[r, 0], runs[r, 1] = t, u
+            r += 1
+        t = u
+    return runs[:r]
+
+
 @njit(cache=True, nogil=True)
 def _order(buf, off):
     order, keys = _radix_order(_prefix_keys(buf, off))
     spare = np.empty(len(order), dtype=np.int64)
-    t = np.int64(0)  # int64, not the literal 0: _sort_run compiles once (kernel_args)
-    while t < len(order):
-        u = t + 1
-        while u < len(order) and keys[u] == keys[t]:
-            u += 1
-        if u - t > 1:
-            _sort_run(buf, off, order, t, u, spare)
-        t = u
+    scratch = np.empty(len(order), dtype=np.uint64)
+    _sort_runs(buf, off, order, _equal_runs(keys), spare, scratch)
     return order
 
 

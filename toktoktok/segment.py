@@ -372,6 +372,9 @@ def load_segment_kernels() -> None:
 
         >>> load_segment_kernels()
     """
+    from toktoktok.segment_words import segment_after  # it builds on this module
+
     vocab = Vocab.initial(hardcoded=False)
     segment_pieces(vocab, np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]))
     segment_pieces(vocab, np.frombuffer(b"a b c", dtype=np.uint8), np.array([0, 5]))  # a word at a time
+    segment_after(vocab, vocab.extended([b"a b"]), np.frombuffer(b"a b c", dtype=np.uint8), np.array([0, 5]))

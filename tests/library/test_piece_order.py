@@ -56,6 +56,25 @@ def test_a_long_run_of_equal_first_words_is_merged():
     assert piece_order.pieces_sorted(*_flat([pieces[p] for p in order]))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_runs_that_share_many_words_are_ordered_word_by_word(seed):
+    """Runs far longer than ``_DEEP`` that share their first 8, 16, 24 bytes (as
+    lines of prose do), with zero bytes and pieces that are prefixes of others at
+    every depth: each level orders by its next 8 bytes, the short runs by comparison."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.array([0, 1, 0x61, 0xFF], dtype=np.uint8)
+    stems = [b"The following " * k for k in (1, 2)] + [b"\x00" * 16, b"ab" * 12]
+    out = set()
+    while len(out) < 6000:
+        stem = stems[rng.integers(0, len(stems))]
+        cut = int(rng.integers(len(stem) - 9, len(stem) + 1))  # some end inside the shared bytes
+        out.add(stem[:cut] + bytes(alphabet[rng.integers(0, 4, int(rng.choice([0, 1, 3, 8, 9, 20])))]))
+    pieces = sorted(out, key=lambda _: rng.random())
+    assert len(pieces) > 20 * piece_order._DEEP
+    order = piece_order.order(*_flat(pieces))
+    assert [pieces[p] for p in order] == sorted(pieces)
+
+
 def test_pieces_sorted_sees_one_pair_out_of_order():
     pieces = [bytes([b]) + b"x" * 9 for b in range(50)]
     assert piece_order.pieces_sorted(*_flat(pieces))
