@@ -20,6 +20,7 @@ going on with tiktoken's rule, instead of starting again from the bytes.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba
@@ -81,10 +82,11 @@ def word_starts(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
     return np.cumsum(count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _distinct_words(buf, off, ids):
     """Give each word (``word_starts``' order) the id of its bytes in ``ids``; return
-    the distinct words' ``(start, length)`` in ``buf``, in id order."""
+    the distinct words' ``(start, length)`` in ``buf``, in id order (that of
+    their first occurrence)."""
     cap = 1 << 16
     slots = np.full(cap, -1, dtype=np.int64)
     d_hash = np.empty(cap // 2, dtype=np.uint64)
@@ -136,6 +138,78 @@ def _distinct_words(buf, off, ids):
             k += 1
             a = p
     return d_start[:n], d_len[:n]
+
+
+@njit(cache=True)
+def _join_words(buf, a_start, a_len, b_start, b_len, ids_b):
+    """Join the distinct words of a later run of pieces (b) to those of an earlier
+    one (a): b's words not in a get the next ids, in b's order, and ``ids_b``
+    is renumbered so. Returns the joined ``(start, length)``: as if the two
+    runs had been one (ids in order of first occurrence)."""
+    cap = 1 << 16
+    while cap < 2 * (len(a_start) + len(b_start)):
+        cap *= 2
+    mask = np.uint64(cap - 1)
+    slots = np.full(cap, -1, dtype=np.int64)
+    start = np.concatenate((a_start, np.empty(len(b_start), dtype=np.int64)))
+    length = np.concatenate((a_len, np.empty(len(b_start), dtype=np.int64)))
+    n = 0
+    new_id = np.empty(len(b_start), dtype=np.int32)
+    for side in range(2):
+        for j in range(len(a_start) if side == 0 else len(b_start)):
+            a = a_start[j] if side == 0 else b_start[j]
+            m = a_len[j] if side == 0 else b_len[j]
+            slot = span_hash(buf, a, a + m) & mask
+            found = -1
+            while slots[slot] >= 0:
+                d = slots[slot]
+                if length[d] == m:
+                    same = True
+                    for k in range(m):
+                        if buf[start[d] + k] != buf[a + k]:
+                            same = False
+                            break
+                    if same:
+                        found = d
+                        break
+                slot = (slot + np.uint64(1)) & mask
+            if found < 0:
+                found = n
+                start[n], length[n] = a, m
+                slots[slot] = n
+                n += 1
+            if side == 1:
+                new_id[j] = found
+    for k in range(len(ids_b)):
+        ids_b[k] = new_id[ids_b[k]]
+    return start[:n], length[:n]
+
+
+def distinct_words(buf: np.ndarray, off: np.ndarray, starts: np.ndarray, ids: np.ndarray,
+                   *, parts: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``_distinct_words`` on ``parts`` runs of pieces of about equal bytes at once
+    (default: numba's threads), joined in order (``_join_words``): the same
+    ids and distinct words as one run gives, in less time.
+
+        >>> buf, off = np.frombuffer(b"a b a c b a", np.uint8), np.array([0, 3, 7, 11])
+        >>> starts = word_starts(buf, off)
+        >>> ids = np.empty(starts[-1], np.int32)
+        >>> start, length = distinct_words(buf, off, starts, ids, parts=3)
+        >>> ids.tolist(), [buf[a : a + m].tobytes() for a, m in zip(start, length)]
+        ([0, 1, 2, 3, 1, 2], [b'a', b' b', b' a', b' c'])
+    """
+    parts = max(1, min(parts or numba.get_num_threads(), len(off) - 1))
+    cuts = np.unique(np.searchsorted(off, np.linspace(0, off[-1], parts + 1)[1:-1]).clip(1, len(off) - 2))
+    bounds = [0, *cuts.tolist(), len(off) - 1] if len(off) > 2 else [0, len(off) - 1]
+    runs = [(off[lo : hi + 1], ids[starts[lo] : starts[hi]]) for lo, hi in zip(bounds, bounds[1:])]
+    if len(runs) == 1:
+        return _distinct_words(buf, off, ids)
+    with ThreadPoolExecutor(len(runs)) as pool:
+        found = list(pool.map(lambda run: _distinct_words(buf, run[0], run[1]), runs))
+    start, length = found[0]
+    for (b_start, b_len), (_, ids_b) in zip(found[1:], runs[1:]):
+        start, length = _join_words(buf, start, length, b_start, b_len, ids_b)
+    return start, length
 
 
 @njit(cache=True)
@@ -194,7 +268,7 @@ def segment_words(vocab: Vocab, buf: np.ndarray, off: np.ndarray, starts: np.nda
     """Each distinct word segmented with ``vocab`` (``words_apart(vocab)`` must hold;
     ``starts``: ``word_starts(buf, off)``)."""
     ids = np.empty(int(starts[-1]), dtype=np.int32)
-    d_start, d_len = _distinct_words(buf, off, ids)
+    d_start, d_len = distinct_words(buf, off, starts, ids)
     buf2, off2 = gather_spans(buf, d_start, d_len)
     sym2 = np.zeros(len(buf2), dtype=np.int32)
     lens2 = np.zeros(len(off2) - 1, dtype=np.int32)

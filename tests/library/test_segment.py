@@ -24,7 +24,7 @@ from toktoktok.segment import (
     short_ranks,
     token_table,
 )
-from toktoktok.segment_words import segment_after, unlike_after, word_starts, words_apart
+from toktoktok.segment_words import distinct_words, segment_after, unlike_after, word_starts, words_apart
 from toktoktok.vocab import Vocab
 
 
@@ -152,6 +152,23 @@ def test_pieces_of_several_words_are_segmented_a_word_at_a_time_as_tiktoken_does
     assert word_starts(buf, off)[-1] >= 2 * (len(off) - 1)  # the path is taken
     for piece, seg in zip(pieces, _segment_all(vocab, pieces)):
         assert seg == (enc._encode_single_piece(piece) if piece else []), piece
+
+
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_words_found_in_parts_are_those_of_one_pass(parts):
+    """``distinct_words`` over several runs of pieces at once, joined, gives the ids
+    and distinct words of one pass over all of them (empty pieces among them)."""
+    pieces = sorted(piece_counts(stdlib_text(40_000), r"[^\n]+|\n+")) + [b"", b" the the"]
+    buf, off, _ = as_inventory({p: 1 for p in pieces})
+    starts = word_starts(buf, off)
+    one = np.empty(starts[-1], np.int32)
+    want = distinct_words(buf, off, starts, one, parts=1)
+    many = np.empty(starts[-1], np.int32)
+    got = distinct_words(buf, off, starts, many, parts=parts)
+    assert np.array_equal(one, many)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+    words = [buf[a : a + m].tobytes() for a, m in zip(*got)]
+    assert len(set(words)) == len(words) and b" the" in words
 
 
 def test_a_token_across_a_space_keeps_the_pieces_whole(trained):
