@@ -29,10 +29,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba import njit
 
@@ -376,11 +374,10 @@ def _fits(P, slots, occ_word, n_pairs, n_occ, more):
 
 
 @njit(cache=True, nogil=True)
-def _count_some(sym, woff, wlen, wcount, w0, hi, P, slots, state, site_pair):
-    """Phase 1a on pieces ``w0`` to ``hi - 1``: count each adjacent pair, and in
-    ``P[q, HEAD]`` (from -1) how many pieces it occurs in; note each site's pair
-    in ``site_pair`` (sites in piece order), so that ``_list_pieces`` need not
-    look them up again.
+def _count_pairs(sym, W, w0, P, slots, state, site_pair):
+    """Phase 1a from piece ``w0`` on: count each adjacent pair, and in ``P[q, HEAD]``
+    (from -1) how many pieces it occurs in; note each site's pair in ``site_pair``
+    (sites in piece order), so that ``_list_pieces`` need not look them up again.
 
     Stops before a piece that might not fit the arrays; returns where it
     stopped. It never replaces an array (the caller grows them): numba counts
@@ -389,104 +386,32 @@ def _count_some(sym, woff, wlen, wcount, w0, hi, P, slots, state, site_pair):
     ``state`` holds ``n_pairs`` and the sites noted so far.
     """
     n_pairs = state[0]
-    site = state[1]
+    site = state[3]
     w = w0
-    while w < hi:
-        n = np.int64(wlen[w])
-        if n_pairs + n > len(P) or 2 * (n_pairs + n) > len(slots):
+    while w < len(W):
+        if n_pairs + W[w].len > len(P) or 2 * (n_pairs + W[w].len) > len(slots):
             break
-        s0 = woff[w]
-        for i in range(n - 1):
+        s0 = W[w].off
+        for i in range(W[w].len - 1):
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
             q, n_pairs = _pair(P, n_pairs, slots, key)
             site_pair[site] = q
             site += 1
-            P[q, COUNT] += wcount[w]
+            P[q, COUNT] += W[w].count
             if (P[q, MARK] & LOW) != w + 1:
                 P[q, MARK] = w + 1
                 P[q, HEAD] += 1
         w += 1
     state[0] = n_pairs
-    state[1] = site
+    state[3] = site
     return w
 
 
 @njit(cache=True, nogil=True)
-def _count_run(sym, woff, wlen, wcount, lo, hi, site_pair):
-    """Phase 1a on pieces ``lo`` to ``hi - 1`` in a pair table of their own:
-    ``(P, slots, n_pairs)``, ``site_pair`` holding that table's rows."""
-    P = np.empty((1024, 4), dtype=np.int64)
-    slots = np.full(4096, -1, dtype=np.int32)
-    state = np.zeros(2, dtype=np.int64)
-    w = np.int64(lo)
-    while w < hi:
-        w = _count_some(sym, woff, wlen, wcount, w, hi, P, slots, state, site_pair)
-        if w < hi:
-            P, slots = _reserve_pairs(P, slots, state[0], np.int64(wlen[w]))
-    return P, slots, state[0]
-
-
-@njit(cache=True, nogil=True)
-def _join_pairs(P, slots, n_pairs, P_b, n_b, site_pair_b):
-    """Add a later run of pieces' pair table (b) to an earlier one's: b's new pairs
-    get the next rows, in b's order (as one table over both runs numbers them),
-    counts and piece counts add up, ``site_pair_b`` is renumbered. Returns
-    ``(P, slots, n_pairs)``."""
-    P, slots = _reserve_pairs(P, slots, n_pairs, n_b)
-    row = np.empty(n_b, dtype=np.int32)
-    for j in range(n_b):
-        q, n_pairs = _pair(P, n_pairs, slots, P_b[j, KEY])
-        P[q, COUNT] += P_b[j, COUNT]
-        P[q, HEAD] += P_b[j, HEAD] + 1  # each counts from -1
-        row[j] = q
-    for k in range(len(site_pair_b)):
-        site_pair_b[k] = row[site_pair_b[k]]
-    return P, slots, n_pairs
-
-
-def pair_lists(sym: np.ndarray, woff: np.ndarray, wlen: np.ndarray, wcount: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, int]:
-    """Phase 1 of the merge loop: ``(P, slots, n_pairs, occ_word, occ_next, n_occ)``,
-    each pair counted (``count_pairs``) and its pieces listed (``_list_pieces``);
-    each site's pair is dropped before the loop starts."""
-    P, slots, n_pairs, site_pair = count_pairs(sym, woff, wlen, wcount)
-    occ_word, occ_next, n_occ = _list_pieces(wlen, P, np.int64(n_pairs), site_pair, 1.25)
-    return P, slots, n_pairs, occ_word, occ_next, int(n_occ)
-
-
-def count_pairs(sym: np.ndarray, woff: np.ndarray, wlen: np.ndarray, wcount: np.ndarray,
-                *, parts: int = 0) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    """Phase 1a over every piece: ``(P, slots, n_pairs, site_pair)``, counted in
-    ``parts`` runs of pieces of about equal sites at once (default: numba's
-    threads), joined in order (``_join_pairs``): the same rows as one run.
-
-        >>> P, slots, n, sites = count_pairs(np.array([1, 2, 1, 2, 1, 2], np.int32), np.array([0, 3]),
-        ...                                  np.array([3, 3], np.int32), np.array([5, 1]), parts=2)
-        >>> n, [(int(P[q, KEY] >> 32), int(P[q, KEY] & LOW), int(P[q, COUNT])) for q in range(n)], sites.tolist()
-        (2, [(1, 2, 6), (2, 1, 6)], [0, 1, 1, 0])
-    """
-    n_words = len(wlen)
-    site_end = np.cumsum(np.maximum(wlen.astype(np.int64) - 1, 0))
-    site_pair = np.empty(int(site_end[-1]) if n_words else 0, dtype=np.int32)
-    parts = max(1, min(parts or numba.get_num_threads(), n_words))
-    cuts = np.searchsorted(site_end, np.linspace(0, len(site_pair), parts + 1)[1:-1], side="right")
-    bounds = [0, *np.unique(cuts.clip(1, max(1, n_words - 1))).tolist(), n_words] if n_words > 1 else [0, n_words]
-    site_start = np.concatenate([[0], site_end])
-    runs = [(lo, hi, site_pair[site_start[lo] : site_start[hi]]) for lo, hi in zip(bounds, bounds[1:])]
-    with ThreadPoolExecutor(len(runs)) as pool:
-        found = list(pool.map(lambda r: _count_run(sym, woff, wlen, wcount, np.int64(r[0]), np.int64(r[1]), r[2]),
-                              runs))
-    P, slots, n_pairs = found[0]
-    for (P_b, _, n_b), (_, _, sites_b) in zip(found[1:], runs[1:]):
-        P, slots, n_pairs = _join_pairs(P, slots, n_pairs, P_b, n_b, sites_b)
-    return P, slots, int(n_pairs), site_pair
-
-
-@njit(cache=True, nogil=True)
-def _list_pieces(wlen, P, n_pairs, site_pair, slack):
+def _list_pieces(W, P, n_pairs, site_pair, slack):
     """Phase 1b: every pair's list of pieces, each list contiguous (ascending piece),
     in arrays with room for ``slack`` times the nodes; ``site_pair``: each
-    site's pair, as ``count_pairs`` noted them. Returns ``(occ_word,
+    site's pair, as ``_count_pairs`` noted them. Returns ``(occ_word,
     occ_next, n_occ)``; ``P[q, HEAD]`` then heads pair q's list and
     ``P[q, MARK]`` holds its last piece + 1, as ``_note_piece`` leaves them.
 
@@ -507,8 +432,8 @@ def _list_pieces(wlen, P, n_pairs, site_pair, slack):
     occ_word = np.empty(size, dtype=np.int32)
     occ_next = np.empty(size, dtype=np.int32)
     site = 0
-    for w in range(len(wlen)):
-        for i in range(wlen[w] - 1):
+    for w in range(len(W)):
+        for i in range(W[w].len - 1):
             q = site_pair[site]
             site += 1
             if (P[q, MARK] & LOW) != w + 1:
@@ -598,7 +523,7 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
 @njit(cache=True, nogil=True)
 def _train_kernel(
     sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress,
-    max_words, t_words, t_edges, P, slots, n_pairs, occ_word, occ_next, n_occ
+    max_words, t_words, t_edges
 ):
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
@@ -621,10 +546,22 @@ def _train_kernel(
         W[w].len = wlen[w]
         W[w].count = wcount[w]
         W[w].stamp = 0
-    # -- 1. every adjacent pair counted, and its pieces listed: ``pair_lists`` ----
-    state = np.zeros(3, dtype=np.int64)  # n_pairs, n_occ, n_touched
-    state[0] = n_pairs
-    state[1] = n_occ
+    # -- 1. count every adjacent pair, and note the pieces it occurs in ------
+    P = np.empty((1024, 4), dtype=np.int64)
+    slots = np.full(4096, -1, dtype=np.int32)
+    state = np.zeros(4, dtype=np.int64)  # n_pairs, n_occ, n_touched; sites noted while counting
+    sites = 0
+    for w in range(n_words):
+        sites += max(W[w].len - 1, 0)
+    site_pair = np.empty(sites, dtype=np.int32)
+    w = np.int64(0)  # int64, not the literal 0: the callee compiles once (kernel_args)
+    while w < n_words:
+        w = _count_pairs(sym, W, w, P, slots, state, site_pair)
+        if w < n_words:
+            P, slots = _reserve_pairs(P, slots, state[0], np.int64(W[w].len))
+    n_pairs = state[0]
+    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.25)
+    site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
     h_pair = np.empty(max(16, 2 * n_pairs), dtype=np.int32)
@@ -874,10 +811,9 @@ def train_phase(
     t_words = np.zeros(first + merges, dtype=np.int64)
     t_edges = np.zeros(first + merges, dtype=np.int64)
     token_words(vocab.buf, vocab.off, first, t_words, t_edges)
-    t1 = time.perf_counter()
     args = (sym, sym_off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
-            min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges,
-            *pair_lists(sym, sym_off[:-1], lens, counts))
+            min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges)
+    t1 = time.perf_counter()
     out, marks = _run_reporting(_train_kernel, args, progress, on_progress)
     t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import as_inventory, piece_counts, stdlib_text
-from toktoktok.merge import count_pairs, train_phase, train_reference, words_reference
+from toktoktok.merge import train_phase, train_reference, words_reference
 from toktoktok.patterns import DEFAULT_PATTERN
 from toktoktok.vocab import Vocab
 
@@ -112,18 +111,3 @@ def test_progress_is_reported():
     seen: list[int] = []
     _, result = fast(pieces, Vocab.initial(hardcoded=False), merges=200, on_progress=seen.append)
     assert seen and seen[-1] == result.made == 200
-
-
-@pytest.mark.parametrize("parts", [2, 3, 8])
-def test_pairs_counted_in_parts_are_those_of_one_pass(parts):
-    """``count_pairs`` over runs of pieces at once, joined, gives one pass's table:
-    the same rows (key, count, pieces less one) in the same order, and the same
-    pair noted at every site; empty and one-symbol pieces among them."""
-    pieces = piece_counts(stdlib_text(40_000), r"[^\n]+|\n+") | {b"": 3, b"x": 2}
-    buf, off, counts = as_inventory(pieces)
-    sym = buf.astype(np.int32)
-    lens = np.diff(off).astype(np.int32)
-    P1, _, n1, sites1 = count_pairs(sym, off[:-1], lens, counts, parts=1)
-    P2, _, n2, sites2 = count_pairs(sym, off[:-1], lens, counts, parts=parts)
-    assert n1 == n2 and np.array_equal(P1[:n1, :3], P2[:n2, :3]) and np.array_equal(sites1, sites2)
-    assert int(P1[:n1, 1].sum()) == int(((lens - 1).clip(0) * counts).sum())
