@@ -82,6 +82,26 @@ def word_starts(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
     return np.cumsum(count)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _find_span(slots, h, buf, hashes, start, length, a, m):
+    """Probe for the word ``buf[a:a+m]`` of hash ``h`` among words ``buf[start[d]:][:length[d]]``
+    of hashes ``hashes[d]``: ``(slot, d)`` where it is, or ``(empty slot, -1)``."""
+    mask = np.uint64(len(slots) - 1)
+    slot = h & mask
+    while slots[slot] >= 0:
+        d = slots[slot]
+        if hashes[d] == h and length[d] == m:
+            same = True
+            for k in range(m):
+                if buf[start[d] + k] != buf[a + k]:
+                    same = False
+                    break
+            if same:
+                return slot, d
+        slot = (slot + np.uint64(1)) & mask
+    return slot, np.int64(-1)
+
+
 @njit(cache=True, nogil=True)
 def _distinct_words(buf, off, ids):
     """Give each word (``word_starts``' order) the id of its bytes in ``ids``; return
@@ -101,21 +121,7 @@ def _distinct_words(buf, off, ids):
             if p < e and not (buf[p] == 32 and not _white(buf[p - 1])):
                 continue
             h = span_hash(buf, a, p)
-            mask = np.uint64(cap - 1)
-            slot = h & mask
-            found = -1
-            while slots[slot] >= 0:
-                d = slots[slot]
-                if d_hash[d] == h and d_len[d] == p - a:
-                    same = True
-                    for j in range(p - a):
-                        if buf[d_start[d] + j] != buf[a + j]:
-                            same = False
-                            break
-                    if same:
-                        found = d
-                        break
-                slot = (slot + np.uint64(1)) & mask
+            slot, found = _find_span(slots, h, buf, d_hash, d_start, d_len, a, p - a)
             if found < 0:
                 if n == len(d_hash):
                     d_hash = np.concatenate((d_hash, np.empty(n, dtype=np.uint64)))
@@ -149,33 +155,21 @@ def _join_words(buf, a_start, a_len, b_start, b_len, ids_b):
     cap = 1 << 16
     while cap < 2 * (len(a_start) + len(b_start)):
         cap *= 2
-    mask = np.uint64(cap - 1)
     slots = np.full(cap, -1, dtype=np.int64)
     start = np.concatenate((a_start, np.empty(len(b_start), dtype=np.int64)))
     length = np.concatenate((a_len, np.empty(len(b_start), dtype=np.int64)))
+    hashes = np.empty(len(start), dtype=np.uint64)
     n = 0
     new_id = np.empty(len(b_start), dtype=np.int32)
     for side in range(2):
         for j in range(len(a_start) if side == 0 else len(b_start)):
             a = a_start[j] if side == 0 else b_start[j]
             m = a_len[j] if side == 0 else b_len[j]
-            slot = span_hash(buf, a, a + m) & mask
-            found = -1
-            while slots[slot] >= 0:
-                d = slots[slot]
-                if length[d] == m:
-                    same = True
-                    for k in range(m):
-                        if buf[start[d] + k] != buf[a + k]:
-                            same = False
-                            break
-                    if same:
-                        found = d
-                        break
-                slot = (slot + np.uint64(1)) & mask
+            h = span_hash(buf, a, a + m)
+            slot, found = _find_span(slots, h, buf, hashes, start, length, a, m)
             if found < 0:
                 found = n
-                start[n], length[n] = a, m
+                start[n], length[n], hashes[n] = a, m, h
                 slots[slot] = n
                 n += 1
             if side == 1:
