@@ -110,6 +110,12 @@ def unlike_manifest(path: Path) -> str | None:
     return None
 
 
+# rows a record batch: Arrow compresses (and reads back) the batches of a file on
+# its threads, one buffer a thread, so a large table in one batch took the
+# longest buffer's time
+BATCH_ROWS = 1 << 17
+
+
 def write_ipc(path: Path, table: pa.Table) -> dict[str, Any]:
     """Write ``table`` as a zstd-compressed Arrow IPC file, atomically.
 
@@ -118,7 +124,7 @@ def write_ipc(path: Path, table: pa.Table) -> dict[str, Any]:
     options = pa.ipc.IpcWriteOptions(compression="zstd")
     with atomic_path(path) as tmp:
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as w:
-            w.write_table(table)
+            w.write_table(table, max_chunksize=BATCH_ROWS)
     return {"name": path.name, "rows": table.num_rows, "bytes": path.stat().st_size, "sha256": checked_digest(path)}
 
 

@@ -110,3 +110,25 @@ def test_many_random_flips_never_crash(project):
             path.write_bytes(good)
     r = toktok("run", "-c", config)
     assert r.code == 0 and output_of(config).read_bytes() == reference
+
+
+def test_a_large_artifact_is_written_in_batches_and_read_back_whole(tmp_path):
+    """``write_ipc`` cuts a table into record batches of ``BATCH_ROWS`` (compressed
+    on Arrow's threads); ``read_ipc`` gives back the same rows, and the inventory
+    the trainer takes from them is the table's."""
+    import numpy as np
+    import pyarrow as pa
+
+    from stages.workdir import artifacts
+    from toktoktok import counts
+
+    rows = 2 * artifacts.BATCH_ROWS + 17
+    pieces = [f"piece {i:07d}".encode() for i in range(rows)]
+    table = counts.from_lists(pieces, list(range(1, rows + 1)))
+    entry = artifacts.write_ipc(tmp_path / "chunk-00000.arrow", table)
+    with pa.memory_map(str(tmp_path / "chunk-00000.arrow")) as source:
+        assert pa.ipc.open_file(source).num_record_batches == 3
+    back = artifacts.read_ipc(tmp_path / "chunk-00000.arrow")
+    assert entry["rows"] == rows and back.equals(table)
+    buf, off, n = counts.inventory(back)
+    assert bytes(buf[off[-2] : off[-1]]) == pieces[-1] and np.array_equal(n, np.arange(1, rows + 1))
