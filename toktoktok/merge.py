@@ -40,6 +40,7 @@ from toktoktok.segment import (
     NO_TOKEN,
     build_table,
     segment_pieces,
+    segment_plain,
     segment_reference,
     table_capacity,
     table_insert,
@@ -798,8 +799,8 @@ def train_phase(
     words = words_of(vocab, buf, off)  # kept for the check, which starts from this segmentation
     if words is not None:
         sym, sym_off, lens = packed(words)
-    else:
-        sym, lens = segment_pieces(vocab, buf, off)
+    else:  # not a word at a time: from the bytes (segment_pieces would look for the words again)
+        sym, lens = segment_plain(vocab, buf, off)
         sym_off = int64s(off)
     # every merge removes a symbol somewhere: never size for more than can happen
     merges = min(merges, int(np.maximum(lens.astype(np.int64) - 1, 0).sum()))

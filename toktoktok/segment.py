@@ -351,6 +351,13 @@ def segment_pieces(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.n
     words = words_of(vocab, buf, off)
     if words is not None:
         return assemble(words, off, len(buf))
+    return segment_plain(vocab, buf, off)
+
+
+def segment_plain(vocab: Vocab, buf: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``segment_pieces`` from every piece's bytes, for a caller that knows the pieces
+    do not go a word at a time (``segment_words.words_of`` gave None)."""
+    buf, off = readonly(buf), int64s(off)
     sym = np.zeros(len(buf), dtype=np.int32)
     lens = np.zeros(len(off) - 1, dtype=np.int32)
     if len(off) > 1:

@@ -83,12 +83,14 @@ def config(corpus: Corpus, folder: Path, tokens: int, transition: int | None) ->
 
 
 def phases_of(folder: Path) -> list[dict[str, Any]]:
-    """Per phase, from the stage manifests: merges made, ingest and train seconds, distinct pieces."""
+    """Per phase, from the stage manifests: merges made, ingest and train seconds, distinct pieces,
+    and the train's steps (segmenting, counting pairs, merging, the check)."""
     work = folder / "toktoktok.work"
     ingest = stage_manifests(work, "ingest")
     train = stage_manifests(work, "train")
-    return [{"name": t["phase"], "merges": t["counts"]["merges_made"], "ingest": i["seconds"]["total"], "train": t["seconds"]["total"],
-             "distinct": t["counts"]["distinct_pieces"]} for i, t in zip(ingest, train)]
+    return [{"name": t["phase"], "merges": t["counts"]["merges_made"], "ingest": i["seconds"]["total"],
+             "train": t["seconds"]["total"], "distinct": t["counts"]["distinct_pieces"],
+             "steps": t.get("train_split_seconds") or {}} for i, t in zip(ingest, train)]
 
 
 def encode_heldout(tiktoken_file: Path, text: str) -> tuple[int, float, list[tuple[bytes, int]]]:
@@ -130,8 +132,13 @@ def report(args: argparse.Namespace, run: dict[str, str], corpus: Corpus, result
                      f"{(1 - r.tokens / plain.tokens) * 100:.1f}%", f"{r.multi_share * 100:.1f}%", num(wall, 2),
                      num(wall / wall0, 2), num(peak, 0),
                      num(peak / median_of([m.peak_mb for m in plain.measured]), 2)])
-    phase_rows = [[r.name, p["name"], f"{p['merges']:,}", f"{p['distinct']:,}", num(p["ingest"], 2), num(p["train"], 2)]
-                  for r in results for p in r.phases]
+    def steps(p: dict[str, Any]) -> list[str]:
+        s = p["steps"]
+        merging = s.get("early_merges", 0) + s.get("later_merges", 0)
+        return [num(s.get("segment", 0), 2), num(s.get("pairs", 0), 2), num(merging, 2), num(s.get("check", 0), 2)]
+
+    phase_rows = [[r.name, p["name"], f"{p['merges']:,}", f"{p['distinct']:,}", num(p["ingest"], 2), num(p["train"], 2),
+                   *steps(p)] for r in results for p in r.phases]
     best = min(results[1:], key=lambda r: r.tokens) if len(results) > 1 else None
     text = corpus.description.replace(str(SHARED_CORPORA) + "/", "the shared corpora's ")
     lines = [
@@ -148,8 +155,11 @@ def report(args: argparse.Namespace, run: dict[str, str], corpus: Corpus, result
         "measured from outside; × plain: against the plain run of this table.", "",
         md_table(["run", "held-out tokens", "bytes/token", "fewer", "multi-word", "wall s", "× plain", "peak MB",
                   "× plain"], rows), "",
-        "Per phase, from the stage manifests (seconds inside the process):", "",
-        md_table(["run", "phase", "merges", "distinct pieces", "ingest s", "train s"], phase_rows), "",
+        "Per phase, from the stage manifests of the last run of each (seconds inside the process; the train's "
+        "steps: segmenting the pieces with the vocabulary so far, counting their pairs, the merge loop, the check "
+        "that tiktoken's rule gives the trainer's tokens):", "",
+        md_table(["run", "phase", "merges", "distinct pieces", "ingest s", "train s", "segment", "pairs", "merging",
+                  "check"], phase_rows), "",
     ]
     if best is not None:
         tops = ", ".join(f"`{t.decode('utf-8', 'replace')!r}` ({n:,})" for t, n in best.top)

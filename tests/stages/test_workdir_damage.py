@@ -119,7 +119,7 @@ def test_a_large_artifact_is_written_in_batches_and_read_back_whole(tmp_path):
     import numpy as np
     import pyarrow as pa
 
-    from stages.workdir import artifacts
+    from toktoktok_stages.workdir import artifacts
     from toktoktok import counts
 
     rows = 2 * artifacts.BATCH_ROWS + 17
