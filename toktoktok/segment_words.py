@@ -371,9 +371,8 @@ def _continue_all(table, tok_buf, tok_off, buf, off, starts, ids, off2, sym2, le
     """Each piece continued by tiktoken's rule from its words' segmentation. With
     ``unlike`` empty, written to ``sym``/``lens`` (piece w's at ``sym_off[w]``);
     else compared with them (left as they are): ``unlike[w]`` is 1 where piece
-    w's differs. Each
-    piece's parts are gathered in a small buffer of the block's, so no
-    inventory-sized array of the words' segmentation is ever made."""
+    w's differs. Each piece's parts are gathered in a small buffer of the
+    block's, so no inventory-sized array of the words' segmentation is made."""
     n_words = len(off) - 1
     per_block = (n_words + n_blocks - 1) // n_blocks
     compare = len(unlike) > 0
