@@ -151,7 +151,8 @@ def _sort_equal_keys(buf, off, order, lo, hi, spare, keys):
     a run longer than ``_DEEP`` whose pieces go on is ordered by its next 8
     bytes and each run of equal ones again so; the others by comparison.
     ``spare`` and ``keys`` are scratch, used at ``lo:hi`` only."""
-    stack = np.empty((64, 3), dtype=np.int64)  # (lo, hi, depth): grows when a level splits in many
+    # (lo, hi, depth) of the runs still to sort: disjoint, two pieces or more each
+    stack = np.empty(((hi - lo) // 2 + 1, 3), dtype=np.int64)
     stack[0, 0], stack[0, 1], stack[0, 2] = lo, hi, 8
     top = 1
     while top > 0:
@@ -171,17 +172,10 @@ def _sort_equal_keys(buf, off, order, lo, hi, spare, keys):
             spare[a + t] = order[a + by_key[t]]
         order[a:b] = spare[a:b]
         keys[a:b] = in_order
-        t = a
-        while t < b:
-            u = t + 1
-            while u < b and keys[u] == keys[t]:
-                u += 1
-            if u - t > 1:
-                if top == len(stack):
-                    stack = np.concatenate((stack, np.empty_like(stack)))
-                stack[top, 0], stack[top, 1], stack[top, 2] = t, u, depth + 8
-                top += 1
-            t = u
+        runs = _equal_runs(keys[a:b])
+        for r in range(len(runs)):
+            stack[top, 0], stack[top, 1], stack[top, 2] = a + runs[r, 0], a + runs[r, 1], depth + 8
+            top += 1
 
 
 @njit(cache=True, nogil=True, parallel=True)

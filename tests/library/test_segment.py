@@ -238,6 +238,8 @@ def test_the_check_finds_exactly_the_pieces_segmented_otherwise(trained):
     flagged = unlike_after(vocab, after, buf, off, sym, off, lens)
     assert set(np.flatnonzero(flagged)) == set(split) | set(swapped)
     assert np.array_equal(flagged, unlike_after(Vocab.initial(hardcoded=False), after, buf, off, sym, off, lens))
+    missing = Vocab.from_ranks({bytes([b]): b for b in range(255)})  # no byte 255: compared from the bytes
+    assert np.array_equal(flagged, unlike_after(missing, after, buf, off, sym, off, lens))
     packed_off = np.concatenate([[0], np.cumsum(lens)])  # the same ranks with no room between pieces
     packed_sym = np.concatenate([sym[off[w] : off[w] + lens[w]] for w in range(len(lens))])
     assert np.array_equal(flagged, unlike_after(vocab, after, buf, off, packed_sym, packed_off, lens))

@@ -119,8 +119,8 @@ def test_a_large_artifact_is_written_in_batches_and_read_back_whole(tmp_path):
     import numpy as np
     import pyarrow as pa
 
-    from toktoktok_stages.workdir import artifacts
     from toktoktok import counts
+    from toktoktok_stages.workdir import artifacts
 
     rows = 2 * artifacts.BATCH_ROWS + 17
     pieces = [f"piece {i:07d}".encode() for i in range(rows)]
