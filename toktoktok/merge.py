@@ -35,6 +35,24 @@ import numpy as np
 from numba import njit
 
 from toktoktok.kernel_args import int64s
+from toktoktok.pair_table import (
+    COUNT,
+    HEAD,
+    KEY,
+    LOW,
+    MARK,
+    PIECE,
+    grow,
+    heap_compact,
+    heap_pop,
+    heap_push,
+    note_piece,
+    pair_row,
+    reserve_pairs,
+    reserve_room,
+    resized,
+    room_fits,
+)
 from toktoktok.prefetch import prefetch
 from toktoktok.segment import (
     NO_TOKEN,
@@ -123,256 +141,6 @@ def _replace_pair(syms: list[int], a: int, b: int, rank: int) -> list[int]:
     return out
 
 
-# ---------------------------------------------------------------------------
-# numba: growable arrays, the pair table, the heap.
-
-
-@njit(cache=True)
-def _grow(arr, need):
-    """``arr`` itself if it holds ``need`` items, else a copy twice as large."""
-    if need <= len(arr):
-        return arr
-    out = np.empty(max(need, 2 * len(arr)), dtype=arr.dtype)
-    out[: len(arr)] = arr
-    return out
-
-
-@njit(cache=True)
-def _resized(arr, size):
-    """A copy of ``arr`` with room for ``size`` items (at least its own)."""
-    out = np.empty(max(size, len(arr)), dtype=arr.dtype)
-    out[: len(arr)] = arr
-    return out
-
-
-@njit(cache=True, inline="always")
-def _mix(key):
-    """A 64-bit finalizer (murmur3's) so that pair keys spread over the table."""
-    x = np.uint64(key)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xFF51AFD7ED558CCD)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xC4CEB9FE1A85EC53)
-    x ^= x >> np.uint64(33)
-    return x
-
-
-# A pair's record: one row of ``P`` (one cache line read per pair touched).
-KEY, COUNT, HEAD, MARK = 0, 1, 2, 3  # MARK: (merge stamp << 32) | (last piece + 1)
-LOW = 0xFFFFFFFF
-# a piece's record in the merge loop: where its symbols start, its count, how many
-# symbols it has, and the stamp of the last merge that listed it (24 bytes)
-PIECE = np.dtype([("off", np.int64), ("count", np.int64), ("len", np.int32), ("stamp", np.int32)])
-
-
-@njit(cache=True, inline="always")
-def _find(slots, P, key):
-    """The slot of ``key`` in ``slots`` (row numbers of P, -1 empty): its own or the empty one to fill."""
-    mask = np.uint64(len(slots) - 1)
-    s = _mix(key) & mask
-    while True:
-        q = slots[s]
-        if q < 0 or P[q, KEY] == key:
-            return s
-        s = (s + np.uint64(1)) & mask
-
-
-@njit(cache=True)
-def _rehash(P, n_pairs, capacity):
-    slots = np.full(capacity, -1, dtype=np.int32)
-    for q in range(n_pairs):
-        slots[_find(slots, P, P[q, KEY])] = q
-    return slots
-
-
-@njit(cache=True)
-def _reserve_pairs(P, slots, n_pairs, more):
-    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed)."""
-    if n_pairs + more > len(P):
-        bigger = np.empty((max(len(P) + len(P) // 2, n_pairs + more), 4), dtype=np.int64)
-        bigger[:n_pairs] = P[:n_pairs]
-        P = bigger
-    if 2 * (n_pairs + more) > len(slots):
-        size = len(slots)
-        while 2 * (n_pairs + more) > size:
-            size *= 2
-        slots = _rehash(P, n_pairs, size)
-    return P, slots
-
-
-@njit(cache=True)
-def _reserve(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
-    """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
-
-    Growing is the one place that returns new arrays; keeping it out of the
-    per-site helpers keeps them free of reference-count traffic. Full
-    occurrence lists are compacted rather than doubled (``_compact``: the
-    consumed lists of merged pairs dropped, each live list made contiguous),
-    which makes the loop faster and its peak lower.
-    Returns ``(P, slots, occ_word, occ_next, n_occ)``.
-    """
-    P, slots = _reserve_pairs(P, slots, n_pairs, more)
-    if n_occ + more > len(occ_word):
-        occ_word, occ_next, n_occ = _compact(P, n_pairs, occ_word, occ_next, more)
-    return P, slots, occ_word, occ_next, n_occ
-
-
-@njit(cache=True)
-def _compact(P, n_pairs, occ_word, occ_next, more):
-    """Make every pair's list contiguous, in order, dropping the nodes of lists
-    consumed by merges, with room for a quarter more than the live nodes (and
-    ``more``). Where the arrays already hold that much, the lists are laid out
-    again in them, through a copy of the live nodes' pieces only (4 bytes a
-    node, instead of two new arrays of 5 bytes a node each: the merge loop's
-    peak can come while a compaction holds its old and new arrays side by
-    side). Returns ``(occ_word, occ_next, live nodes)``."""
-    lengths = np.zeros(n_pairs, dtype=np.int32)
-    live = 0
-    for q in range(n_pairs):
-        o = P[q, HEAD]
-        while o >= 0:
-            lengths[q] += 1
-            o = occ_next[o]
-        live += lengths[q]
-    size = max(1024, (5 * (live + more)) // 4)
-    in_place = size <= len(occ_word)
-    words = np.empty(live if in_place else size, dtype=np.int32)
-    k = 0
-    for q in range(n_pairs):
-        o = P[q, HEAD]
-        while o >= 0:
-            words[k] = occ_word[o]
-            o = occ_next[o]
-            k += 1
-    if in_place:
-        occ_word[:live] = words
-        words, nexts = occ_word, occ_next
-    else:
-        nexts = np.empty(size, dtype=np.int32)
-    k = 0
-    for q in range(n_pairs):
-        n = lengths[q]
-        if n == 0:
-            P[q, HEAD] = -1
-            continue
-        P[q, HEAD] = k
-        for j in range(k, k + n - 1):
-            nexts[j] = j + 1
-        nexts[k + n - 1] = -1
-        k += n
-    return words, nexts, live
-
-
-@njit(cache=True, inline="always")
-def _pair(P, n_pairs, slots, key):
-    """The row of pair ``key`` and the new pair count; a new pair starts at count 0.
-
-    The caller has reserved room (``_reserve``).
-    """
-    s = _find(slots, P, key)
-    q = slots[s]
-    if q >= 0:
-        return q, n_pairs
-    q = n_pairs
-    P[q, KEY] = key
-    P[q, COUNT] = 0
-    P[q, HEAD] = -1
-    P[q, MARK] = 0
-    slots[s] = q
-    return q, n_pairs + 1
-
-
-@njit(cache=True, inline="always")
-def _note_piece(P, q, w, occ_word, occ_next, n_occ):
-    """Add piece ``w`` to pair q's list unless it was the last one added; new n_occ."""
-    if (P[q, MARK] & LOW) == w + 1:
-        return n_occ
-    P[q, MARK] = (P[q, MARK] & ~np.int64(LOW)) | (w + 1)
-    occ_word[n_occ] = w
-    occ_next[n_occ] = P[q, HEAD]
-    P[q, HEAD] = n_occ
-    return n_occ + 1
-
-
-@njit(cache=True, inline="always")
-def _before(h_count, h_pair, P, i, j):
-    """Heap order of entries i and j: higher count first; on equal counts the
-    smaller (left, right), read from the pairs' rows only then (the heap holds
-    no keys: 8 bytes an entry less)."""
-    return h_count[i] > h_count[j] or (h_count[i] == h_count[j] and P[h_pair[i], KEY] < P[h_pair[j], KEY])
-
-
-@njit(cache=True, inline="always")
-def _swap(h_count, h_pair, i, j):
-    h_count[i], h_count[j] = h_count[j], h_count[i]
-    h_pair[i], h_pair[j] = h_pair[j], h_pair[i]
-
-
-@njit(cache=True, inline="always")
-def _push(h_count, h_pair, P, size, count, p):
-    """Add an entry for pair ``p`` at ``count``."""
-    i = size
-    h_count[i] = count
-    h_pair[i] = p
-    while i > 0:
-        up = (i - 1) >> 1
-        if not _before(h_count, h_pair, P, i, up):
-            break
-        _swap(h_count, h_pair, i, up)
-        i = up
-
-
-@njit(cache=True, inline="always")
-def _sift_down(h_count, h_pair, P, size, i):
-    while True:
-        best = i
-        left = 2 * i + 1
-        if left < size and _before(h_count, h_pair, P, left, best):
-            best = left
-        if left + 1 < size and _before(h_count, h_pair, P, left + 1, best):
-            best = left + 1
-        if best == i:
-            break
-        _swap(h_count, h_pair, i, best)
-        i = best
-
-
-@njit(cache=True, inline="always")
-def _pop(h_count, h_pair, P, size):
-    """Remove the top entry (read it first); ``size`` is the size before."""
-    size -= 1
-    h_count[0] = h_count[size]
-    h_pair[0] = h_pair[size]
-    _sift_down(h_count, h_pair, P, size, 0)
-
-
-@njit(cache=True)
-def _heap_compact(h_count, h_pair, size, P, min_freq):
-    """Drop the heap's stale entries and heapify again; returns the new size.
-
-    An entry whose count is above its pair's count now stands for that pair
-    (its count only fell since): it is kept, at the pair's count, as popping
-    it would re-push it; one below (a fresher entry exists) or under
-    ``min_freq`` is dropped. The merges are the same.
-    """
-    k = 0
-    for i in range(size):
-        p = h_pair[i]
-        c = P[p, COUNT]
-        if h_count[i] >= c and c >= min_freq:
-            h_count[k] = c
-            h_pair[k] = p
-            k += 1
-    for i in range(k // 2 - 1, -1, -1):  # Floyd: sift each parent down
-        _sift_down(h_count, h_pair, P, k, i)
-    return k
-
-
-@njit(cache=True)
-def _fits(P, slots, occ_word, n_pairs, n_occ, more):
-    """Whether ``_reserve(..., more)`` would change nothing."""
-    return n_pairs + more <= len(P) and 2 * (n_pairs + more) <= len(slots) and n_occ + more <= len(occ_word)
-
 
 @njit(cache=True, nogil=True)
 def _count_pairs(sym, W, w0, P, slots, state, site_pair):
@@ -395,7 +163,7 @@ def _count_pairs(sym, W, w0, P, slots, state, site_pair):
         s0 = W[w].off
         for i in range(W[w].len - 1):
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
-            q, n_pairs = _pair(P, n_pairs, slots, key)
+            q, n_pairs = pair_row(P, n_pairs, slots, key)
             site_pair[site] = q
             site += 1
             P[q, COUNT] += W[w].count
@@ -414,11 +182,11 @@ def _list_pieces(W, P, n_pairs, site_pair, slack):
     in arrays with room for ``slack`` times the nodes; ``site_pair``: each
     site's pair, as ``_count_pairs`` noted them. Returns ``(occ_word,
     occ_next, n_occ)``; ``P[q, HEAD]`` then heads pair q's list and
-    ``P[q, MARK]`` holds its last piece + 1, as ``_note_piece`` leaves them.
+    ``P[q, MARK]`` holds its last piece + 1, as ``note_piece`` leaves them.
 
     Built in place rather than noted node by node: a list per pair filled in
     piece order lay scattered, and making the lists contiguous afterwards
-    (``_compact``) cost more than counting first and then placing. Each
+    (``compact_lists``) cost more than counting first and then placing. Each
     site's pair is read from ``site_pair`` rather than looked up again: a
     hash look-up per site cost more than the array's four bytes a site.
     """
@@ -477,7 +245,7 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
         w = ws[t]
         s0 = W[w].off
         n = W[w].len
-        if not _fits(P, slots, occ_word, n_pairs, n_occ, 2 * n) or n_touched + 2 * n > len(touched):
+        if not room_fits(P, slots, occ_word, n_pairs, n_occ, 2 * n) or n_touched + 2 * n > len(touched):
             break
         progress[1] += 1
         progress[2] += n
@@ -499,12 +267,12 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
                             continue
                         left = np.int64(b) if side == 2 else np.int64(r)
                         right = np.int64(sym[s0 + i + 2])
-                    q, n_pairs = _pair(P, n_pairs, slots, (left << 32) | right)
+                    q, n_pairs = pair_row(P, n_pairs, slots, (left << 32) | right)
                     if side % 2 == 0:
                         P[q, COUNT] -= cw
                         continue
                     P[q, COUNT] += cw
-                    n_occ = _note_piece(P, q, w, occ_word, occ_next, n_occ)
+                    n_occ = note_piece(P, q, w, occ_word, occ_next, n_occ)
                     if (P[q, MARK] >> 32) != stamp:
                         P[q, MARK] = (np.int64(stamp) << 32) | (P[q, MARK] & LOW)
                         touched[n_touched] = q
@@ -559,7 +327,7 @@ def _train_kernel(
     while w < n_words:
         w = _count_pairs(sym, W, w, P, slots, state, site_pair)
         if w < n_words:
-            P, slots = _reserve_pairs(P, slots, state[0], np.int64(W[w].len))
+            P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len))
     n_pairs = state[0]
     occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.25)
     site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
@@ -569,7 +337,7 @@ def _train_kernel(
     h_size = 0
     for p in range(n_pairs):
         if P[p, COUNT] >= min_freq:
-            _push(h_count, h_pair, P, h_size, P[p, COUNT], p)
+            heap_push(h_count, h_pair, P, h_size, P[p, COUNT], p)
             h_size += 1
     # -- 3. merge until the budget is spent or no pair is frequent enough -----
     m_rank = np.empty(max(16, n_merges), dtype=np.int32)
@@ -587,11 +355,11 @@ def _train_kernel(
         progress[3] += 1
         p = h_pair[0]
         c = h_count[0]
-        _pop(h_count, h_pair, P, h_size)
+        heap_pop(h_count, h_pair, P, h_size)
         h_size -= 1
         if P[p, COUNT] != c:  # stale entry
             if P[p, COUNT] < c and P[p, COUNT] >= min_freq:
-                _push(h_count, h_pair, P, h_size, P[p, COUNT], p)
+                heap_push(h_count, h_pair, P, h_size, P[p, COUNT], p)
                 h_size += 1
             continue
         if c < min_freq:
@@ -606,7 +374,7 @@ def _train_kernel(
         if max_words > 0 and joined_words > max_words:
             continue
         # -- 3a. the token: an existing one with these bytes, or a new rank --
-        tok_buf = _grow(tok_buf, tok_end + la + lb)
+        tok_buf = grow(tok_buf, tok_end + la + lb)
         tok_buf[tok_end : tok_end + la] = tok_buf[tok_off[a] : tok_off[a] + la]
         tok_buf[tok_end + la : tok_end + la + lb] = tok_buf[tok_off[b] : tok_off[b] + lb]
         r = table_lookup(table, tok_buf, tok_off, tok_buf, tok_end, tok_end + la + lb)
@@ -621,10 +389,10 @@ def _train_kernel(
             made += 1
             progress[0] = made
         if n_learned == len(m_rank):
-            m_rank = _grow(m_rank, n_learned + 1)
-            m_left = _grow(m_left, n_learned + 1)
-            m_right = _grow(m_right, n_learned + 1)
-            m_count = _grow(m_count, n_learned + 1)
+            m_rank = grow(m_rank, n_learned + 1)
+            m_left = grow(m_left, n_learned + 1)
+            m_right = grow(m_right, n_learned + 1)
+            m_count = grow(m_count, n_learned + 1)
         m_rank[n_learned] = r
         m_left[n_learned] = a
         m_right[n_learned] = b
@@ -657,21 +425,21 @@ def _train_kernel(
             if t == n_ws:
                 break
             more = 2 * W[ws[t]].len
-            P, slots, occ_word, occ_next, state[1] = _reserve(P, slots, occ_word, occ_next, state[0], state[1],
+            P, slots, occ_word, occ_next, state[1] = reserve_room(P, slots, occ_word, occ_next, state[0], state[1],
                                                               more)
-            touched = _grow(touched, state[2] + more)
+            touched = grow(touched, state[2] + more)
         n_pairs = state[0]
         # -- 3c. fresh heap entries for every pair whose count grew -----------
         for t in range(state[2]):
             q = touched[t]
             if P[q, COUNT] >= min_freq:
                 if h_size == len(h_count):
-                    h_size = _heap_compact(h_count, h_pair, h_size, P, min_freq)
+                    h_size = heap_compact(h_count, h_pair, h_size, P, min_freq)
                     if 4 * h_size >= 3 * len(h_count):  # mostly live: grow by half
                         bigger = len(h_count) + len(h_count) // 2
-                        h_count = _resized(h_count, bigger)
-                        h_pair = _resized(h_pair, bigger)
-                _push(h_count, h_pair, P, h_size, P[q, COUNT], q)
+                        h_count = resized(h_count, bigger)
+                        h_pair = resized(h_pair, bigger)
+                heap_push(h_count, h_pair, P, h_size, P[q, COUNT], q)
                 h_size += 1
     for w in range(n_words):
         wlen[w] = W[w].len

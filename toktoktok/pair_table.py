@@ -1,0 +1,272 @@
+"""The merge loop's structures in numba: growable arrays, the pair table with
+each pair's list of pieces, and the max-heap of pairs.
+
+A pair is a row of ``P`` (``KEY, COUNT, HEAD, MARK``: one cache line read
+per pair touched), found through ``slots``, an open-addressing table of row
+numbers keyed by ``(left << 32) | right``. ``HEAD`` starts the pair's list
+of pieces in ``occ_word``/``occ_next``; ``MARK`` holds the stamp of the last
+merge that touched the pair and the last piece added to its list. The heap
+holds (count, row) entries ordered by count, then by the smaller key.
+
+Nothing here grows an array behind the caller's back: the helpers called
+for each merge site assume room was reserved (``reserve_room``), and only
+the reserving functions return new arrays.
+
+    >>> P = np.empty((4, 4), dtype=np.int64)
+    >>> slots = np.full(8, -1, dtype=np.int32)
+    >>> q, n = pair_row(P, 0, slots, (97 << 32) | 98)
+    >>> pair_row(P, n, slots, (97 << 32) | 98) == (q, n), n
+    (True, 1)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def grow(arr, need):
+    """``arr`` itself if it holds ``need`` items, else a copy twice as large."""
+    if need <= len(arr):
+        return arr
+    out = np.empty(max(need, 2 * len(arr)), dtype=arr.dtype)
+    out[: len(arr)] = arr
+    return out
+
+
+@njit(cache=True)
+def resized(arr, size):
+    """A copy of ``arr`` with room for ``size`` items (at least its own)."""
+    out = np.empty(max(size, len(arr)), dtype=arr.dtype)
+    out[: len(arr)] = arr
+    return out
+
+
+@njit(cache=True, inline="always")
+def mix(key):
+    """A 64-bit finalizer (murmur3's) so that pair keys spread over the table."""
+    x = np.uint64(key)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xC4CEB9FE1A85EC53)
+    x ^= x >> np.uint64(33)
+    return x
+
+
+# A pair's record: one row of ``P`` (one cache line read per pair touched).
+KEY, COUNT, HEAD, MARK = 0, 1, 2, 3  # MARK: (merge stamp << 32) | (last piece + 1)
+LOW = 0xFFFFFFFF
+# a piece's record in the merge loop: where its symbols start, its count, how many
+# symbols it has, and the stamp of the last merge that listed it (24 bytes)
+PIECE = np.dtype([("off", np.int64), ("count", np.int64), ("len", np.int32), ("stamp", np.int32)])
+
+
+@njit(cache=True, inline="always")
+def find_slot(slots, P, key):
+    """The slot of ``key`` in ``slots`` (row numbers of P, -1 empty): its own or the empty one to fill."""
+    mask = np.uint64(len(slots) - 1)
+    s = mix(key) & mask
+    while True:
+        q = slots[s]
+        if q < 0 or P[q, KEY] == key:
+            return s
+        s = (s + np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def rehash(P, n_pairs, capacity):
+    slots = np.full(capacity, -1, dtype=np.int32)
+    for q in range(n_pairs):
+        slots[find_slot(slots, P, P[q, KEY])] = q
+    return slots
+
+
+@njit(cache=True)
+def reserve_pairs(P, slots, n_pairs, more):
+    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed)."""
+    if n_pairs + more > len(P):
+        bigger = np.empty((max(len(P) + len(P) // 2, n_pairs + more), 4), dtype=np.int64)
+        bigger[:n_pairs] = P[:n_pairs]
+        P = bigger
+    if 2 * (n_pairs + more) > len(slots):
+        size = len(slots)
+        while 2 * (n_pairs + more) > size:
+            size *= 2
+        slots = rehash(P, n_pairs, size)
+    return P, slots
+
+
+@njit(cache=True)
+def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
+    """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
+
+    Growing is the one place that returns new arrays; keeping it out of the
+    per-site helpers keeps them free of reference-count traffic. Full
+    occurrence lists are compacted rather than doubled (``compact_lists``: the
+    consumed lists of merged pairs dropped, each live list made contiguous),
+    which makes the loop faster and its peak lower.
+    Returns ``(P, slots, occ_word, occ_next, n_occ)``.
+    """
+    P, slots = reserve_pairs(P, slots, n_pairs, more)
+    if n_occ + more > len(occ_word):
+        occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more)
+    return P, slots, occ_word, occ_next, n_occ
+
+
+@njit(cache=True)
+def compact_lists(P, n_pairs, occ_word, occ_next, more):
+    """Make every pair's list contiguous, in order, dropping the nodes of lists
+    consumed by merges, with room for a quarter more than the live nodes (and
+    ``more``). Where the arrays already hold that much, the lists are laid out
+    again in them, through a copy of the live nodes' pieces only (4 bytes a
+    node, instead of two new arrays of 5 bytes a node each: the merge loop's
+    peak can come while a compaction holds its old and new arrays side by
+    side). Returns ``(occ_word, occ_next, live nodes)``."""
+    lengths = np.zeros(n_pairs, dtype=np.int32)
+    live = 0
+    for q in range(n_pairs):
+        o = P[q, HEAD]
+        while o >= 0:
+            lengths[q] += 1
+            o = occ_next[o]
+        live += lengths[q]
+    size = max(1024, (5 * (live + more)) // 4)
+    in_place = size <= len(occ_word)
+    words = np.empty(live if in_place else size, dtype=np.int32)
+    k = 0
+    for q in range(n_pairs):
+        o = P[q, HEAD]
+        while o >= 0:
+            words[k] = occ_word[o]
+            o = occ_next[o]
+            k += 1
+    if in_place:
+        occ_word[:live] = words
+        words, nexts = occ_word, occ_next
+    else:
+        nexts = np.empty(size, dtype=np.int32)
+    k = 0
+    for q in range(n_pairs):
+        n = lengths[q]
+        if n == 0:
+            P[q, HEAD] = -1
+            continue
+        P[q, HEAD] = k
+        for j in range(k, k + n - 1):
+            nexts[j] = j + 1
+        nexts[k + n - 1] = -1
+        k += n
+    return words, nexts, live
+
+
+@njit(cache=True, inline="always")
+def pair_row(P, n_pairs, slots, key):
+    """The row of pair ``key`` and the new pair count; a new pair starts at count 0.
+
+    The caller has reserved room (``reserve_room``).
+    """
+    s = find_slot(slots, P, key)
+    q = slots[s]
+    if q >= 0:
+        return q, n_pairs
+    q = n_pairs
+    P[q, KEY] = key
+    P[q, COUNT] = 0
+    P[q, HEAD] = -1
+    P[q, MARK] = 0
+    slots[s] = q
+    return q, n_pairs + 1
+
+
+@njit(cache=True, inline="always")
+def note_piece(P, q, w, occ_word, occ_next, n_occ):
+    """Add piece ``w`` to pair q's list unless it was the last one added; new n_occ."""
+    if (P[q, MARK] & LOW) == w + 1:
+        return n_occ
+    P[q, MARK] = (P[q, MARK] & ~np.int64(LOW)) | (w + 1)
+    occ_word[n_occ] = w
+    occ_next[n_occ] = P[q, HEAD]
+    P[q, HEAD] = n_occ
+    return n_occ + 1
+
+
+@njit(cache=True, inline="always")
+def heap_before(h_count, h_pair, P, i, j):
+    """Heap order of entries i and j: higher count first; on equal counts the
+    smaller (left, right), read from the pairs' rows only then (the heap holds
+    no keys: 8 bytes an entry less)."""
+    return h_count[i] > h_count[j] or (h_count[i] == h_count[j] and P[h_pair[i], KEY] < P[h_pair[j], KEY])
+
+
+@njit(cache=True, inline="always")
+def heap_swap(h_count, h_pair, i, j):
+    h_count[i], h_count[j] = h_count[j], h_count[i]
+    h_pair[i], h_pair[j] = h_pair[j], h_pair[i]
+
+
+@njit(cache=True, inline="always")
+def heap_push(h_count, h_pair, P, size, count, p):
+    """Add an entry for pair ``p`` at ``count``."""
+    i = size
+    h_count[i] = count
+    h_pair[i] = p
+    while i > 0:
+        up = (i - 1) >> 1
+        if not heap_before(h_count, h_pair, P, i, up):
+            break
+        heap_swap(h_count, h_pair, i, up)
+        i = up
+
+
+@njit(cache=True, inline="always")
+def heap_sift_down(h_count, h_pair, P, size, i):
+    while True:
+        best = i
+        left = 2 * i + 1
+        if left < size and heap_before(h_count, h_pair, P, left, best):
+            best = left
+        if left + 1 < size and heap_before(h_count, h_pair, P, left + 1, best):
+            best = left + 1
+        if best == i:
+            break
+        heap_swap(h_count, h_pair, i, best)
+        i = best
+
+
+@njit(cache=True, inline="always")
+def heap_pop(h_count, h_pair, P, size):
+    """Remove the top entry (read it first); ``size`` is the size before."""
+    size -= 1
+    h_count[0] = h_count[size]
+    h_pair[0] = h_pair[size]
+    heap_sift_down(h_count, h_pair, P, size, 0)
+
+
+@njit(cache=True)
+def heap_compact(h_count, h_pair, size, P, min_freq):
+    """Drop the heap's stale entries and heapify again; returns the new size.
+
+    An entry whose count is above its pair's count now stands for that pair
+    (its count only fell since): it is kept, at the pair's count, as popping
+    it would re-push it; one below (a fresher entry exists) or under
+    ``min_freq`` is dropped. The merges are the same.
+    """
+    k = 0
+    for i in range(size):
+        p = h_pair[i]
+        c = P[p, COUNT]
+        if h_count[i] >= c and c >= min_freq:
+            h_count[k] = c
+            h_pair[k] = p
+            k += 1
+    for i in range(k // 2 - 1, -1, -1):  # Floyd: sift each parent down
+        heap_sift_down(h_count, h_pair, P, k, i)
+    return k
+
+
+@njit(cache=True)
+def room_fits(P, slots, occ_word, n_pairs, n_occ, more):
+    """Whether ``reserve_room(..., more)`` would change nothing."""
+    return n_pairs + more <= len(P) and 2 * (n_pairs + more) <= len(slots) and n_occ + more <= len(occ_word)
