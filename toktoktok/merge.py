@@ -31,10 +31,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numba import njit
 
+from toktoktok import merge_parallel
 from toktoktok.kernel_args import int64s
+from toktoktok.merge_parallel import apply, batch_end, emit, part_starts, region_size, settle
 from toktoktok.pair_table import (
     COUNT,
     HEAD,
@@ -42,6 +45,7 @@ from toktoktok.pair_table import (
     LOW,
     MARK,
     PIECE,
+    compact_lists,
     grow,
     heap_compact,
     heap_pop,
@@ -65,11 +69,15 @@ from toktoktok.segment import (
     table_lookup,
 )
 from toktoktok.segment_words import Words, gather_spans, packed, unlike_after, words_of
+from toktoktok.thread_pools import release_idle_pool
 from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
 EARLY_MERGES = 1000  # the merges timed apart: the first ones touch the most pieces
 POLL_SECONDS = 0.002  # how often the merge loop's progress is looked at
+# a merge whose pieces hold this many symbols is made on every thread: below it,
+# starting the threads costs more than they save
+PARALLEL_SYMBOLS = 1 << 11
 
 
 def train_reference(
@@ -292,7 +300,7 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
 @njit(cache=True, nogil=True)
 def _train_kernel(
     sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress,
-    max_words, t_words, t_edges
+    max_words, t_words, t_edges, parts, parallel_symbols, event_room
 ):
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
@@ -302,7 +310,10 @@ def _train_kernel(
     ``t_edges`` (``token_words``, as long as ``tok_off`` less one) hold each
     token's words and edges, filled for the ranks below ``first_rank`` and
     here for new ones; a merge whose token would span more than ``max_words``
-    words is never made (0: no bound).
+    words is never made (0: no bound). A merge whose pieces hold at least
+    ``parallel_symbols`` symbols is made in ``parts`` parts on the numba
+    threads (``merge_parallel``; same result), when ``parts`` is above 1, in
+    batches whose events fit in ``event_room``.
     """
     n_words = len(wlen)
     # each piece's offset, count, length and last merge stamp in one record
@@ -349,7 +360,20 @@ def _train_kernel(
     next_rank = first_rank
     tok_end = tok_off[first_rank]
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged
+    cum = np.zeros(n_words + 1, dtype=np.int64)  # their running total of symbols
     touched = np.empty(1024, dtype=np.int32)
+    # a large merge's events and its parts' tallies (merge_parallel), grown on first use
+    ev_key = np.empty(0, dtype=np.int64)
+    ev_w = np.empty(0, dtype=np.int32)
+    ev_n = np.zeros((parts, parts), dtype=np.int64)
+    lost = np.zeros(parts, dtype=np.int64)
+    n_new = np.zeros(parts, dtype=np.int64)
+    new_at = np.empty((0, 0), dtype=np.int32)  # each owner's pairs new in a merge (merge_parallel.apply)
+    new_rows = np.empty((0, 0, 4), dtype=np.int64)
+    grows = np.zeros((parts, parts), dtype=np.int64)
+    node_start = np.zeros(parts, dtype=np.int64)
+    touch_start = np.zeros(parts, dtype=np.int64)
+    n_touch = np.zeros(parts, dtype=np.int64)
     stamp = 0
     while made < n_merges and h_size > 0:
         progress[3] += 1
@@ -413,13 +437,53 @@ def _train_kernel(
             if W[w].stamp != stamp:
                 W[w].stamp = stamp
                 ws[n_ws] = w
+                cum[n_ws + 1] = cum[n_ws] + W[w].len
                 n_ws += 1
         state[2] = 0
         t = np.int64(0)
+        if parts > 1 and cum[n_ws] >= parallel_symbols:
+            # -- 3b'. a large merge: in batches, each in parts (merge_parallel) --
+            n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
+            if len(new_at) == 0:
+                new_at = np.full((parts, 2 * len(tok_off)), -1, dtype=np.int32)
+                new_rows = np.empty((parts, 2 * len(tok_off), 4), dtype=np.int64)
+            while t < n_ws:
+                t1 = batch_end(cum, t, n_ws, max(1, event_room // (2 * parts)))
+                starts = part_starts(cum, t, t1, parts)
+                size = region_size(cum, starts)
+                need = parts * parts * size
+                if need > len(ev_key):
+                    ev_key = np.empty(need, dtype=np.int64)
+                    ev_w = np.empty(need, dtype=np.int32)
+                emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost)
+                more = grows.sum()
+                if n_occ + more > len(occ_word):  # room for the nodes only: few of the pairs are new
+                    occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more)
+                touched = grow(touched, n_touched + more)
+                before = np.int64(0)
+                for o in range(parts):
+                    node_start[o] = n_occ + before
+                    touch_start[o] = n_touched + before
+                    for k in range(parts):
+                        before += grows[k, o]
+                apply(P, slots, W, r, size, ev_key, ev_w, ev_n, node_start, occ_word, occ_next, touch_start,
+                      touched, n_touch, stamp, new_at, new_rows, n_new)
+                for o in range(parts):  # the owners' touched pairs, one after the other
+                    for i in range(n_touch[o]):
+                        touched[n_touched + i] = touched[touch_start[o] + i]
+                    n_touched += n_touch[o]
+                n_occ += more
+                P, slots = reserve_pairs(P, slots, n_pairs, n_new.sum())
+                n_pairs, n_touched = settle(P, slots, n_pairs, r, new_at, new_rows, n_new, touched, n_touched)
+                P[p, COUNT] -= lost.sum()
+                t = t1
+            progress[1] += n_ws
+            progress[2] += cum[n_ws]
+            state[0], state[1], state[2] = n_pairs, n_occ, n_touched
         # the loops over pieces never replace an array (numba counts references on
         # every pass of a loop that reassigns one, even in a branch never taken):
         # they stop before a piece that might not fit, and the arrays grow here
-        while True:
+        while t < n_ws:
             t = _rewrite(sym, W, ws, t, n_ws, p, r, stamp, P, slots, occ_word, occ_next,
                          touched, state, progress)
             if t == n_ws:
@@ -555,12 +619,17 @@ def train_phase(
     max_token_bytes: int | None = None,
     max_token_words: int | None = None,
     on_progress: Callable[[int], None] | None = None,
+    parts: int | None = None,
+    parallel_symbols: int = PARALLEL_SYMBOLS,
 ) -> PhaseResult:
     """Learn up to ``merges`` new ranks on top of ``vocab`` from a piece inventory.
 
     Piece ``w`` is ``buf[off[w]:off[w+1]]`` and occurs ``counts[w]`` times.
     ``max_token_words``: no token learned spans more words (``words_reference``).
     ``on_progress(made)`` is called about ten times a second while the loop runs.
+    A merge whose pieces hold at least ``parallel_symbols`` symbols is made in
+    ``parts`` parts (default: numba's threads in this thread), on that many
+    threads; the merges are the same for any of these.
     """
     t0 = time.perf_counter()
     counts = np.ascontiguousarray(counts, dtype=np.int64)
@@ -580,10 +649,12 @@ def train_phase(
     t_words = np.zeros(first + merges, dtype=np.int64)
     t_edges = np.zeros(first + merges, dtype=np.int64)
     token_words(vocab.buf, vocab.off, first, t_words, t_edges)
+    threads = numba.get_num_threads()
     args = (sym, sym_off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
-            min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges)
+            min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges,
+            max(1, parts or threads), parallel_symbols, merge_parallel.EVENT_ROOM)
     t1 = time.perf_counter()
-    out, marks = _run_reporting(_train_kernel, args, progress, on_progress)
+    out, marks = _run_reporting(_train_kernel, args, progress, on_progress, threads)
     t2 = time.perf_counter()
     m_rank, m_left, m_right, m_count, tok_buf, made = out
     new_vocab = Vocab(tok_buf, tok_off[: first + made + 1])
@@ -605,8 +676,8 @@ def load_merge_kernels() -> None:
     train_phase(Vocab.initial(hardcoded=False), words, np.array([0, 3, 6]), np.array([2, 1]), merges=1)
 
 
-def _run_reporting(kernel, args, progress, on_progress):
-    """Run the nogil merge kernel in a thread, reporting ``progress[0]`` about ten
+def _run_reporting(kernel, args, progress, on_progress, threads):
+    """Run the nogil merge kernel in a thread (on ``threads`` numba threads), reporting ``progress[0]`` about ten
     times a second; returns its result and the times (``perf_counter``) at which
     it started merging (``"loop"``: its first heap pop) and made its
     ``EARLY_MERGES``-th merge (``"early"``), seen by polling every few ms."""
@@ -616,10 +687,13 @@ def _run_reporting(kernel, args, progress, on_progress):
 
     def target() -> None:
         try:
+            numba.set_num_threads(threads)  # a new thread starts at numba's default
             result.append(kernel(*args))
         except BaseException as exc:  # re-raised in the caller's thread
             errors.append(exc)
 
+    if threads > 1:
+        release_idle_pool()  # the kernel thread's parallel regions then start without a wake-up
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     reported = time.perf_counter()

@@ -1,0 +1,155 @@
+"""A large merge made in parts on every thread learns exactly what one thread learns.
+
+``train_phase(parts=..., parallel_symbols=...)`` chooses the route: a merge whose
+pieces hold at least ``parallel_symbols`` symbols goes in ``parts`` parts
+(``merge_parallel``). Every route must give the same merges, vocabulary,
+usage and counters as the one-thread loop (``parts=1``), and the reference's
+merges where it is cheap enough to run.
+"""
+
+from __future__ import annotations
+
+import gzip
+from base64 import b64decode
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import SHARED, as_inventory, piece_counts, stdlib_text
+from toktoktok import merge_parallel
+from toktoktok.merge import PARALLEL_SYMBOLS, train_phase, train_reference
+from toktoktok.patterns import DEFAULT_PATTERN
+from toktoktok.thread_pools import release_idle_pool
+from toktoktok.vocab import Vocab
+
+CL100K = SHARED / "data/reference/cl100k_base.tiktoken.gz"
+
+
+def learned(pieces, vocab, **options):
+    buf, off, counts = as_inventory(pieces)
+    return train_phase(vocab, buf, off, counts, **options)
+
+
+def assert_same(one, other):
+    for name in ("rank", "left", "right", "count", "usage"):
+        assert np.array_equal(getattr(one, name), getattr(other, name)), name
+    assert one.vocab.ranks() == other.vocab.ranks()
+    assert (one.made, one.differing_pieces, one.visited_pieces, one.scanned_symbols) == \
+           (other.made, other.differing_pieces, other.visited_pieces, other.scanned_symbols)
+    assert one.differing_pieces == 0
+
+
+# Every merge on the parallel route (0), none of them (above any merge), and a
+# bound between, where some of the same run's merges go each way.
+ROUTES = [(parts, bound) for parts in (2, 3, 4) for bound in (0, 64)] + [(2, 1 << 62)]
+
+
+def corpora():
+    text = stdlib_text(120_000)
+    return {
+        "words": piece_counts(text, DEFAULT_PATTERN),
+        "lines": piece_counts(text, r"[^\n]+|\n+"),  # long pieces, as a superword pattern cuts them
+        "repeats": {b"a" * 300: 7, b"ab" * 150: 5, b"aab" * 90: 3, b" " * 64: 11},  # runs: overlapping pairs
+    }
+
+
+@pytest.mark.parametrize("corpus", ["words", "lines", "repeats"])
+@pytest.mark.parametrize("hardcoded", [True, False])
+def test_every_route_learns_what_one_thread_learns(corpus, hardcoded):
+    pieces = corpora()[corpus]
+    vocab = Vocab.initial(hardcoded=hardcoded)
+    words = 4 if corpus == "lines" else None
+    one = learned(pieces, vocab, merges=600, max_token_words=words, parts=1)
+    for parts, bound in ROUTES:
+        assert_same(learned(pieces, vocab, merges=600, max_token_words=words, parts=parts, parallel_symbols=bound),
+                    one)
+
+
+def test_the_reference_agrees_on_the_parallel_route():
+    pieces = piece_counts(stdlib_text(30_000), DEFAULT_PATTERN)
+    vocab = Vocab.initial(hardcoded=False)
+    result = learned(pieces, vocab, merges=300, parts=3, parallel_symbols=0)
+    ours = list(zip(result.rank.tolist(), result.left.tolist(), result.right.tolist(), result.merged_bytes(),
+                    result.count.tolist()))
+    assert ours == train_reference(pieces, vocab.ranks(), merges=300)
+
+
+def test_a_later_phase_learns_the_same_on_every_route():
+    """A phase that starts from an earlier one's vocabulary, on other text: its
+    merges can make a token that exists already, whose pairs are in the table."""
+    text = stdlib_text(160_000)
+    first = learned(piece_counts(text[:80_000], DEFAULT_PATTERN), Vocab.initial(hardcoded=False), merges=400)
+    pieces = piece_counts(text[80_000:], r"[^\n]+|\n+")
+    one = learned(pieces, first.vocab, merges=500, parts=1)
+    for parts, bound in ROUTES:
+        assert_same(learned(pieces, first.vocab, merges=500, parts=parts, parallel_symbols=bound), one)
+
+
+@pytest.mark.skipif(not CL100K.exists(), reason="needs ../shared")
+def test_a_cl100k_warm_start_learns_the_same_on_every_route():
+    ranks = {}
+    for line in gzip.open(CL100K).read().splitlines():
+        token, rank = line.split()
+        ranks[b64decode(token)] = int(rank)
+    vocab = Vocab.from_ranks(ranks)
+    pieces = piece_counts(stdlib_text(60_000), r"[^\n]+|\n+")
+    one = learned(pieces, vocab, merges=300, max_token_words=4, parts=1)
+    for parts, bound in [(2, 0), (4, 64)]:
+        assert_same(learned(pieces, vocab, merges=300, max_token_words=4, parts=parts, parallel_symbols=bound), one)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(st.text("ab c", min_size=1, max_size=40).map(str.encode), st.integers(1, 9), max_size=40),
+    st.integers(1, 30),
+    st.integers(2, 5),
+)
+def test_random_corpora_learn_the_same_on_the_parallel_route(pieces, merges, parts):
+    if not pieces:
+        return
+    vocab = Vocab.initial(hardcoded=False)
+    assert_same(learned(pieces, vocab, merges=merges, parts=parts, parallel_symbols=0),
+                learned(pieces, vocab, merges=merges, parts=1))
+
+
+def test_batches_split_a_merge_without_changing_it(monkeypatch):
+    """Batches far smaller than a merge's pieces (many per merge, and pieces longer
+    than a batch) give the same merges."""
+    pieces = corpora()["lines"]
+    vocab = Vocab.initial(hardcoded=False)
+    one = learned(pieces, vocab, merges=300, parts=1)
+    monkeypatch.setattr(merge_parallel, "EVENT_ROOM", 64)  # batches of 16 symbols on 2 parts
+    assert_same(learned(pieces, vocab, merges=300, parts=2, parallel_symbols=0), one)
+    cum = np.concatenate(([0], np.cumsum([len(p) for p in pieces]))).astype(np.int64)
+    ends, t = [], 0
+    while t < len(pieces):
+        t = merge_parallel.batch_end(cum, t, len(pieces), 50)
+        ends.append(t)
+    starts = [0] + ends[:-1]
+    assert all(cum[e] - cum[b] <= 50 or e - b == 1 for b, e in zip(starts, ends))  # a batch: <= 50, or one piece
+    assert any(e - b > 1 for b, e in zip(starts, ends))
+
+
+def test_parts_split_at_equal_symbols():
+    cum = np.arange(0, 101, dtype=np.int64) * 3  # 100 pieces of 3 symbols
+    starts = merge_parallel.part_starts(cum, 10, 90, 4)
+    assert starts.tolist() == [10, 30, 50, 70, 90]
+    one_big = np.array([0, 1000, 1001, 1002], dtype=np.int64)
+    assert merge_parallel.part_starts(one_big, 0, 3, 2).tolist() == [0, 1, 3]
+
+
+def test_the_default_route_is_by_size():
+    """Above the bound a merge goes in parts on the threads numba has; the tiny
+    inventories of the other tests never reach it unless told to."""
+    assert 0 < PARALLEL_SYMBOLS < 1 << 20
+    pieces = piece_counts(stdlib_text(60_000), DEFAULT_PATTERN)
+    vocab = Vocab.initial(hardcoded=False)
+    assert_same(learned(pieces, vocab, merges=200), learned(pieces, vocab, merges=200, parts=1))
+
+
+def test_the_idle_pool_is_let_go_only_under_openmp():
+    learned({b"abab": 3}, Vocab.initial(hardcoded=False), merges=1, parts=2, parallel_symbols=0)
+    assert release_idle_pool() == (numba.threading_layer() == "omp")
