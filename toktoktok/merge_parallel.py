@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from toktoktok.pair_table import COUNT, HEAD, KEY, LOW, MARK, find_slot, mix, note_piece, pair_row
+from toktoktok.pair_table import COUNT, HEAD, KEY, LOW, MARK, find_slot, mix, note_piece, owner, pair_row
 from toktoktok.prefetch import prefetch
 
 # the events of a batch, all parts' regions: a batch has EVENT_ROOM // (2 * parts) symbols
@@ -71,11 +71,6 @@ def part_starts(cum, t0, t1, parts):
         starts[k] = t
     starts[parts] = t1
     return starts
-
-
-@njit(cache=True, inline="always")
-def _owner(key, owners):
-    return np.int16((mix(key) >> np.uint64(40)) % np.uint64(owners))
 
 
 @njit(cache=True)
@@ -128,11 +123,11 @@ def emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost):
                                 continue
                             y = np.int64(sym[s0 + i + 2])
                             fall, rise = (np.int64(b) << 32) | y, (np.int64(r) << 32) | y
-                        o = _owner(fall, owners)
+                        o = owner(fall, owners)
                         ev_key[at[o]] = fall
                         ev_w[at[o]] = -(w + 1)
                         at[o] += 1
-                        o = _owner(rise, owners)
+                        o = owner(rise, owners)
                         ev_key[at[o]] = rise
                         ev_w[at[o]] = w
                         at[o] += 1

@@ -64,6 +64,14 @@ PIECE = np.dtype([("off", np.int64), ("count", np.int64), ("len", np.int32), ("s
 
 
 @njit(cache=True, inline="always")
+def owner(key, owners):
+    """Which of ``owners`` parts owns pair ``key`` when work on pairs is shared out
+    (``pair_count``, ``merge_parallel``): a hash of the key, so the same for
+    any order of work."""
+    return np.int64((mix(key) >> np.uint64(40)) % np.uint64(owners))
+
+
+@njit(cache=True, inline="always")
 def find_slot(slots, P, key):
     """The slot of ``key`` in ``slots`` (row numbers of P, -1 empty): its own or the empty one to fill."""
     mask = np.uint64(len(slots) - 1)
