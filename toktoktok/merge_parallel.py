@@ -12,14 +12,14 @@ each batch in three steps:
 1. ``emit``, in parallel over parts of the batch (cut at equal symbol
    counts): each part rewrites its pieces as ``merge``'s one-thread loop
    does and writes an *event* per pair count that changes, ``(key, piece)``,
-   with the piece as ``-(w + 1)`` for a count that falls, and the event's
-   *owner*: a part chosen by a hash of the pair's key.
-2. ``apply``, in parallel over owners: each owner reads every event and
-   applies only its own, in event order: the pair's count, its list of
-   pieces (in the owner's own stretch of list nodes) and its touched mark.
-   A pair not yet in the table (the table is only read here) can only hold
-   the new token ``r`` ((x, r) or (r, y)), so it gets a row in the owner's
-   own small table, indexed by x or y, with no hashing.
+   with the piece as ``-(w + 1)`` for a count that falls, into the region
+   of the pair's *owner* (``pair_table.owner``: a hash of the pair's key).
+2. ``apply``, in parallel over owners: each owner reads its region of each
+   part, part after part, and applies the events in order: the pair's
+   count, its list of pieces (in the owner's own stretch of list nodes) and
+   its touched mark. A pair not yet in the table (the table is only read
+   here) can only hold the new token ``r`` ((x, r) or (r, y)), so it gets a
+   row in the owner's own small table, indexed by x or y, with no hashing.
 3. ``settle``, on one thread: those new pairs (a few per token at most)
    enter the table, in owner order.
 
