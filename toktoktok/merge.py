@@ -458,7 +458,7 @@ def _train_kernel(
                 emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost)
                 more = grows.sum()
                 if n_occ + more > len(occ_word):  # room for the nodes only: few of the pairs are new
-                    occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more)
+                    occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more, parts)
                 touched = grow(touched, n_touched + more)
                 before = np.int64(0)
                 for o in range(parts):
@@ -490,7 +490,7 @@ def _train_kernel(
                 break
             more = 2 * W[ws[t]].len
             P, slots, occ_word, occ_next, state[1] = reserve_room(P, slots, occ_word, occ_next, state[0], state[1],
-                                                              more)
+                                                                  more, parts)
             touched = grow(touched, state[2] + more)
         n_pairs = state[0]
         # -- 3c. fresh heap entries for every pair whose count grew -----------

@@ -22,7 +22,7 @@ the reserving functions return new arrays.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -107,65 +107,90 @@ def reserve_pairs(P, slots, n_pairs, more):
 
 
 @njit(cache=True)
-def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, more):
+def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, more, parts):
     """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
 
     Growing is the one place that returns new arrays; keeping it out of the
     per-site helpers keeps them free of reference-count traffic. Full
-    occurrence lists are compacted rather than doubled (``compact_lists``: the
-    consumed lists of merged pairs dropped, each live list made contiguous),
-    which makes the loop faster and its peak lower.
+    occurrence lists are compacted rather than doubled (``compact_lists``, in
+    ``parts`` parts: the consumed lists of merged pairs dropped, each live
+    list made contiguous), which makes the loop faster and its peak lower.
     Returns ``(P, slots, occ_word, occ_next, n_occ)``.
     """
     P, slots = reserve_pairs(P, slots, n_pairs, more)
     if n_occ + more > len(occ_word):
-        occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more)
+        occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more, parts)
     return P, slots, occ_word, occ_next, n_occ
 
 
 @njit(cache=True)
-def compact_lists(P, n_pairs, occ_word, occ_next, more):
+def _node_bounds(first, n_pairs, parts):
+    """Pair ranges of about equal nodes, one a part (``first``: each pair's first node)."""
+    bounds = np.empty(parts + 1, dtype=np.int64)
+    q = 0
+    for k in range(parts):
+        want = (first[n_pairs] * k) // parts
+        while q < n_pairs and first[q] < want:
+            q += 1
+        bounds[k] = q
+    bounds[parts] = n_pairs
+    return bounds
+
+
+@njit(cache=True, parallel=True)
+def compact_lists(P, n_pairs, occ_word, occ_next, more, parts):
     """Make every pair's list contiguous, in order, dropping the nodes of lists
     consumed by merges, with room for a quarter more than the live nodes (and
     ``more``). Where the arrays already hold that much, the lists are laid out
     again in them, through a copy of the live nodes' pieces only (4 bytes a
     node, instead of two new arrays of 5 bytes a node each: the merge loop's
     peak can come while a compaction holds its old and new arrays side by
-    side). Returns ``(occ_word, occ_next, live nodes)``."""
+    side). The lists are walked in ``parts`` ranges of pairs on the numba
+    threads; the result is the same for any ``parts``. Returns ``(occ_word,
+    occ_next, live nodes)``."""
     lengths = np.zeros(n_pairs, dtype=np.int32)
-    live = 0
+    for k in prange(parts):
+        for q in range((n_pairs * k) // parts, (n_pairs * (k + 1)) // parts):
+            n = 0
+            o = P[q, HEAD]
+            while o >= 0:
+                n += 1
+                o = occ_next[o]
+            lengths[q] = n
+    first = np.empty(n_pairs + 1, dtype=np.int64)
+    first[0] = 0
     for q in range(n_pairs):
-        o = P[q, HEAD]
-        while o >= 0:
-            lengths[q] += 1
-            o = occ_next[o]
-        live += lengths[q]
+        first[q + 1] = first[q] + lengths[q]
+    live = first[n_pairs]
+    bounds = _node_bounds(first, n_pairs, parts)
     size = max(1024, (5 * (live + more)) // 4)
     in_place = size <= len(occ_word)
     words = np.empty(live if in_place else size, dtype=np.int32)
-    k = 0
-    for q in range(n_pairs):
-        o = P[q, HEAD]
-        while o >= 0:
-            words[k] = occ_word[o]
-            o = occ_next[o]
-            k += 1
+    for k in prange(parts):
+        for q in range(bounds[k], bounds[k + 1]):
+            o = P[q, HEAD]
+            j = first[q]
+            while o >= 0:
+                words[j] = occ_word[o]
+                o = occ_next[o]
+                j += 1
     if in_place:
-        occ_word[:live] = words
+        for k in prange(parts):
+            lo, hi = first[bounds[k]], first[bounds[k + 1]]
+            occ_word[lo:hi] = words[lo:hi]
         words, nexts = occ_word, occ_next
     else:
         nexts = np.empty(size, dtype=np.int32)
-    k = 0
-    for q in range(n_pairs):
-        n = lengths[q]
-        if n == 0:
-            P[q, HEAD] = -1
-            continue
-        P[q, HEAD] = k
-        for j in range(k, k + n - 1):
-            nexts[j] = j + 1
-        nexts[k + n - 1] = -1
-        k += n
+    for k in prange(parts):
+        for q in range(bounds[k], bounds[k + 1]):
+            n = lengths[q]
+            if n == 0:
+                P[q, HEAD] = -1
+                continue
+            P[q, HEAD] = first[q]
+            for j in range(first[q], first[q] + n - 1):
+                nexts[j] = j + 1
+            nexts[first[q] + n - 1] = -1
     return words, nexts, live
 
 

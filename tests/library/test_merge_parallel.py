@@ -153,3 +153,42 @@ def test_the_default_route_is_by_size():
 def test_the_idle_pool_is_let_go_only_under_openmp():
     learned({b"abab": 3}, Vocab.initial(hardcoded=False), merges=1, parts=2, parallel_symbols=0)
     assert release_idle_pool() == (numba.threading_layer() == "omp")
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_lists_compact_alike_in_any_number_of_parts(in_place):
+    """``compact_lists`` keeps each pair's pieces, in order, and lays them out the
+    same whether it walks the pairs in 1, 2, 3 or 7 parts."""
+    from toktoktok.pair_table import HEAD, compact_lists
+
+    rng = np.random.default_rng(5)
+    n_pairs, room = 50, 4000
+    lists = [rng.integers(0, 1000, rng.integers(0, 40)).astype(np.int32) for _ in range(n_pairs)]
+    lists[7] = np.zeros(0, np.int32)  # a consumed list
+    occ_word = np.full(room, -7, np.int32)
+    occ_next = np.full(room, -7, np.int32)
+    P = np.zeros((n_pairs, 4), np.int64)
+    places = rng.permutation(room)  # nodes scattered over the arrays, as merges leave them
+    used = 0
+    for q, words in enumerate(lists):
+        nodes = places[used : used + len(words)]
+        used += len(words)
+        P[q, HEAD] = nodes[0] if len(words) else -1
+        for node, nxt, w in zip(nodes, list(nodes[1:]) + [-1], words):
+            occ_word[node], occ_next[node] = w, nxt
+    more = 0 if in_place else room  # room for this many more: the arrays must grow
+    results = []
+    for parts in (1, 2, 3, 7):
+        p = P.copy()
+        words, nexts, live = compact_lists(p, n_pairs, occ_word.copy(), occ_next.copy(), more, parts)
+        assert live == sum(len(w) for w in lists) and (len(words) == room) == in_place
+        for q, expected in enumerate(lists):
+            got, o = [], p[q, HEAD]
+            while o >= 0:
+                got.append(words[o])
+                o = nexts[o]
+            assert got == expected.tolist()
+        results.append((p, words[:live], nexts[:live]))
+    for p, words, nexts in results[1:]:
+        assert np.array_equal(p, results[0][0])
+        assert np.array_equal(words, results[0][1]) and np.array_equal(nexts, results[0][2])
