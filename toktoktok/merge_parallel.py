@@ -156,6 +156,7 @@ def apply(P, slots, W, r, size, ev_key, ev_w, ev_n, node_start, occ_word, occ_ne
     parts, owners = ev_n.shape
     half = new_at.shape[1] // 2
     mask = np.uint64(len(slots) - 1)
+    flat = P.reshape(-1)  # rows as one run of int64, for the prefetches
     for o in prange(owners):
         node = node_start[o]
         tn = touch_start[o]
@@ -165,8 +166,14 @@ def apply(P, slots, W, r, size, ev_key, ev_w, ev_n, node_start, occ_word, occ_ne
             first = (k * owners + o) * size
             last = first + ev_n[k, o]
             for e in range(first, last):
-                if e + 8 < last:  # the slot of a pair 8 events on: its cache miss overlaps this one
-                    prefetch(slots, np.int64(mix(ev_key[e + 8]) & mask))
+                # the slot of a pair 16 events on, and the row of the pair 8 on (its
+                # slot came in 8 events ago): their cache misses overlap this event's work
+                if e + 16 < last:
+                    prefetch(slots, np.int64(mix(ev_key[e + 16]) & mask))
+                if e + 8 < last:
+                    ahead = slots[np.int64(mix(ev_key[e + 8]) & mask)]
+                    if ahead >= 0:
+                        prefetch(flat, 4 * np.int64(ahead))
                 key = ev_key[e]
                 w = ev_w[e]
                 q = slots[find_slot(slots, P, key)]
