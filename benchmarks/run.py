@@ -28,6 +28,9 @@ Sections (what each writes; the make target that runs it):
   of English prose, a subword phase up to a transition point and a superword
   phase after it, at several points, against one plain phase of as many
   ranks: held-out tokens, wall and peak;
+- ``merge-threads`` -> ``results/MERGE-THREADS.md``: the merge loop of a config's
+  first phase on 1 and 2 threads (fresh processes, medians), whether the
+  merges are identical, and a projection to more cores;
 - ``scanner`` -> stdout (or ``--json``): the numba scanner's MB/s against
   ``regex.findall``;
 - ``pieces`` -> stdout: ingest counts exactly ``regex.findall``'s pieces on
@@ -81,6 +84,7 @@ SECTIONS = {
     "corpus": "sections.scale_corpus",
     "big-corpus": "sections.big_corpus",
     "superword": "sections.superword",
+    "merge-threads": "sections.merge_threads",
 }
 
 
