@@ -50,8 +50,8 @@ buf, off, counts = inventory(Work(cfg).ingest(phase).inventory())
 load_merge_kernels()
 began = time.perf_counter()
 result = train_phase(Vocab.initial(hardcoded=cfg.hardcoded_merges), buf, off, counts, merges=merges or phase.merges,
-                     min_frequency=phase.min_frequency, max_token_bytes=phase.max_token_bytes,
-                     max_token_words=phase.max_token_words)
+                     min_frequency=cfg.min_frequency, max_token_bytes=cfg.max_token_bytes,
+                     max_token_words=cfg.max_token_words_of(phase))
 seconds = dict(result.seconds, whole=time.perf_counter() - began)
 digest = hashlib.sha256()
 for part in (result.rank, result.left, result.right, result.count):
