@@ -516,11 +516,19 @@ def _piece_end_superword(buf, i, end, cls, single):
             return k - 1
     k = i
     n = 0
+    c, w = _cw(buf, k, end, cls)  # the class of the character at k, carried from one step to the next
+    known = True  # whether c, w are the character at k's
     while k < end and n < SUPERWORD_RUN:
         b = buf[k]
+        if 97 <= (b | 32) <= 122:  # an ASCII letter, most of prose: no alternative starts at one
+            k += 1
+            n += 1
+            known = False
+            continue
         if b == 10 or b == 13:
             break
-        c, w = _cw(buf, k, end, cls)
+        if not known:
+            c, w = _cw(buf, k, end, cls)
         if c & NUMBER:
             break
         c1, w1 = _cw(buf, k + w, end, cls)
@@ -530,6 +538,7 @@ def _piece_end_superword(buf, i, end, cls, single):
             break
         k += w
         n += 1
+        c, w, known = c1, w1, True
     return _line_breaks(buf, k, end)
 
 
