@@ -1,33 +1,25 @@
 """One large merge on every core, with exactly the result of one thread.
 
-Why. The first merges of a phase each rewrite a large share of the pieces
-(``" t" + "he"`` occurs in most English lines), and one thread does that
-while the other cores wait. A merge is independent across pieces, but its
-bookkeeping is not: every merge site changes the counts of the pairs around
-it, adds pieces to their lists, and may create new pairs.
+Why. The first merges of a phase each rewrite a large share of the pieces,
+one thread at a time. A merge is independent across pieces; its bookkeeping
+is not: each site changes the counts of the pairs around it, adds pieces to
+their lists, and may create pairs.
 
-How. The merge's pieces go in batches (``EVENT_ROOM`` bounds their events), and
-each batch in three steps:
+How. The pieces go in batches (``EVENT_ROOM`` bounds their events), each in
+three steps. 1. ``emit``, on parts of the batch cut at equal symbols: each
+part rewrites its pieces as the one-thread loop does and writes an event,
+``(key, piece)`` (``-(w + 1)``: a count that falls), per pair count that
+changes, into the region of the pair's owner (``pair_table.owner``).
+2. ``apply``, one thread an owner: its events of each part, in order, to the
+counts, its own stretch of list nodes and the touched marks. A pair not in
+the table (only read here) holds the new token r, (x, r) or (r, y): it gets
+a row in the owner's small table, found by x or y without hashing.
+3. ``settle``, on one thread: those new pairs enter the table.
 
-1. ``emit``, in parallel over parts of the batch (cut at equal symbol
-   counts): each part rewrites its pieces as ``merge``'s one-thread loop
-   does and writes an *event* per pair count that changes, ``(key, piece)``,
-   with the piece as ``-(w + 1)`` for a count that falls, into the region
-   of the pair's *owner* (``pair_table.owner``: a hash of the pair's key).
-2. ``apply``, in parallel over owners: each owner reads its region of each
-   part, part after part, and applies the events in order: the pair's
-   count, its list of pieces (in the owner's own stretch of list nodes) and
-   its touched mark. A pair not yet in the table (the table is only read
-   here) can only hold the new token ``r`` ((x, r) or (r, y)), so it gets a
-   row in the owner's own small table, indexed by x or y, with no hashing.
-3. ``settle``, on one thread: those new pairs (a few per token at most)
-   enter the table, in owner order.
-
-Counts are sums, so their order does not matter; a pair's list gets its
-pieces in the same order as on one thread, since one owner writes it in
-event order; the heap orders entries by (count, key), never by row numbers.
-So the merges are the same for any number of parts, threads, or batch size,
-and the same as ``merge``'s one-thread loop.
+Counts are sums; each list gets its pieces in one thread's order, since one
+owner writes it in event order; the heap orders entries by (count, key),
+never by row. So the merges are the same for any number of parts, threads
+or batch size, and the same as ``merge``'s one-thread loop.
 """
 
 from __future__ import annotations
