@@ -142,12 +142,15 @@ def test_parts_split_at_equal_symbols():
 
 
 def test_the_default_route_is_by_size():
-    """Above the bound a merge goes in parts on the threads numba has; the tiny
-    inventories of the other tests never reach it unless told to."""
+    """At the default bound, a merge whose pieces hold enough symbols goes in parts:
+    on whole lines the first merges do (the first one's pieces hold some 43,000
+    symbols), on one line's words they do not; both learn one thread's merges."""
     assert 0 < PARALLEL_SYMBOLS < 1 << 20
-    pieces = piece_counts(stdlib_text(60_000), DEFAULT_PATTERN)
+    text = stdlib_text(60_000)
     vocab = Vocab.initial(hardcoded=False)
-    assert_same(learned(pieces, vocab, merges=200), learned(pieces, vocab, merges=200, parts=1))
+    for pattern in (r"[^\n]+|\n+", DEFAULT_PATTERN):
+        pieces = piece_counts(text, pattern)
+        assert_same(learned(pieces, vocab, merges=200, parts=2), learned(pieces, vocab, merges=200, parts=1))
 
 
 def test_the_idle_pool_is_let_go_only_under_openmp():
