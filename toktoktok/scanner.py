@@ -28,10 +28,8 @@ pieces found is ``toktoktok.span_table``'s.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
+from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
-from numba.extending import intrinsic
 
 from toktoktok.patterns import (
     SCAN_CL100K,
@@ -43,6 +41,7 @@ from toktoktok.patterns import (
     SCANNER_RULES,
     SUPERWORD_RUN,
 )
+from toktoktok.unaligned import load8
 from toktoktok.unicode_classes import (
     C_D,
     C_E,
@@ -142,28 +141,6 @@ def _cw(buf, i, end, cls):
     if b < 0x80:
         return np.int64(cls[b]), 1
     return np.int64(cls[_code_point(buf, i)]), _width(b)
-
-
-@intrinsic
-def load8(typingctx, src, i):
-    """The 8 bytes ``src[i:i+8]`` of a uint8 array as a little-endian integer, in
-    numba code: one unaligned load (the caller keeps ``i + 8 <= len(src)``).
-    Used for runs of letters here and for hashing spans (``span_table``).
-
-        >>> @njit
-        ... def first_word(a):
-        ...     return load8(a, 0)
-        >>> hex(first_word(np.frombuffer(b"abcdefgh", np.uint8)))
-        '0x6867666564636261'
-    """
-    # Why an intrinsic: eight byte loads shifted and or-ed together, which
-    # LLVM was meant to fuse into one, were not fused, and were slower.
-    def codegen(context, builder, signature, args):
-        array = context.make_array(signature.args[0])(context, builder, args[0])
-        at = builder.gep(array.data, [args[1]])
-        return builder.load(builder.bitcast(at, ir.IntType(64).as_pointer()), align=1)
-
-    return types.uint64(src, types.intp), codegen
 
 
 @njit(cache=True)

@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from toktoktok.scanner import DEFAULT, NO_NRT, check_which, load8, scan_kernel
+from toktoktok.scanner import DEFAULT, NO_NRT, check_which, scan_kernel
+from toktoktok.unaligned import load8
 from toktoktok.unicode_classes import unicode_tables
 
 # Open addressing, linear probing, kept at most half full, growing by doubling.

@@ -180,6 +180,25 @@ def test_lines_read_the_same_wherever_they_fall_among_words():
             assert got[2].tolist() == [0] + (starts[1:] + shift).tolist() and got[3].tolist() == kinds.tolist()
 
 
+def test_a_stop_at_every_place_of_a_word_reads_as_json_loads():
+    """Plain runs are copied 8 bytes at a time from any index: a character that
+    ends a run (an escape, a quote, a multi-byte one, a bad byte) at each
+    place of a word, after runs of 0 to 19 bytes, the string's end 0 to 9
+    bytes from the buffer's end, read as ``json.loads`` reads them."""
+    lines = []
+    for run in range(20):
+        for char in CHARS + LONE:
+            for ascii_only in (True, False):
+                text = "x" * run + char + "y" * (run % 7)
+                raw = json.dumps({"text": text}, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+                lines.append(raw)
+        lines.append(b'{"text": "' + b"z" * run + b'\\x41"}')  # an escape json.loads refuses
+        lines.append(b'{"text": "' + b"z" * run + b'\xff"}')  # invalid UTF-8
+    same_as_reference(b"\n".join(lines) + b"\n")
+    for tail in range(10):  # the closing quote near the buffer's end, no newline after it
+        same_as_reference(b'{"text": "' + b"a" * (20 + tail) + b'\\n' + b"b" * tail + b'"}')
+
+
 def test_another_column_and_unencodable_names():
     same_as_reference(b'{"text": "a", "body": "b"}\n{"body": null}\n', "body")
     same_as_reference('{"é": "a"}\n'.encode(), "é")

@@ -3,8 +3,8 @@ decoded), numbers, literals, whole values skipped.
 
 Each function takes the bytes ``buf``, their ``words`` (``buf``'s whole
 8-byte words as uint64, so that ``skip_string`` passes over plain text a
-word at a time; ``decode_string``, which copies every byte, goes a byte at a
-time), a position and ``end``, and gives the position after what it read, or
+word at a time; ``decode_string`` copies it a word at a time from any index),
+a position and ``end``, and gives the position after what it read, or
 -1 when it is not sure the bytes are what ``json.loads`` reads them as:
 malformed JSON, invalid UTF-8, a raw control character in a string, an
 escaped key (``skip_string`` with ``keyish``), a lone surrogate escape in a
@@ -25,6 +25,8 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from toktoktok.unaligned import load8, store8
+
 MAX_DEPTH = 64  # nesting a skipped value may have; deeper lines go to Python (json.loads may recurse out)
 MAX_NUMBER = 256  # a longer number goes to Python: json.loads refuses integers past sys.get_int_max_str_digits()
 
@@ -40,8 +42,6 @@ _HIGH, _LOW = np.uint64(0x8080808080808080), np.uint64(0x7F7F7F7F7F7F7F7F)  # ea
 _EVERY_QUOTE, _EVERY_BACKSLASH = np.uint64(0x2222222222222222), np.uint64(0x5C5C5C5C5C5C5C5C)
 EVERY_NEWLINE, _EVERY_0X60 = np.uint64(0x0A0A0A0A0A0A0A0A), np.uint64(0x6060606060606060)
 _BLOCK = 8  # words tested at once for a stop in a string (as documents.doc_ends does for line breaks)
-# 1 for each byte that is plain text in a string as it is (no quote, backslash, control or non-ASCII)
-_PLAIN = np.array([32 <= c < 0x80 and c not in (QUOTE, BACKSLASH) for c in range(256)], dtype=np.uint8)
 _HEX = np.full(256, -1, dtype=np.int64)  # each hex digit's value, by its byte
 for _value, _digit in enumerate(b"0123456789abcdef"):
     _HEX[_digit] = _HEX[ord(chr(_digit).upper())] = _value
@@ -212,18 +212,26 @@ def decode_string(buf, words, i, end, out, o):
     ``o``: (index after its closing quote, end of its text in ``out``), or
     (-1, o) when unsure (see ``skip_string``; also a lone surrogate escape).
 
-    A byte at a time through a table (``_PLAIN``), not a word at a time as
-    ``skip_string`` passes text over: each byte is copied anyway, and the text
-    of JSON lines breaks its runs every few bytes (source code escapes each line
-    end and tab), where finding a run's end by words, then copying it, cost more
-    than it saved, on prose too. ``words`` is not used: every reader of ``json_bytes`` takes the same arguments."""
+    Plain text goes 8 bytes at a time from any index (``unaligned``): each
+    word is stored whole at ``o`` and the output moves on by its bytes before
+    the first that ``_stops``, so a run of any length costs a load and a
+    store a word, without finding its end first. The stored bytes past the
+    stop are overwritten by what follows: ``o`` never passes ``i`` (text is
+    never longer than its JSON), so ``out`` as long as ``buf`` has the room.
+    ``words`` is not used: every reader of ``json_bytes`` takes the same arguments."""
     while i < end:
+        if i + 8 <= end:
+            word = load8(buf, i)
+            store8(out, o, word)
+            stops = _word_stops(word)
+            if not stops:
+                i += 8
+                o += 8
+                continue
+            plain = np.int64(trailing_zeros(stops) >> np.uint64(3))
+            i += plain
+            o += plain
         c = buf[i]
-        if _PLAIN[c]:
-            out[o] = c
-            o += 1
-            i += 1
-            continue
         if c == QUOTE:
             return i + 1, o
         elif c == BACKSLASH:
@@ -253,7 +261,7 @@ def decode_string(buf, words, i, end, out, o):
                 o += 1
         elif c < 0x20:
             return -1, o
-        else:
+        elif c >= 0x80:
             n = _utf8_len(buf, i, end)
             if n == 0:
                 return -1, o
@@ -261,6 +269,10 @@ def decode_string(buf, words, i, end, out, o):
                 out[o + k] = buf[i + k]
             o += n
             i += n
+        else:  # plain, in the last 7 bytes
+            out[o] = c
+            o += 1
+            i += 1
     return -1, o
 
 

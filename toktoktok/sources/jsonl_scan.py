@@ -132,6 +132,14 @@ def _line_end(buf, words, i, n):
     return i
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _grown(a, size):
+    """``a`` copied into the start of a new array of ``size``."""
+    b = np.empty(size, dtype=a.dtype)
+    b[: len(a)] = a
+    return b
+
+
 @njit(cache=True, nogil=True)
 def scan_jsonl(buf, field):
     """The documents of whole ``.jsonl`` lines ``buf`` (uint8; the last line may
@@ -141,20 +149,20 @@ def scan_jsonl(buf, field):
     kind 1); it starts at ``buf[line_starts[i]]``. ``data`` is a view of a
     buffer as long as ``buf`` (a copy would touch every byte once more)."""
     n = len(buf)
-    lines = 0
-    for j in range(n):
-        lines += buf[j] == NEWLINE
-    if n > 0 and buf[n - 1] != NEWLINE:
-        lines += 1
+    room = 64  # lines the arrays hold, doubled as needed: counting them first cost a pass over every byte
     out = np.empty(n, dtype=np.uint8)  # a text is never longer than its JSON
-    offsets = np.zeros(lines + 1, dtype=np.int64)
-    line_starts = np.empty(lines, dtype=np.int64)
-    kind = np.empty(lines, dtype=np.int8)
+    offsets = np.zeros(room + 1, dtype=np.int64)
+    line_starts = np.empty(room, dtype=np.int64)
+    kind = np.empty(room, dtype=np.int8)
     stack = np.empty(MAX_DEPTH, dtype=np.uint8)
     words = buf[: n // 8 * 8].view(np.uint64)
     i = np.int64(0)  # int64, not the literal 0: _scan_line compiles once (kernel_args)
     o = np.int64(0)
-    for line in range(lines):
+    line = 0
+    while i < n:  # a line ends at its newline or at n, the last one may lack it
+        if line == room:
+            room *= 2
+            offsets, line_starts, kind = _grown(offsets, room + 1), _grown(line_starts, room), _grown(kind, room)
         line_starts[line] = i
         k, o, end = _scan_line(buf, words, i, n, field, out, o, stack)
         if end < 0:
@@ -162,7 +170,8 @@ def scan_jsonl(buf, field):
         kind[line] = k
         offsets[line + 1] = o
         i = end + 1
-    return out[:o], offsets, line_starts, kind
+        line += 1
+    return out[:o], offsets[: line + 1], line_starts[:line], kind[:line]
 
 
 def load_jsonl_kernels() -> None:
