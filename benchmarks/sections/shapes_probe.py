@@ -13,7 +13,8 @@ Limits (``KIND``), each timed around the reading alone, no tokenizing:
   order), then ``os.open``/``read``/``close`` of each (one untimed pass first);
 - ``parquet``: the ``text`` column streamed as toktoktok reads it
   (``ParquetFile(buffer_size=64 KiB, pre_buffer=False).iter_batches``, one
-  thread, about 2 MiB of text a batch; the files read once untimed), and
+  thread, about 2 MiB of text a batch, Arrow's allocator giving back its free
+  pages after each as ingest has it do; the files read once untimed), and
   ``held_mb``: how far the probe's peak RSS (``VmHWM``, a process of its
   own) rose while streaming: what pyarrow holds to read the column;
 - ``jsonl``: toktoktok's JSON lines reader (``iter_jsonl_batches``: the numba
@@ -146,6 +147,9 @@ def parquet_stream(paths: list[str]) -> dict[str, float]:
     """The ``parquet`` limit: the text column streamed, its seconds and the memory it held."""
     import pyarrow.parquet as pq
 
+    import pyarrow as pa
+
+    pool = pa.default_memory_pool()
     read_files(paths)
     before = high_water_kb()
     total, started = 0, time.perf_counter()
@@ -156,6 +160,8 @@ def parquet_stream(paths: list[str]) -> dict[str, float]:
             rows = max(1, int((2 << 20) * meta.num_rows / max(size, 1)))
             for batch in pf.iter_batches(batch_size=rows, columns=["text"], use_threads=False):
                 total += column_bytes(batch)
+                del batch
+                pool.release_unused()  # as ingest does after each batch
     seconds = time.perf_counter() - started
     held = (high_water_kb() - before) / 1024
     return {"bytes": total, "seconds": seconds, "held_mb": held}

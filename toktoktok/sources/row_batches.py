@@ -157,6 +157,10 @@ def _jsonl_batch(buf: bytes | memoryview, column: str, path: Path, at: int, line
 
 
 def _parquet_batches(path: Path, column: str, batch_bytes: int) -> Iterator[RowBatch]:
+    """The column's batches; after each, Arrow's allocator gives back the pages it
+    keeps for reuse, which the pages and builders of a long row's batch made
+    into tens of MB held for the rest of the read."""
+    pool = pa.default_memory_pool()
     with _open_parquet(path) as pf:
         _text_field_type(path, pf.schema_arrow, column)
         meta, index = pf.metadata, pf.schema_arrow.get_field_index(column)
@@ -170,6 +174,8 @@ def _parquet_batches(path: Path, column: str, batch_bytes: int) -> Iterator[RowB
             for batch in pf.iter_batches(batch_size=rows, row_groups=[group], columns=[column], use_threads=False):
                 yield from array_batches(batch.column(0), first_row=row, batch_bytes=batch_bytes)
                 row += batch.num_rows
+                del batch
+                pool.release_unused()
 
 
 def _column_bytes(rg: Any, column: str, index: int) -> int:
