@@ -50,7 +50,7 @@ def _documents() -> list[str]:
 
 
 def _write_inputs(folder: Path) -> dict[str, Path]:
-    """One tiny file of every source kind under ``folder``."""
+    """One tiny file of every source kind under ``folder``, and long documents."""
     import pyarrow as pa
     import pyarrow.feather as feather
     import pyarrow.parquet as pq
@@ -71,13 +71,28 @@ def _write_inputs(folder: Path) -> dict[str, Path]:
     paths["folder"].mkdir()
     (paths["folder"] / "x.txt").write_text(text, encoding="utf-8")
     (paths["folder"] / "y.jsonl").write_text(rows, encoding="utf-8")
+    # one document longer than a unit's bound and the cutter's part (1 MiB) in each
+    # shape: it is cut on paths a short one never takes
+    long_doc = " ".join(docs) * 300
+    for kind, name in (("long_txt", "long.txt"), ("long_jsonl", "long.jsonl"), ("long_rows", "long.parquet"),
+                       ("long_folder", "long")):
+        paths[kind] = folder / name
+    paths["long_txt"].write_text(long_doc, encoding="utf-8")
+    paths["long_jsonl"].write_text(json.dumps({"text": long_doc}) + "\n", encoding="utf-8")
+    pq.write_table(pa.table({"text": pa.array([long_doc, *docs], pa.string())}), paths["long_rows"])
+    paths["long_folder"].mkdir()
+    (paths["long_folder"] / "a.c").write_text(long_doc, encoding="utf-8")
     return paths
 
 
+LONG_FOLDER = "        include: ['*.c']\n        documents: file\n"  # any suffix, a file a document
+
+
 def _configs(folder: Path, paths: dict[str, Path]) -> list[Path]:
-    """Two configs: every source kind with special tokens and a cap, then a warm start without them."""
+    """Every source kind with special tokens and a cap; a warm start without them; then
+    long documents in every shape, held-out units decided, and none (rows sent whole)."""
     def src(key: str, extra: str = "") -> str:
-        where = "path" if key == "folder" else "file"
+        where = "path" if key in ("folder", "long_folder") else "file"
         return f"      - {where}: {json.dumps(str(paths[key]))}\n{extra}"
 
     first = folder / "kinds.yaml"
@@ -93,7 +108,12 @@ def _configs(folder: Path, paths: dict[str, Path]) -> list[Path]:
         f"output: {json.dumps(str(folder / 'out' / 'warm.tiktoken'))}\n"
         f"warm_start:\n  file: {json.dumps(str(folder / 'out' / 'kinds.tiktoken'))}\nthreads: 1\n"
         "phases:\n  - name: more\n    merges: 20\n    sources:\n" + src("txt"), encoding="utf-8")
-    return [first, second]
+    longs = src("long_txt") + src("long_jsonl") + src("long_rows") + src("long_folder", LONG_FOLDER)
+    sampled, whole = folder / "long-sampled.yaml", folder / "long-whole.yaml"
+    for config, extra in ((sampled, ""), (whole, "heldout_share: 0\n")):  # units decided, or rows sent whole
+        config.write_text(f"output: {json.dumps(str(folder / 'out' / (config.stem + '.tiktoken')))}\n{extra}"
+                          "phases:\n  - name: long\n    merges: 20\n    sources:\n" + longs, encoding="utf-8")
+    return [first, second, sampled, whole]
 
 
 @contextlib.contextmanager

@@ -6,8 +6,9 @@ temporary ``NUMBA_CACHE_DIR``, so the other tests' cache is untouched): with
 it empty, ``toktok compile`` fills it; the demo's shape of config, then every
 other kind of configuration (no special tokens, a warm start, each source
 kind, parquet ``string`` and ``large_string``, a folder, a custom pattern, a
-size cap, ``toktoktok.train`` on strings and on Arrow tables) must write no
-new cache entry. A run whose cache lacks a kernel says it compiles; a warm
+size cap, documents longer than the cutter's part, sampled and whole,
+``toktoktok.train`` on strings and on Arrow tables) must write no new cache
+entry. A run whose cache lacks a kernel says it compiles; a warm
 one does not.
 """
 
@@ -51,6 +52,15 @@ SCENARIOS = textwrap.dedent('''
         (root / "dir").mkdir()
         (root / "dir" / "a.txt").write_text(text)
         (root / "dir" / "b.jsonl").write_text(rows)
+        # a document longer than a unit's bound and the cutter's part (1 MiB): cut where a short one is not
+        long_doc = " ".join(docs) * 400
+        (root / "long").mkdir()
+        (root / "long" / "a.c").write_text(long_doc)
+        (root / "long.txt").write_text(long_doc)
+        (root / "long.jsonl").write_text(json.dumps({"text": long_doc}) + "\\n")
+        pq.write_table(pa.table({"text": pa.array([long_doc, *docs], pa.string())}), root / "long.parquet")
+        longs = ("file: long.txt\\n      - file: long.jsonl\\n      - file: long.parquet\\n"
+                 "      - path: long\\n        include: ['*.c']\\n        documents: file")
         cases = {
             "no_specials": ("file: t.txt", ""),
             "warm_start": ("file: t.txt", f"warm_start:\\n  file: {json.dumps(warm_base)}\\n"),
@@ -59,6 +69,7 @@ SCENARIOS = textwrap.dedent('''
             "arrow": ("file: t.arrow", ""), "folder": ("path: dir", ""),
             "custom_pattern": ("file: t.txt", "pattern: '\\\\w+| ?[^\\\\w\\\\s]+|\\\\s+'\\n"),
             "max_bytes": ("file: t.txt\\n        max_bytes: 500", 'special_tokens: ["<|x|>"]\\n'),
+            "long_sampled": (longs, ""), "long_whole": (longs, "heldout_share: 0\\n"),
         }
         for name, (source, extra) in cases.items():
             config = root / f"{name}.yaml"
@@ -148,7 +159,7 @@ def test_every_configuration_reuses_the_first_compile(compiled, tmp_path):
     (tmp_path / "cases").mkdir()
     _run([sys.executable, str(script), str(tmp_path / "cases"), str(tmp_path / "demo" / "out" / "demo.tiktoken")],
          cache, cwd=ROOT)
-    assert len(list((tmp_path / "cases" / "out").glob("*.tiktoken"))) == 10
+    assert len(list((tmp_path / "cases" / "out").glob("*.tiktoken"))) == 12
     assert sorted(_entries(cache) - before) == []
 
 
