@@ -1,6 +1,7 @@
 """The ``shapes`` section's probes, each a process of its own: the limits a shape works against, and inventories.
 
     python benchmarks/sections/shapes_probe.py limit KIND PATH...       # prints JSON
+    python benchmarks/sections/shapes_probe.py warm PATH...             # reads every file once
     python benchmarks/sections/shapes_probe.py inventory INGEST_FOLDER OUT.arrow
     python benchmarks/sections/shapes_probe.py diff A.arrow B.arrow
     python benchmarks/sections/shapes_probe.py diff-bom A.arrow B.arrow PARQUET
@@ -25,6 +26,10 @@ Limits (``KIND``), each timed around the reading alone, no tokenizing:
   ``isal.igzip``, else ``gzip``; ``zstandard``: the libraries toktoktok reads
   them with).
 
+``warm``: every file of the paths (a folder's listed) read once, before a
+shape's ingest: the page cache of the machine the shapes were measured on
+held less than all of them, and a shape whose files had left it was read
+from disk (a folder of small files most slowly, at several seconds).
 ``inventory``: the ingest folder's ``chunk-*.arrow`` tables summed piece by
 piece, sorted by piece, written as one uncompressed Arrow file; prints its
 sha256, rows and total count (equal digests: equal inventories). ``diff``:
@@ -145,9 +150,8 @@ def limit(kind: str, paths: list[str]) -> dict[str, float]:
 
 def parquet_stream(paths: list[str]) -> dict[str, float]:
     """The ``parquet`` limit: the text column streamed, its seconds and the memory it held."""
-    import pyarrow.parquet as pq
-
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     pool = pa.default_memory_pool()
     read_files(paths)
@@ -241,6 +245,8 @@ def diff_bom(a: Path, b: Path, parquet: Path) -> dict[str, object]:
 def main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[0] == "limit":
         print(json.dumps(limit(argv[1], argv[2:])))
+    elif len(argv) >= 2 and argv[0] == "warm":
+        print(json.dumps({"bytes": read_files([f for p in argv[1:] for f in (listing(p) if os.path.isdir(p) else [p])])}))
     elif len(argv) == 3 and argv[0] == "inventory":
         print(json.dumps(inventory(Path(argv[1]), Path(argv[2]))))
     elif len(argv) == 3 and argv[0] == "diff":
