@@ -83,6 +83,26 @@ def num(value: float | None, digits: int = 1) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def portable(text: str, args: object = None) -> str:
+    """``text`` as a report may show it: each folder or file the command was given
+    (a ``Path`` attribute of ``args``: ``--data`` as ``DATA``...), the shared
+    corpora and the checkout written as names, not as one machine's paths.
+
+        >>> import argparse
+        >>> portable("--data /srv/d --out /srv/d/r.md in /srv/d/x", argparse.Namespace(data=Path("/srv/d")))
+        '--data DATA --out DATA/r.md in DATA/x'
+    """
+    from benchkit.corpus import SHARED_CORPORA
+
+    names = {str(SHARED_CORPORA): "SHARED_CORPORA", str(REPO): "."}
+    for key, value in sorted(vars(args).items()) if args is not None else ():
+        if isinstance(value, Path) and value.is_absolute() and value != Path("/"):
+            names[str(value)] = key.upper()
+    for path in sorted(names, key=len, reverse=True):  # the longest first: a folder inside another keeps its name
+        text = text.replace(path, names[path])
+    return text
+
+
 def split_part(text: str, heading: str) -> tuple[str, str]:
     """``text`` without its part under ``heading`` (a ``## `` line starting so), and that part.
 

@@ -1026,7 +1026,7 @@ def main(argv: list[str] | None = None) -> None:
     findings = run_all(setup, args.merges, args.reps, args.out, env)
     if args.huge_mb:
         findings.streams = run_streams(setup, args.huge_mb, args.out, env, args.reps)
-    text = report(findings, setup, args, facts)
+    text = bench_report.portable(report(findings, setup, args, facts), args)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(text, encoding="utf-8")
     print(text)

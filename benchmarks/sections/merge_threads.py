@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from statistics import median
 
-from benchkit.report import commit, load_average, machine, md_table, now, versions
+from benchkit.report import commit, load_average, machine, md_table, now, portable, versions
 from benchkit.toktok import toktok_bin
 
 HERE = Path(__file__).resolve().parents[1]
@@ -140,6 +140,6 @@ def main(argv: list[str]) -> None:
             runs[threads].append(run_child(args.config, threads, args.merges))
             print(f"rep {rep + 1}, {threads} thread(s): loop {loop_seconds(runs[threads][-1])[2]:.3f} s "
                   f"({time.monotonic() - began:.0f} s in all)", flush=True)
-    text = report(args, runs)
+    text = portable(report(args, runs), args)
     args.out.write_text(text)
     print(text)

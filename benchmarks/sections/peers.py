@@ -498,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
             f.main = next(p for p in f.scaling.by_merges if p.tokens == args.tokens)
         elif f.main is None and "merges" in args.parts:
             f.main = bench_scaling.run_points([Point(main_c, args.tokens)], args.reps, work, env, log)[0]
-        text = report(args, f, facts)
+        text = bench_report.portable(report(args, f, facts), args)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
         print(text)

@@ -945,9 +945,9 @@ def main(argv: list[str]) -> None:
             run_point(points[size], args, work, env, cells)
             done.append(size)
             # the report so far after every size: an hour-long run stopped late still leaves its figures
-            text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done)
+            text = write_report(args.out, bench_report.portable(report(args, facts, points, cells, fixed, warm, scanner), args), done)
         if not done:  # nothing to run (the prose point skipped): the report still says why
-            text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done)
+            text = write_report(args.out, bench_report.portable(report(args, facts, points, cells, fixed, warm, scanner), args), done)
         print(text)
     finally:
         if args.work is None:

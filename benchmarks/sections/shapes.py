@@ -453,7 +453,7 @@ def main(argv: list[str]) -> None:
                 if measured.returncode:
                     log(f"  warm-up of {shape.name} failed (see {measured.log})")
         results = run_shapes(shapes, args.reps, facts["bytes"], work, env)
-        block = report(args, facts, run, shapes, results, found, work)
+        block = bench_report.portable(report(args, facts, run, shapes, results, found, work), args)
         write_block(args.out, block)
         print(block)
     finally:

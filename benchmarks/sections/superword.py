@@ -196,7 +196,7 @@ def main(argv: list[str]) -> None:
         log("warm-up: one plain run on the corpus, not reported (the first run to read it took 0.7 s more)")
         run_one(corpus, work / "warmup", args.tokens, None, 1, env)
         results = [run_one(corpus, work, args.tokens, t, args.reps, env) for t in [None, *transitions]]
-        block = report(args, run, corpus, results)
+        block = bench_report.portable(report(args, run, corpus, results), args)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(block, encoding="utf-8")
         log(f"wrote {args.out}")
