@@ -895,8 +895,10 @@ def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str,
             log(f"{size} {trainer}: held-out {cell.bytes_per_token:.4f} bytes/token")
 
 
-def write_report(out: Path, text: str, done: list[str]) -> str:
-    """``text`` into ``out``, keeping the ``## shapes`` part the shapes section wrote there (at the end)."""
+def write_report(out: Path, text: str, done: list[str], args: argparse.Namespace) -> str:
+    """``text`` into ``out`` without this machine's paths (``portable``), keeping the
+    ``## shapes`` part the shapes section wrote there (at the end)."""
+    text = bench_report.portable(text, args)
     kept = bench_report.split_part(out.read_text(encoding="utf-8"), SHAPES_HEADING)[1] if out.exists() else ""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text.rstrip("\n") + "\n\n" + kept if kept else text, encoding="utf-8")
@@ -945,9 +947,9 @@ def main(argv: list[str]) -> None:
             run_point(points[size], args, work, env, cells)
             done.append(size)
             # the report so far after every size: an hour-long run stopped late still leaves its figures
-            text = write_report(args.out, bench_report.portable(report(args, facts, points, cells, fixed, warm, scanner), args), done)
+            text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done, args)
         if not done:  # nothing to run (the prose point skipped): the report still says why
-            text = write_report(args.out, bench_report.portable(report(args, facts, points, cells, fixed, warm, scanner), args), done)
+            text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done, args)
         print(text)
     finally:
         if args.work is None:

@@ -15,8 +15,9 @@ high-water mark never reset); shapes run in turn, ``--reps`` times, medians.
 After each ingest, the limit its shape works against, measured in the same
 run by ``shapes_probe.py`` (a pyarrow read, a decompression, a plain read,
 opening every file). Before each ingest, the shape's files are read once
-(``shapes_probe.py warm``), so every shape starts from the page cache. After the first repetition, each ingest's chunk tables
-are summed piece by piece and compared across the one-file-a-document shapes.
+(``shapes_probe.py warm``), so every shape starts from the page cache. After
+the first repetition, each ingest's chunk tables are summed piece by piece
+and compared across the one-file-a-document shapes.
 
 The folder shape is read through ``include:`` globs of its suffixes when
 this toktoktok reads any suffix (tried with ``toktok plan`` on a ``.c``

@@ -246,7 +246,8 @@ def main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[0] == "limit":
         print(json.dumps(limit(argv[1], argv[2:])))
     elif len(argv) >= 2 and argv[0] == "warm":
-        print(json.dumps({"bytes": read_files([f for p in argv[1:] for f in (listing(p) if os.path.isdir(p) else [p])])}))
+        files = [f for path in argv[1:] for f in (listing(path) if os.path.isdir(path) else [path])]
+        print(json.dumps({"bytes": read_files(files)}))
     elif len(argv) == 3 and argv[0] == "inventory":
         print(json.dumps(inventory(Path(argv[1]), Path(argv[2]))))
     elif len(argv) == 3 and argv[0] == "diff":

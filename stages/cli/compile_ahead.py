@@ -92,7 +92,7 @@ def _configs(folder: Path, paths: dict[str, Path]) -> list[Path]:
     """Every source kind with special tokens and a cap; a warm start without them; then
     long documents in every shape, held-out units decided, and none (rows sent whole)."""
     def src(key: str, extra: str = "") -> str:
-        where = "path" if key in ("folder", "long_folder") else "file"
+        where = "path" if paths[key].is_dir() else "file"
         return f"      - {where}: {json.dumps(str(paths[key]))}\n{extra}"
 
     first = folder / "kinds.yaml"
