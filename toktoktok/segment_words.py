@@ -20,7 +20,6 @@ going on with tiktoken's rule, instead of starting again from the bytes.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba
@@ -33,17 +32,11 @@ from toktoktok.segment import (
     join_parts,
     segment_into,
     segment_pieces,
-    span_hash,
     table_capacity,
     table_lookup,
 )
 from toktoktok.vocab import Vocab
-
-
-@njit(cache=True, inline="always")
-def _white(b) -> bool:
-    """An ASCII white space byte (tab, line feed, vertical tab, form feed, carriage return, space)."""
-    return b == 32 or (b >= 9 and b <= 13)
+from toktoktok.word_ids import distinct_words, white, word_starts
 
 
 @njit(cache=True)
@@ -56,154 +49,9 @@ def words_apart(tok_buf: np.ndarray, tok_off: np.ndarray) -> bool:
     """
     for t in range(len(tok_off) - 1):
         for i in range(tok_off[t] + 1, tok_off[t + 1]):
-            if tok_buf[i] == 32 and not _white(tok_buf[i - 1]):
+            if tok_buf[i] == 32 and not white(tok_buf[i - 1]):
                 return False
     return True
-
-
-@njit(cache=True, parallel=True)
-def word_starts(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
-    """Where each piece's words start in the list of all words (the last entry:
-    their number). A piece's words end before each space that follows a byte
-    that is not white space.
-
-        >>> word_starts(np.frombuffer(b"a b cd  e", np.uint8), np.array([0, 5, 5, 9])).tolist()
-        [0, 3, 3, 5]
-    """
-    n = len(off) - 1
-    count = np.empty(n + 1, dtype=np.int64)
-    count[0] = 0
-    for w in prange(n):
-        c = 1 if off[w + 1] > off[w] else 0  # an empty piece has no word
-        for p in range(off[w] + 1, off[w + 1]):
-            if buf[p] == 32 and not _white(buf[p - 1]):
-                c += 1
-        count[w + 1] = c
-    return np.cumsum(count)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _find_span(slots, h, buf, hashes, start, length, a, m):
-    """Probe for the word ``buf[a:a+m]`` of hash ``h`` among words ``buf[start[d]:][:length[d]]``
-    of hashes ``hashes[d]``: ``(slot, d)`` where it is, or ``(empty slot, -1)``."""
-    mask = np.uint64(len(slots) - 1)
-    slot = h & mask
-    while slots[slot] >= 0:
-        d = slots[slot]
-        if hashes[d] == h and length[d] == m:
-            same = True
-            for k in range(m):
-                if buf[start[d] + k] != buf[a + k]:
-                    same = False
-                    break
-            if same:
-                return slot, d
-        slot = (slot + np.uint64(1)) & mask
-    return slot, np.int64(-1)
-
-
-@njit(cache=True, nogil=True)
-def _distinct_words(buf, off, ids):
-    """Give each word (``word_starts``' order) the id of its bytes in ``ids``; return
-    the distinct words' ``(start, length)`` in ``buf``, in id order (that of
-    their first occurrence)."""
-    cap = 1 << 16
-    slots = np.full(cap, -1, dtype=np.int64)
-    d_hash = np.empty(cap // 2, dtype=np.uint64)
-    d_start = np.empty(cap // 2, dtype=np.int64)
-    d_len = np.empty(cap // 2, dtype=np.int64)
-    n = 0
-    k = 0
-    for w in range(len(off) - 1):
-        a = off[w]
-        e = off[w + 1]
-        for p in range(a + 1, e + 1):
-            if p < e and not (buf[p] == 32 and not _white(buf[p - 1])):
-                continue
-            h = span_hash(buf, a, p)
-            slot, found = _find_span(slots, h, buf, d_hash, d_start, d_len, a, p - a)
-            if found < 0:
-                if n == len(d_hash):
-                    d_hash = np.concatenate((d_hash, np.empty(n, dtype=np.uint64)))
-                    d_start = np.concatenate((d_start, np.empty(n, dtype=np.int64)))
-                    d_len = np.concatenate((d_len, np.empty(n, dtype=np.int64)))
-                d_hash[n], d_start[n], d_len[n] = h, a, p - a
-                slots[slot] = n
-                found = n
-                n += 1
-                if 2 * n > cap:  # keep the load at most a half: rehash into twice the slots
-                    cap *= 2
-                    slots = np.full(cap, -1, dtype=np.int64)
-                    mask = np.uint64(cap - 1)
-                    for d in range(n):
-                        s = d_hash[d] & mask
-                        while slots[s] >= 0:
-                            s = (s + np.uint64(1)) & mask
-                        slots[s] = d
-            ids[k] = found
-            k += 1
-            a = p
-    return d_start[:n], d_len[:n]
-
-
-@njit(cache=True)
-def _join_words(buf, a_start, a_len, b_start, b_len, ids_b):
-    """Join the distinct words of a later run of pieces (b) to those of an earlier
-    one (a): b's words not in a get the next ids, in b's order, and ``ids_b``
-    is renumbered so. Returns the joined ``(start, length)``: as if the two
-    runs had been one (ids in order of first occurrence)."""
-    cap = 1 << 16
-    while cap < 2 * (len(a_start) + len(b_start)):
-        cap *= 2
-    slots = np.full(cap, -1, dtype=np.int64)
-    start = np.concatenate((a_start, np.empty(len(b_start), dtype=np.int64)))
-    length = np.concatenate((a_len, np.empty(len(b_start), dtype=np.int64)))
-    hashes = np.empty(len(start), dtype=np.uint64)
-    n = 0
-    new_id = np.empty(len(b_start), dtype=np.int32)
-    for side in range(2):
-        for j in range(len(a_start) if side == 0 else len(b_start)):
-            a = a_start[j] if side == 0 else b_start[j]
-            m = a_len[j] if side == 0 else b_len[j]
-            h = span_hash(buf, a, a + m)
-            slot, found = _find_span(slots, h, buf, hashes, start, length, a, m)
-            if found < 0:
-                found = n
-                start[n], length[n], hashes[n] = a, m, h
-                slots[slot] = n
-                n += 1
-            if side == 1:
-                new_id[j] = found
-    for k in range(len(ids_b)):
-        ids_b[k] = new_id[ids_b[k]]
-    return start[:n], length[:n]
-
-
-def distinct_words(buf: np.ndarray, off: np.ndarray, starts: np.ndarray, ids: np.ndarray,
-                   *, parts: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``_distinct_words`` on ``parts`` runs of pieces of about equal bytes at once
-    (default: numba's threads), joined in order (``_join_words``): the same
-    ids and distinct words as one run gives, in less time.
-
-        >>> buf, off = np.frombuffer(b"a b a c b a", np.uint8), np.array([0, 3, 7, 11])
-        >>> starts = word_starts(buf, off)
-        >>> ids = np.empty(starts[-1], np.int32)
-        >>> start, length = distinct_words(buf, off, starts, ids, parts=3)
-        >>> ids.tolist(), [buf[a : a + m].tobytes() for a, m in zip(start, length)]
-        ([0, 1, 2, 3, 1, 2], [b'a', b' b', b' a', b' c'])
-    """
-    parts = max(1, min(parts or numba.get_num_threads(), len(off) - 1))
-    cuts = np.unique(np.searchsorted(off, np.linspace(0, off[-1], parts + 1)[1:-1]).clip(1, len(off) - 2))
-    bounds = [0, *cuts.tolist(), len(off) - 1] if len(off) > 2 else [0, len(off) - 1]
-    runs = [(off[lo : hi + 1], ids[starts[lo] : starts[hi]]) for lo, hi in zip(bounds, bounds[1:])]
-    if len(runs) == 1:
-        return _distinct_words(buf, off, ids)
-    with ThreadPoolExecutor(len(runs)) as pool:
-        found = list(pool.map(lambda run: _distinct_words(buf, run[0], run[1]), runs))
-    start, length = found[0]
-    for (b_start, b_len), (_, ids_b) in zip(found[1:], runs[1:]):
-        start, length = _join_words(buf, start, length, b_start, b_len, ids_b)
-    return start, length
 
 
 @njit(cache=True)

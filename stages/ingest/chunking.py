@@ -69,7 +69,9 @@ class Chunker:
         the file's sum if it passed ``chunk_bytes`` (tables added together are one
         step: where the file is cut must not depend on how the counts were split)."""
         for table in tables:
-            if isinstance(table, RunningSum):
+            if isinstance(table, RunningSum) and not self._file.rows:
+                self._file = table  # the file's first sum is its total so far: taken, not copied
+            elif isinstance(table, RunningSum):
                 self._file.add_sum(table)
             else:
                 self._file.add(table)

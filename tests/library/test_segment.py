@@ -24,8 +24,9 @@ from toktoktok.segment import (
     short_ranks,
     token_table,
 )
-from toktoktok.segment_words import distinct_words, segment_after, unlike_after, word_starts, words_apart
+from toktoktok.segment_words import segment_after, unlike_after, words_apart
 from toktoktok.vocab import Vocab
+from toktoktok.word_ids import distinct_words, word_starts
 
 
 @pytest.fixture(scope="module")
