@@ -50,6 +50,7 @@ from toktoktok.pair_table import (
     heap_compact,
     heap_pop,
     heap_push,
+    mix,
     note_piece,
     pair_row,
     reserve_pairs,
@@ -78,6 +79,8 @@ POLL_SECONDS = 0.002  # how often the merge loop's progress is looked at
 # a merge whose pieces hold this many symbols is made on every thread: below it,
 # starting the threads costs more than they save
 PARALLEL_SYMBOLS = 1 << 11
+_AHEAD_SLOT = 16  # symbols ahead whose pair's slot counting asks the cache for
+_AHEAD_ROW = 8  # symbols ahead whose pair's row it asks for
 
 
 def train_reference(
@@ -165,11 +168,26 @@ def _count_pairs(sym, W, w0, P, slots, state, site_pair):
     n_pairs = state[0]
     site = state[3]
     w = w0
+    mask = np.uint64(len(slots) - 1)
+    rows = P.reshape(-1)
+    last = len(sym) - 1
     while w < len(W):
         if n_pairs + W[w].len > len(P) or 2 * (n_pairs + W[w].len) > len(slots):
             break
         s0 = W[w].off
         for i in range(W[w].len - 1):
+            # ask for the slot of the pair a few symbols on, and for the row of the
+            # one nearer, whose slot is at hand by now: each probe misses the caches
+            # twice on an inventory of millions of pairs (the pair may lie across
+            # two pieces: a wasted hint, never a wrong count)
+            g = s0 + i
+            if g + _AHEAD_SLOT < last:
+                prefetch(slots, mix((np.int64(sym[g + _AHEAD_SLOT]) << 32) | np.int64(sym[g + _AHEAD_SLOT + 1]))
+                         & mask)
+            if g + _AHEAD_ROW < last:
+                ahead = slots[mix((np.int64(sym[g + _AHEAD_ROW]) << 32) | np.int64(sym[g + _AHEAD_ROW + 1])) & mask]
+                if ahead >= 0:
+                    prefetch(rows, np.int64(ahead) * 4)
             key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
             q, n_pairs = pair_row(P, n_pairs, slots, key)
             site_pair[site] = q
@@ -209,8 +227,11 @@ def _list_pieces(W, P, n_pairs, site_pair, slack):
     occ_word = np.empty(size, dtype=np.int32)
     occ_next = np.empty(size, dtype=np.int32)
     site = 0
+    rows = P.reshape(-1)
     for w in range(len(W)):
         for i in range(W[w].len - 1):
+            if site + _AHEAD_SLOT < len(site_pair):
+                prefetch(rows, np.int64(site_pair[site + _AHEAD_SLOT]) * 4)
             q = site_pair[site]
             site += 1
             if (P[q, MARK] & LOW) != w + 1:
