@@ -105,7 +105,7 @@ def table_capacity(n_tokens: int) -> int:
     return cap
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_table(tok_buf: np.ndarray, tok_off: np.ndarray, capacity: int) -> np.ndarray:
     """A hash table of every non-gap rank of the vocabulary."""
     table = np.full(capacity, -1, dtype=np.int32)
@@ -152,7 +152,7 @@ def _heap_pop(heap: np.ndarray, size: int) -> int:
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def short_ranks(table, tok_buf, tok_off) -> np.ndarray:
     """The ranks of every 1-byte and 2-byte span, looked up once: entry ``b`` is
     byte b's rank, entry ``256 + (b0 << 8 | b1)`` the rank of bytes b0 b1
@@ -301,7 +301,7 @@ def segment_short(table, tok_buf, tok_off, short, buf, start, end, out, scratch)
     return m
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _segment_all(table, tok_buf, tok_off, short, buf, off, sym, lens, n_blocks):
     """Segment every piece ``buf[off[w]:off[w+1]]`` into ``sym[off[w]:]``, ``lens[w]``."""
     n_words = len(off) - 1

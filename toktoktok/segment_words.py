@@ -39,7 +39,7 @@ from toktoktok.vocab import Vocab
 from toktoktok.word_ids import distinct_words, white, word_starts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def words_apart(tok_buf: np.ndarray, tok_off: np.ndarray) -> bool:
     """Whether no token holds a space right after a byte that is not white space.
 
@@ -54,7 +54,7 @@ def words_apart(tok_buf: np.ndarray, tok_off: np.ndarray) -> bool:
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather_spans(buf, starts, lengths):
     """The bytes of the given spans of ``buf``, one after another, and their offsets.
 
@@ -70,7 +70,7 @@ def gather_spans(buf, starts, lengths):
     return buf2, off2
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _assemble(off, starts, ids, off2, sym2, lens2, sym, lens):
     """Each piece's ranks: its words' ranks one after another."""
     for w in prange(len(off) - 1):
@@ -213,7 +213,7 @@ def _parts_of(w, starts, ids, off2, sym2, lens2, parts) -> int:
     return n
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _continue_all(table, tok_buf, tok_off, buf, off, starts, ids, off2, sym2, lens2, sym, sym_off, lens, unlike,
                   n_blocks):
     """Each piece continued by tiktoken's rule from its words' segmentation. With
@@ -321,7 +321,7 @@ def _continue(after: Vocab, buf: np.ndarray, off: np.ndarray, words: Words, sym:
                   words.lens2, sym, sym_off, lens, unlike, blocks)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _unlike(sym_a, off_a, lens_a, sym_b, off_b, lens_b):
     """Whether each piece's ranks differ between two segmentations (piece w's:
     ``sym_a[off_a[w]:][:lens_a[w]]`` and the same of b)."""

@@ -47,7 +47,7 @@ def white(b) -> bool:
     return b == 32 or (b >= 9 and b <= 13)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def word_starts(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
     """Where each piece's words start in the list of all words (the last entry:
     their number). A piece's words end before each space that follows a byte
