@@ -56,7 +56,7 @@ def _probe(table, meta, arena, src, i, e, h, first):
     size = e - i
     tag = h >> np.uint64(32)
     mask = np.uint64(len(table) - 1)
-    slot = h & mask
+    slot = tag & mask
     entry = table[slot]
     while entry != _EMPTY:
         q = entry & _LOW32
@@ -113,14 +113,14 @@ def _add_rows(table, meta, arena, n, used, src, off, weights, first_row):
     rows = len(weights)
     for p in range(first_row, min(rows, first_row + _AHEAD_SLOT)):
         keys[p & ring], words[p & ring] = span_key(src, off[p], off[p + 1])
-        prefetch(table, keys[p & ring] & mask)
+        prefetch(table, (keys[p & ring] >> np.uint64(32)) & mask)
     for p in range(first_row, rows):
         ahead = p + _AHEAD_SLOT
         if ahead < rows:
             keys[ahead & ring], words[ahead & ring] = span_key(src, off[ahead], off[ahead + 1])
-            prefetch(table, keys[ahead & ring] & mask)
+            prefetch(table, (keys[ahead & ring] >> np.uint64(32)) & mask)
         if p + _AHEAD_ROW < rows:
-            entry = table[keys[(p + _AHEAD_ROW) & ring] & mask]
+            entry = table[(keys[(p + _AHEAD_ROW) & ring] >> np.uint64(32)) & mask]
             if entry != _EMPTY:
                 prefetch(flat, np.int64(entry & _LOW32) * meta.shape[1])
         i, e = off[p], off[p + 1]
@@ -223,16 +223,17 @@ def _short_pieces(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
-def _rehash(table, meta, n, arena):
-    """Place pieces 0..n-1 into the empty ``table`` by their hashes."""
+def _rehash(table, old):
+    """Place the entries of ``old`` into the larger empty ``table``: a slot comes from
+    the entry's tag (its hash's high half), so no piece is read or hashed again."""
     mask = np.uint64(len(table) - 1)
-    for p in range(n):
-        a = meta[p, W_START]
-        h, _ = span_key(arena, a, a + meta[p, W_LEN])
-        s = h & mask
+    for entry in old:
+        if entry == _EMPTY:
+            continue
+        s = (entry >> np.uint64(32)) & mask
         while table[s] != _EMPTY:
             s = (s + np.uint64(1)) & mask
-        table[s] = ((h >> np.uint64(32)) << np.uint64(32)) | np.uint64(p)
+        table[s] = entry
 
 
 @njit(cache=True, nogil=True)
@@ -353,8 +354,8 @@ class RunningSum:
             else:
                 self._grow_arena(self._used + int(seg_off[s + 1] - i))  # room for the rest of the segment
 
-    def _grow_arena(self, need: int) -> None:
-        arena = np.empty(max(2 * len(self._arena), need), dtype=np.uint8)
+    def _grow_arena(self, need: int, *, double: bool = True) -> None:
+        arena = np.empty(max(2 * len(self._arena), need) if double else need, dtype=np.uint8)
         arena[: self._used] = self._arena[: self._used]
         self._arena = arena
 
@@ -367,7 +368,10 @@ class RunningSum:
     def add_sum(self, other: RunningSum) -> None:
         """Add another running sum's rows (in its order)."""
         if other.rows:
-            self.add_arrays(*other.arrays())
+            buf, off, counts = other.arrays()
+            if self._used + len(buf) > len(self._arena):  # at most the bytes added: grown once, not doubled
+                self._grow_arena(self._used + len(buf), double=False)
+            self.add_arrays(buf, off, counts)
 
     def longest(self) -> int:
         """Bytes of the longest piece (0 for none), without adding the short pieces
@@ -394,8 +398,8 @@ class RunningSum:
         meta = np.empty((slots // 2, 4), dtype=np.int64)
         meta[: self._rows] = self._meta[: self._rows]
         self._meta = meta
-        self._table = np.full(slots, _EMPTY, dtype=np.uint64)
-        _rehash(self._table, self._meta, self._rows, self._arena)
+        old, self._table = self._table, np.full(slots, _EMPTY, dtype=np.uint64)
+        _rehash(self._table, old)
 
     def table(self) -> pa.Table:
         """The sum as a count table (a copy: adding more later does not change it)."""

@@ -68,10 +68,14 @@ class Chunker:
         """Add counts of file ``file_index`` (count tables or running sums), then write
         the file's sum if it passed ``chunk_bytes`` (tables added together are one
         step: where the file is cut must not depend on how the counts were split)."""
+        sums = [t for t in tables if isinstance(t, RunningSum)]
+        if sums and not self._file.rows:
+            # the largest sum is taken as the file's total so far, not copied, and the
+            # others added to it (the rows' order changes: chunk files are sorted)
+            self._file = max(sums, key=lambda t: t.hashed)
+            tables = tuple(t for t in tables if t is not self._file)
         for table in tables:
-            if isinstance(table, RunningSum) and not self._file.rows:
-                self._file = table  # the file's first sum is its total so far: taken, not copied
-            elif isinstance(table, RunningSum):
+            if isinstance(table, RunningSum):
                 self._file.add_sum(table)
             else:
                 self._file.add(table)
