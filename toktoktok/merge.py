@@ -37,7 +37,7 @@ from numba import njit
 
 from toktoktok import merge_parallel
 from toktoktok.kernel_args import int64s
-from toktoktok.merge_parallel import apply, batch_end, emit, part_starts, region_size, settle
+from toktoktok.merge_parallel import apply, ask_symbols, batch_end, emit, part_starts, region_size, settle
 from toktoktok.pair_table import (
     COUNT,
     HEAD,
@@ -270,7 +270,7 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
         if t + 16 < n_ws:
             prefetch(W, ws[t + 16])
         if t + 8 < n_ws:
-            prefetch(sym, W[ws[t + 8]].off)
+            ask_symbols(sym, W, ws[t + 8])
         w = ws[t]
         s0 = W[w].off
         n = W[w].len

@@ -34,6 +34,16 @@ from toktoktok.prefetch import prefetch
 EVENT_ROOM = 1 << 20
 
 
+@njit(cache=True, nogil=True, inline="always")
+def ask_symbols(sym, W, w):
+    """Ask the cache for every line of piece ``w``'s symbols (a superword piece's span
+    several lines: asking for the first alone left the others to miss in turn)."""
+    s0 = W[w].off
+    for k in range(0, W[w].len, 16):
+        prefetch(sym, s0 + k)
+    prefetch(sym, s0 + W[w].len - 1)
+
+
 @njit(cache=True)
 def batch_end(cum, t0, n_ws, most):
     """The end of the batch that starts at piece ``t0`` of the merge: as many pieces as
@@ -94,7 +104,7 @@ def emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost):
             if t + 16 < end:  # as in merge's one-thread loop: the pieces lie anywhere
                 prefetch(W, ws[t + 16])
             if t + 8 < end:
-                prefetch(sym, W[ws[t + 8]].off)
+                ask_symbols(sym, W, ws[t + 8])
             w = ws[t]
             s0 = W[w].off
             n = W[w].len

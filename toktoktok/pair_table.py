@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from toktoktok.prefetch import prefetch
+
 
 @njit(cache=True)
 def grow(arr, need):
@@ -85,9 +87,19 @@ def find_slot(slots, P, key):
 
 @njit(cache=True)
 def rehash(P, n_pairs, capacity):
+    """A table of ``capacity`` slots holding rows ``0..n_pairs-1``. Their keys are
+    distinct, so each goes to the first empty slot from its own without a row
+    read; the slot of the row 16 on is asked for ahead (the rows come in order,
+    their slots anywhere)."""
     slots = np.full(capacity, -1, dtype=np.int32)
+    mask = np.uint64(capacity - 1)
     for q in range(n_pairs):
-        slots[find_slot(slots, P, P[q, KEY])] = q
+        if q + 16 < n_pairs:
+            prefetch(slots, np.int64(mix(P[q + 16, KEY]) & mask))
+        s = mix(P[q, KEY]) & mask
+        while slots[s] >= 0:
+            s = (s + np.uint64(1)) & mask
+        slots[s] = q
     return slots
 
 
