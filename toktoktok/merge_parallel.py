@@ -36,8 +36,9 @@ EVENT_ROOM = 1 << 20
 
 @njit(cache=True, nogil=True, inline="always")
 def ask_symbols(sym, W, w):
-    """Ask the cache for every line of piece ``w``'s symbols (a superword piece's span
-    several lines: asking for the first alone left the others to miss in turn)."""
+    """Ask the cache for every line of piece ``w``'s symbols (a superword piece's
+    symbols span several lines: asking for the first alone left the others to
+    miss in turn)."""
     s0 = W[w].off
     for k in range(0, W[w].len, 16):
         prefetch(sym, s0 + k)

@@ -1,13 +1,13 @@
 """A running sum of count tables, kept in one numba hash table that grows.
 
-Ingest counts text in batches and sums the batches' tables into one
-inventory. Summing a list of tables at once (``counts.sum_tables``) holds
-every table until the sum, a copy of all of them, and a hash table sized for
-every row being new: on 1.2 GB of C source, a peak five times the tables
-summed. A running sum holds only the distinct pieces seen so far: its hash
-table (``span_table``'s layout, at most half full), 32 bytes of bookkeeping a
-piece and the pieces' bytes in an arena of its own, each doubling when it
-fills; a table added may be dropped at once.
+Ingest sums the tables of its batches into one inventory. Summing a list of
+tables at once (``counts.sum_tables``) holds every table, a copy of all of
+them and a hash table sized for every row being new: on 1.2 GB of C source,
+five times the tables summed. A running sum holds the distinct pieces seen
+so far: its hash table (``span_table``'s entries, at most half full; a slot
+comes from the entry's tag, the hash's high half, so growing reads no piece),
+32 bytes a piece of bookkeeping and the pieces' bytes in an arena, each
+doubling when it fills; a table added may be dropped at once.
 
 Rows keep the order in which pieces were first added, so adding tables one by
 one gives exactly ``counts.sum_tables`` of the same tables in the same order
