@@ -199,7 +199,7 @@ def tiktoken_disagreements(enc: tiktoken.Encoding, vocab: Vocab, work: Work,
             ours = pool.submit(segment_after, work.vocab_after(k), vocab, buf, off)
             flat = _tiktoken_flat(enc, buf, off, pool)
             sym, lens = ours.result()
-            if flat is None or not np.array_equal(flat, _joined_parts(sym, off, lens)):
+            if flat is None or not np.array_equal(flat, _runs(sym, off[:-1], lens)):
                 theirs, their_lens = _tiktoken_pieces(enc, buf.tobytes(), off, progress, checked)
                 differing += _count_unequal(sym, off, lens, theirs, their_lens)
             checked += len(off) - 1
@@ -248,25 +248,17 @@ def _with_separators(buf: np.ndarray, off: np.ndarray, sep: np.ndarray) -> bytes
         b'a|bc|'
     """
     n, k = len(off) - 1, len(sep)
-    out = np.empty(len(buf) + n * k, dtype=np.uint8)
-    lengths = np.diff(off)
-    starts = off[:-1] + np.arange(n) * k  # where each piece lands
-    keep = np.ones(len(out), dtype=bool)
-    for j in range(k):
-        keep[starts + lengths + j] = False
-        out[starts + lengths + j] = sep[j]
-    out[keep] = buf[off[0] : off[-1]]
-    return out.tobytes()
+    return np.insert(buf[off[0] : off[-1]], np.repeat(off[1:] - off[0], k), np.tile(sep, n)).tobytes()
 
 
-def _joined_parts(sym: np.ndarray, off: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Piece w's ranks ``sym[off[w] : off[w] + lens[w]]``, one piece after another.
+def _runs(values: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``values[starts[i] : starts[i] + n[i]]`` for each i, one after another (int64).
 
-        >>> _joined_parts(np.array([1, 2, 3, 4]), np.array([0, 2, 4]), np.array([1, 2])).tolist()
+        >>> _runs(np.array([1, 2, 3, 4]), np.array([0, 2]), np.array([1, 2])).tolist()
         [1, 3, 4]
     """
-    n = lens.astype(np.int64)
-    return sym[np.repeat(off[:-1], n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)].astype(np.int64)
+    n = n.astype(np.int64)
+    return values[np.repeat(starts, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)].astype(np.int64)
 
 
 def _tiktoken_pieces(enc: tiktoken.Encoding, data: bytes, off: np.ndarray, progress: Progress | None,
@@ -295,11 +287,8 @@ def _count_unequal(sym: np.ndarray, off: np.ndarray, lens: np.ndarray, theirs: n
     """
     same_len = np.flatnonzero(their_lens == lens)
     n = lens[same_len]
-    starts = np.repeat(np.cumsum(n) - n, n)
-    within = np.arange(int(n.sum())) - starts
     their_start = np.cumsum(their_lens) - their_lens
-    ours = sym[np.repeat(off[:-1][same_len], n) + within]
-    their = theirs[np.repeat(their_start[same_len], n) + within]
+    ours, their = _runs(sym, off[:-1][same_len], n), _runs(theirs, their_start[same_len], n)
     wrong = np.bincount(np.repeat(np.arange(len(same_len)), n), weights=ours != their, minlength=len(same_len))
     return int(len(lens) - len(same_len) + np.count_nonzero(wrong))
 

@@ -79,8 +79,10 @@ POLL_SECONDS = 0.002  # how often the merge loop's progress is looked at
 # a merge whose pieces hold this many symbols is made on every thread: below it,
 # starting the threads costs more than they save
 PARALLEL_SYMBOLS = 1 << 11
-_AHEAD_SLOT = 16  # symbols ahead whose pair's slot counting asks the cache for
-_AHEAD_ROW = 8  # symbols ahead whose pair's row it asks for
+# how far ahead counting asks the cache for a pair's slot, and for its row (in
+# symbols; listing the pieces asks for the row _AHEAD_SLOT sites ahead)
+_AHEAD_SLOT = 16
+_AHEAD_ROW = 8
 
 
 def train_reference(
