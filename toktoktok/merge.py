@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from toktoktok import merge_parallel
 from toktoktok.kernel_args import int64s
@@ -45,18 +45,19 @@ from toktoktok.pair_table import (
     LOW,
     MARK,
     PIECE,
-    compact_lists,
     grow,
     heap_compact,
     heap_pop,
     heap_push,
     mix,
+    node_bounds,
     note_piece,
     pair_row,
     reserve_pairs,
     reserve_room,
     resized,
     room_fits,
+    room_for_nodes,
 )
 from toktoktok.prefetch import prefetch
 from toktoktok.segment import (
@@ -204,8 +205,8 @@ def _count_pairs(sym, W, w0, P, slots, state, site_pair):
     return w
 
 
-@njit(cache=True, nogil=True)
-def _list_pieces(W, P, n_pairs, site_pair, slack):
+@njit(cache=True, nogil=True, parallel=True)
+def _list_pieces(W, P, n_pairs, site_pair, slack, parts):
     """Phase 1b: every pair's list of pieces, each list contiguous (ascending piece),
     in arrays with room for ``slack`` times the nodes; ``site_pair``: each
     site's pair, as ``_count_pairs`` noted them. Returns ``(occ_word,
@@ -217,6 +218,10 @@ def _list_pieces(W, P, n_pairs, site_pair, slack):
     (``compact_lists``) cost more than counting first and then placing. Each
     site's pair is read from ``site_pair`` rather than looked up again: a
     hash look-up per site cost more than the array's four bytes a site.
+    The pairs are shared out in ``parts`` ranges of about equal nodes, one a
+    numba thread: each reads every site and places the pieces of its own
+    pairs, so every list is filled by one thread in piece order, the same
+    lists for any ``parts``.
     """
     start = np.empty(n_pairs + 1, dtype=np.int64)
     start[0] = 0
@@ -228,26 +233,33 @@ def _list_pieces(W, P, n_pairs, site_pair, slack):
     size = max(1024, np.int64(total * slack) + 1)
     occ_word = np.empty(size, dtype=np.int32)
     occ_next = np.empty(size, dtype=np.int32)
-    site = 0
+    bounds = node_bounds(start, n_pairs, parts)
     rows = P.reshape(-1)
-    for w in range(len(W)):
-        for i in range(W[w].len - 1):
-            if site + _AHEAD_SLOT < len(site_pair):
-                prefetch(rows, np.int64(site_pair[site + _AHEAD_SLOT]) * 4)
-            q = site_pair[site]
-            site += 1
-            if (P[q, MARK] & LOW) != w + 1:
-                P[q, MARK] = w + 1
-                o = P[q, HEAD]
-                occ_word[o] = w
-                occ_next[o] = o + 1
-                P[q, HEAD] = o + 1
-    for q in range(n_pairs):
-        if start[q + 1] > start[q]:
-            occ_next[start[q + 1] - 1] = -1
-            P[q, HEAD] = start[q]
-        else:
-            P[q, HEAD] = -1
+    for k in prange(parts):
+        lo, hi = bounds[k], bounds[k + 1]
+        site = 0
+        for w in range(len(W)):
+            for i in range(W[w].len - 1):
+                if site + _AHEAD_SLOT < len(site_pair):
+                    ahead = site_pair[site + _AHEAD_SLOT]
+                    if lo <= ahead < hi:
+                        prefetch(rows, np.int64(ahead) * 4)
+                q = site_pair[site]
+                site += 1
+                if q < lo or q >= hi:
+                    continue
+                if (P[q, MARK] & LOW) != w + 1:
+                    P[q, MARK] = w + 1
+                    o = P[q, HEAD]
+                    occ_word[o] = w
+                    occ_next[o] = o + 1
+                    P[q, HEAD] = o + 1
+        for q in range(lo, hi):
+            if start[q + 1] > start[q]:
+                occ_next[start[q + 1] - 1] = -1
+                P[q, HEAD] = start[q]
+            else:
+                P[q, HEAD] = -1
     return occ_word, occ_next, total
 
 
@@ -363,7 +375,7 @@ def _train_kernel(
         if w < n_words:
             P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len))
     n_pairs = state[0]
-    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.25)
+    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.25, parts)
     site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
@@ -398,6 +410,7 @@ def _train_kernel(
     touch_start = np.zeros(parts, dtype=np.int64)
     n_touch = np.zeros(parts, dtype=np.int64)
     stamp = 0
+    spent = np.int64(0)  # nodes in the lists merges consumed (room_for_nodes)
     while made < n_merges and h_size > 0:
         progress[3] += 1
         p = h_pair[0]
@@ -457,6 +470,7 @@ def _train_kernel(
                 prefetch(W, occ_word[o + 16])
             w = occ_word[o]
             o = occ_next[o]
+            spent += 1
             if W[w].stamp != stamp:
                 W[w].stamp = stamp
                 ws[n_ws] = w
@@ -480,8 +494,9 @@ def _train_kernel(
                     ev_w = np.empty(need, dtype=np.int32)
                 emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost)
                 more = grows.sum()
-                if n_occ + more > len(occ_word):  # room for the nodes only: few of the pairs are new
-                    occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more, parts)
+                # room for the nodes only: few of the pairs are new
+                occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more,
+                                                                  parts)
                 touched = grow(touched, n_touched + more)
                 before = np.int64(0)
                 for o in range(parts):
@@ -512,8 +527,8 @@ def _train_kernel(
             if t == n_ws:
                 break
             more = 2 * W[ws[t]].len
-            P, slots, occ_word, occ_next, state[1] = reserve_room(P, slots, occ_word, occ_next, state[0], state[1],
-                                                                  more, parts)
+            P, slots, occ_word, occ_next, state[1], spent = reserve_room(P, slots, occ_word, occ_next, state[0],
+                                                                         state[1], spent, more, parts)
             touched = grow(touched, state[2] + more)
         n_pairs = state[0]
         # -- 3c. fresh heap entries for every pair whose count grew -----------

@@ -119,24 +119,44 @@ def reserve_pairs(P, slots, n_pairs, more):
 
 
 @njit(cache=True)
-def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, more, parts):
+def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, spent, more, parts):
     """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
 
     Growing is the one place that returns new arrays; keeping it out of the
-    per-site helpers keeps them free of reference-count traffic. Full
-    occurrence lists are compacted rather than doubled (``compact_lists``, in
-    ``parts`` parts: the consumed lists of merged pairs dropped, each live
-    list made contiguous), which makes the loop faster and its peak lower.
-    Returns ``(P, slots, occ_word, occ_next, n_occ)``.
+    per-site helpers keeps them free of reference-count traffic. The lists'
+    nodes get room as ``room_for_nodes`` gives it. Returns ``(P, slots,
+    occ_word, occ_next, n_occ, spent)``.
     """
     P, slots = reserve_pairs(P, slots, n_pairs, more)
-    if n_occ + more > len(occ_word):
-        occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more, parts)
-    return P, slots, occ_word, occ_next, n_occ
+    occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more, parts)
+    return P, slots, occ_word, occ_next, n_occ, spent
 
 
 @njit(cache=True)
-def _node_bounds(first, n_pairs, parts):
+def room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more, parts):
+    """Room for ``more`` list nodes past ``n_occ``, of which ``spent`` lie in lists
+    that merges consumed. Full arrays with a quarter or more of their nodes
+    spent are compacted (``compact_lists``, in ``parts`` parts: the spent nodes
+    dropped, each live list made contiguous), which makes the loop faster and
+    its peak lower; with fewer, they are copied into arrays half as large again,
+    since a compaction walks every list and would free little. Returns
+    ``(occ_word, occ_next, n_occ, spent)``.
+    """
+    if n_occ + more <= len(occ_word):
+        return occ_word, occ_next, n_occ, spent
+    if 4 * spent >= n_occ:
+        occ_word, occ_next, n_occ = compact_lists(P, n_pairs, occ_word, occ_next, more, parts)
+        return occ_word, occ_next, n_occ, 0
+    size = max(n_occ + more, len(occ_word) + len(occ_word) // 2)
+    words = np.empty(size, dtype=occ_word.dtype)
+    words[:n_occ] = occ_word[:n_occ]
+    nexts = np.empty(size, dtype=occ_next.dtype)
+    nexts[:n_occ] = occ_next[:n_occ]
+    return words, nexts, n_occ, spent
+
+
+@njit(cache=True)
+def node_bounds(first, n_pairs, parts):
     """Pair ranges of about equal nodes, one a part (``first``: each pair's first node)."""
     bounds = np.empty(parts + 1, dtype=np.int64)
     q = 0
@@ -174,7 +194,7 @@ def compact_lists(P, n_pairs, occ_word, occ_next, more, parts):
     for q in range(n_pairs):
         first[q + 1] = first[q] + lengths[q]
     live = first[n_pairs]
-    bounds = _node_bounds(first, n_pairs, parts)
+    bounds = node_bounds(first, n_pairs, parts)
     size = max(1024, (5 * (live + more)) // 4)
     in_place = size <= len(occ_word)
     words = np.empty(live if in_place else size, dtype=np.int32)

@@ -158,20 +158,18 @@ def test_the_idle_pool_is_let_go_only_under_openmp():
     assert release_idle_pool() == (numba.threading_layer() == "omp")
 
 
-@pytest.mark.parametrize("in_place", [True, False])
-def test_lists_compact_alike_in_any_number_of_parts(in_place):
-    """``compact_lists`` keeps each pair's pieces, in order, and lays them out the
-    same whether it walks the pairs in 1, 2, 3 or 7 parts."""
-    from toktoktok.pair_table import HEAD, compact_lists
+def scattered_lists(rng, n_pairs, room):
+    """Lists of pieces for ``n_pairs`` pairs (one of them consumed, empty), their nodes
+    scattered over arrays of ``room`` nodes as merges leave them; returns the
+    lists, the rows (``HEAD`` set) and the two node arrays."""
+    from toktoktok.pair_table import HEAD
 
-    rng = np.random.default_rng(5)
-    n_pairs, room = 50, 4000
     lists = [rng.integers(0, 1000, rng.integers(0, 40)).astype(np.int32) for _ in range(n_pairs)]
     lists[7] = np.zeros(0, np.int32)  # a consumed list
     occ_word = np.full(room, -7, np.int32)
     occ_next = np.full(room, -7, np.int32)
     P = np.zeros((n_pairs, 4), np.int64)
-    places = rng.permutation(room)  # nodes scattered over the arrays, as merges leave them
+    places = rng.permutation(room)
     used = 0
     for q, words in enumerate(lists):
         nodes = places[used : used + len(words)]
@@ -179,19 +177,64 @@ def test_lists_compact_alike_in_any_number_of_parts(in_place):
         P[q, HEAD] = nodes[0] if len(words) else -1
         for node, nxt, w in zip(nodes, list(nodes[1:]) + [-1], words):
             occ_word[node], occ_next[node] = w, nxt
+    return lists, P, occ_word, occ_next
+
+
+def read_lists(P, words, nexts):
+    from toktoktok.pair_table import HEAD
+
+    out = []
+    for q in range(len(P)):
+        got, o = [], P[q, HEAD]
+        while o >= 0:
+            got.append(int(words[o]))
+            o = nexts[o]
+        out.append(got)
+    return out
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_lists_compact_alike_in_any_number_of_parts(in_place):
+    """``compact_lists`` keeps each pair's pieces, in order, and lays them out the
+    same whether it walks the pairs in 1, 2, 3 or 7 parts."""
+    from toktoktok.pair_table import compact_lists
+
+    n_pairs, room = 50, 4000
+    lists, P, occ_word, occ_next = scattered_lists(np.random.default_rng(5), n_pairs, room)
     more = 0 if in_place else room  # room for this many more: the arrays must grow
     results = []
     for parts in (1, 2, 3, 7):
         p = P.copy()
         words, nexts, live = compact_lists(p, n_pairs, occ_word.copy(), occ_next.copy(), more, parts)
         assert live == sum(len(w) for w in lists) and (len(words) == room) == in_place
-        for q, expected in enumerate(lists):
-            got, o = [], p[q, HEAD]
-            while o >= 0:
-                got.append(words[o])
-                o = nexts[o]
-            assert got == expected.tolist()
+        assert read_lists(p, words, nexts) == [w.tolist() for w in lists]
         results.append((p, words[:live], nexts[:live]))
     for p, words, nexts in results[1:]:
         assert np.array_equal(p, results[0][0])
         assert np.array_equal(words, results[0][1]) and np.array_equal(nexts, results[0][2])
+
+
+@pytest.mark.parametrize("spent_share", [0.0, 0.2, 0.25, 0.6])
+def test_full_lists_grow_or_compact_by_what_merges_spent(spent_share):
+    """``room_for_nodes`` on full arrays: below a quarter of the nodes spent it copies
+    them into arrays half as large again (nodes where they were); from a
+    quarter on it compacts (the spent nodes dropped). Either way every list
+    reads the same, and there is room for what was asked."""
+    from toktoktok.pair_table import room_for_nodes
+
+    n_pairs, room = 50, 1200
+    lists, P, occ_word, occ_next = scattered_lists(np.random.default_rng(8), n_pairs, room)
+    live = sum(len(w) for w in lists)
+    n_occ = room  # the arrays are full: the nodes past the lists' stand for consumed lists
+    spent = int(spent_share * n_occ)
+    more = 10
+    p = P.copy()
+    words, nexts, n_after, spent_after = room_for_nodes(p, n_pairs, occ_word.copy(), occ_next.copy(), n_occ,
+                                                        spent, more, 2)
+    assert read_lists(p, words, nexts) == [w.tolist() for w in lists]
+    assert n_after + more <= len(words) == len(nexts)
+    if 4 * spent >= n_occ:
+        assert (n_after, spent_after) == (live, 0)
+    else:
+        assert (n_after, spent_after, len(words)) == (n_occ, spent, room + room // 2)
+        assert np.array_equal(words[:n_occ], occ_word) and np.array_equal(p, P)
