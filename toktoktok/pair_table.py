@@ -6,7 +6,9 @@ per pair touched), found through ``slots``, an open-addressing table of row
 numbers keyed by ``(left << 32) | right``. ``HEAD`` starts the pair's list
 of pieces in ``occ_word``/``occ_next``; ``MARK`` holds the stamp of the last
 merge that touched the pair and the last piece added to its list. The heap
-holds (count, row) entries ordered by count, then by the smaller key.
+holds (count, row) entries ordered by count, then by the smaller key; it is
+4-ary (entry i's children are 4i+1 .. 4i+4), half the levels of a binary
+heap, each a cache miss on a large one.
 
 Nothing here grows an array behind the caller's back: the helpers called
 for each merge site assume room was reserved (``reserve_room``), and only
@@ -278,7 +280,7 @@ def heap_push(h_count, h_pair, P, size, count, p):
     h_count[i] = count
     h_pair[i] = p
     while i > 0:
-        up = (i - 1) >> 1
+        up = (i - 1) >> 2
         if not heap_before(h_count, h_pair, P, i, up):
             break
         heap_swap(h_count, h_pair, i, up)
@@ -288,13 +290,14 @@ def heap_push(h_count, h_pair, P, size, count, p):
 @njit(cache=True, inline="always")
 def heap_sift_down(h_count, h_pair, P, size, i):
     while True:
-        best = i
-        left = 2 * i + 1
-        if left < size and heap_before(h_count, h_pair, P, left, best):
-            best = left
-        if left + 1 < size and heap_before(h_count, h_pair, P, left + 1, best):
-            best = left + 1
-        if best == i:
+        first = 4 * i + 1
+        if first >= size:
+            break
+        best = first
+        for c in range(first + 1, min(first + 4, size)):
+            if heap_before(h_count, h_pair, P, c, best):
+                best = c
+        if not heap_before(h_count, h_pair, P, best, i):
             break
         heap_swap(h_count, h_pair, i, best)
         i = best
@@ -326,7 +329,7 @@ def heap_compact(h_count, h_pair, size, P, min_freq):
             h_count[k] = c
             h_pair[k] = p
             k += 1
-    for i in range(k // 2 - 1, -1, -1):  # Floyd: sift each parent down
+    for i in range((k - 2) // 4, -1, -1):  # Floyd: sift each parent down
         heap_sift_down(h_count, h_pair, P, k, i)
     return k
 
