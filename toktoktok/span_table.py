@@ -98,6 +98,22 @@ def span_key(src, i, e):
 
 
 @njit(cache=True, inline="always")
+def same_bytes(a, i, b, j, n):
+    """Whether ``a[i:i+n] == b[j:j+n]``, compared 8 bytes a step.
+
+        >>> same_bytes(np.frombuffer(b"xabcdefghij", np.uint8), 1, np.frombuffer(b"abcdefghij", np.uint8), 0, 10)
+        True
+    """
+    k = 0
+    while k < n:
+        m = min(n - k, 8)
+        if _word(a, i + k, m) != _word(b, j + k, m):
+            return False
+        k += 8
+    return True
+
+
+@njit(cache=True, inline="always")
 def _same_tail(src, a, b, n):
     """Whether ``src[a+8:a+n] == src[b+8:b+n]`` (the bytes after the first word)."""
     k = 8
