@@ -19,7 +19,11 @@ that keeps all text, and ``--tokens`` ranks in all:
 Before the measured runs, one superword run on 2 MB fills numba's cache and
 one plain run reads the corpus, neither reported: the first run to read a
 freshly written corpus was the slowest (a plain run took 3.3 s against
-2.5 s after it), and with one run of each it was always plain's.
+2.5 s after it), and with one run of each it was always plain's. The runs go
+in rounds, one of each tokenizer a round, and a ratio to plain is the
+median of the ratios within a round: this machine's speed drifts (the
+plain run took 3.6 s in one bench and 4.9 s in the next, an hour later),
+and rounds put every tokenizer under the same drift.
 
 Each tokenizer then encodes the held-out text (``encode_ordinary``): tokens,
 bytes per token, how many fewer tokens than plain, the share of tokens that
@@ -105,33 +109,59 @@ def encode_heldout(tiktoken_file: Path, text: str) -> tuple[int, float, list[tup
     return len(ids), sum(n for _, n in multi) / max(1, len(ids)), multi[:TOP]
 
 
-def run_one(corpus: Corpus, work: Path, tokens: int, transition: int | None, reps: int,
-            env: dict[str, str]) -> Result:
-    name = "plain" if transition is None else f"superword after {transition:,}"
-    measured: list[Measured] = []
+def run_once(corpus: Corpus, work: Path, tokens: int, transition: int | None, rep: int, reps: int,
+             env: dict[str, str]) -> tuple[Measured, Path]:
+    """Run ``rep`` of one tokenizer: a whole ``toktok run`` in a fresh folder."""
+    name = label(transition)
+    folder = fresh(work / (name.replace(" ", "-").replace(",", "") + f"-{rep}"))
+    log(f"  {name}, run {rep + 1} of {reps}")
+    m = run_measured([toktok_bin(), "run", "-c", str(config(corpus, folder, tokens, transition)), "--force"],
+                     folder / "log.txt", env=env)
+    if m.returncode:
+        raise SystemExit(f"{name} failed: see {m.log}")
+    return m, folder
+
+
+def label(transition: int | None) -> str:
+    return "plain" if transition is None else f"superword after {transition:,}"
+
+
+def run_rounds(corpus: Corpus, work: Path, tokens: int, transitions: list[int | None], reps: int,
+               env: dict[str, str]) -> list[Result]:
+    """``reps`` rounds, each one run of every tokenizer in turn, so that a machine
+    whose speed drifts during the bench slows every tokenizer alike (runs of
+    one tokenizer after another put the drift between them)."""
+    measured: dict[int | None, list[Measured]] = {t: [] for t in transitions}
+    last: dict[int | None, Path] = {}
     for rep in range(reps):
-        folder = fresh(work / (name.replace(" ", "-").replace(",", "") + f"-{rep}"))
-        log(f"  {name}, run {rep + 1} of {reps}")
-        m = run_measured([toktok_bin(), "run", "-c", str(config(corpus, folder, tokens, transition)), "--force"],
-                         folder / "log.txt", env=env)
-        if m.returncode:
-            raise SystemExit(f"{name} failed: see {m.log}")
-        measured.append(m)
-    count, share, top = encode_heldout(folder / "toktoktok.tiktoken", corpus.heldout_text)
-    return Result(name, transition, measured, phases_of(folder), count, len(corpus.heldout_text.encode()), share, top)
+        for t in transitions:
+            m, last[t] = run_once(corpus, work, tokens, t, rep, reps, env)
+            measured[t].append(m)
+    results = []
+    for t in transitions:
+        count, share, top = encode_heldout(last[t] / "toktoktok.tiktoken", corpus.heldout_text)
+        results.append(Result(label(t), t, measured[t], phases_of(last[t]), count, len(corpus.heldout_text.encode()),
+                              share, top))
+    return results
+
+
+def paired(values: list[float], base: list[float]) -> float:
+    """The median of the ratios of the same round's figures."""
+    return median_of([v / b for v, b in zip(values, base)])
 
 
 def report(args: argparse.Namespace, run: dict[str, str], corpus: Corpus, results: list[Result]) -> str:
     plain = results[0]
-    wall0 = median_of([m.wall for m in plain.measured])
+    walls0 = [m.wall for m in plain.measured]
+    peaks0 = [m.peak_mb for m in plain.measured]
     rows = []
     for r in results:
-        wall = median_of([m.wall for m in r.measured])
-        peak = median_of([m.peak_mb for m in r.measured])
+        walls = [m.wall for m in r.measured]
+        peaks = [m.peak_mb for m in r.measured]
         rows.append([r.name, f"{r.tokens:,}", num(r.heldout_bytes / r.tokens, 3),
-                     f"{(1 - r.tokens / plain.tokens) * 100:.1f}%", f"{r.multi_share * 100:.1f}%", num(wall, 2),
-                     num(wall / wall0, 2), num(peak, 0),
-                     num(peak / median_of([m.peak_mb for m in plain.measured]), 2)])
+                     f"{(1 - r.tokens / plain.tokens) * 100:.1f}%", f"{r.multi_share * 100:.1f}%",
+                     num(median_of(walls), 2), num(paired(walls, walls0), 2), num(median_of(peaks), 0),
+                     num(paired(peaks, peaks0), 2)])
     def steps(p: dict[str, Any]) -> list[str]:
         s = p["steps"]
         merging = s.get("early_merges", 0) + s.get("later_merges", 0)
@@ -148,11 +178,13 @@ def report(args: argparse.Namespace, run: dict[str, str], corpus: Corpus, result
         f"- versions: {run['versions']}",
         f"- text: {text}",
         f"- {args.tokens:,} ranks in all (no special tokens); `max_token_words: {MAX_WORDS}` in the superword phase; "
-        f"{args.reps} run(s) each after an unreported plain run, medians", "",
+        f"{args.reps} round(s) after an unreported plain run, each one run of every tokenizer in this order; "
+        "medians", "",
         "Held-out: the held-out English encoded with `encode_ordinary`. Fewer: held-out tokens fewer than plain's. "
         "Multi-word: the share of held-out tokens that span more than one word (a word: a run of non-space bytes). "
         "Wall and peak: the whole `toktok run` process (ingest of every phase, training, export and its checks), "
-        "measured from outside; × plain: against the plain run of this table.", "",
+        "measured from outside; × plain: the median over rounds of the run's figure divided by the plain run's "
+        "of the same round.", "",
         md_table(["run", "held-out tokens", "bytes/token", "fewer", "multi-word", "wall s", "× plain", "peak MB",
                   "× plain"], rows), "",
         "Per phase, from the stage manifests of the last run of each (seconds inside the process; the train's "
@@ -192,10 +224,10 @@ def main(argv: list[str]) -> None:
         log("warm-up: the first superword run with an empty numba cache (compiles), not reported")
         shutil.rmtree(work / "numba-cache", ignore_errors=True)
         small = shared_corpus("english", 2, fresh(work / "small"))
-        run_one(small, work / "warmup", 4096, 2048, 1, env)
+        run_once(small, work / "warmup", 4096, 2048, 0, 1, env)
         log("warm-up: one plain run on the corpus, not reported (the first run to read it took 0.7 s more)")
-        run_one(corpus, work / "warmup", args.tokens, None, 1, env)
-        results = [run_one(corpus, work, args.tokens, t, args.reps, env) for t in [None, *transitions]]
+        run_once(corpus, work / "warmup", args.tokens, None, 0, 1, env)
+        results = run_rounds(corpus, work, args.tokens, [None, *transitions], args.reps, env)
         block = bench_report.portable(report(args, run, corpus, results), args)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(block, encoding="utf-8")
