@@ -111,3 +111,47 @@ def test_progress_is_reported():
     seen: list[int] = []
     _, result = fast(pieces, Vocab.initial(hardcoded=False), merges=200, on_progress=seen.append)
     assert seen and seen[-1] == result.made == 200
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_heap_gives_pairs_by_count_then_key_through_stale_entries_and_compaction(seed):
+    """The merge loop's heap (``pair_table``), used as the loop uses it: an entry whose
+    count is no longer its pair's is stale (pushed again at the pair's count if
+    that is lower); compacting drops the stale ones. Pairs come out by count,
+    then by the smaller key, as sorting them gives."""
+    import numpy as np
+
+    from toktoktok.pair_table import COUNT, KEY, heap_compact, heap_pop, heap_push
+
+    rng = np.random.default_rng(seed)
+    n, min_freq = 400, 3
+    P = np.zeros((n, 4), np.int64)
+    P[:, KEY] = rng.permutation(10 * n)[:n]
+    P[:, COUNT] = rng.integers(0, 30, n)
+    h_count, h_pair = np.empty(3 * n, np.int64), np.empty(3 * n, np.int32)
+    size = 0
+    for p in range(n):
+        heap_push(h_count, h_pair, P, size, P[p, COUNT], p)
+        size += 1
+    for p in rng.choice(n, n // 2, replace=False):  # counts that fall (stale entries) or rise (a fresh one)
+        P[p, COUNT] = max(0, P[p, COUNT] + int(rng.integers(-10, 10)))
+        heap_push(h_count, h_pair, P, size, P[p, COUNT], p)
+        size += 1
+    expected = sorted(((int(c), int(k)) for k, c in zip(P[:, KEY], P[:, COUNT]) if c >= min_freq),
+                      key=lambda ck: (-ck[0], ck[1]))
+    size = heap_compact(h_count, h_pair, size, P, min_freq)
+    out = []
+    while size > 0:
+        p, c = int(h_pair[0]), int(h_count[0])
+        heap_pop(h_count, h_pair, P, size)
+        size -= 1
+        if P[p, COUNT] != c:
+            if min_freq <= P[p, COUNT] < c:
+                heap_push(h_count, h_pair, P, size, P[p, COUNT], p)
+                size += 1
+            continue
+        if c < min_freq:
+            break
+        out.append((c, int(P[p, KEY])))
+        P[p, COUNT] = 0  # merged: its entries are stale from now on
+    assert out == expected and len(out) > n // 2
