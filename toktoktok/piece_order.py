@@ -232,7 +232,7 @@ def _gather(buf, off, order):
         p = order[t]
         out_off[t + 1] = out_off[t] + off[p + 1] - off[p]
     out = np.empty(out_off[n], dtype=np.uint8)
-    for t in prange(n):  # a slice copy is a memcpy: a byte loop here ran twice as long
+    for t in prange(n):  # a slice copy is a memcpy, far faster than a loop over the bytes
         p = order[t]
         out[out_off[t] : out_off[t + 1]] = buf[off[p] : off[p + 1]]
     return out, out_off
