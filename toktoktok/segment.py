@@ -55,8 +55,8 @@ def segment_reference(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
 
 @njit(cache=True, inline="always")
 def span_hash(buf: np.ndarray, start: int, end: int) -> np.uint64:
-    """A hash of ``buf[start:end]``: ``span_table.span_key``'s, 8 bytes a step (a
-    byte at a time, hashing was most of a look-up)."""
+    """A hash of ``buf[start:end]``: ``span_table.span_key``'s, 8 bytes a step,
+    where a byte at a time made segmenting slower."""
     return span_key(buf, start, end)[0]
 
 
