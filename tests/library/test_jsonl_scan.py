@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,10 @@ from toktoktok.sources.rows import jsonl_blocks
 
 FOLDER = Path(tempfile.mkdtemp(prefix="jsonl_scan_"))
 PATH = FOLDER / "t.jsonl"
+
+
+def teardown_module() -> None:
+    shutil.rmtree(FOLDER, ignore_errors=True)  # made at import, for the reference reader's file
 
 
 Result = tuple[dict[int, str], int, int] | str
