@@ -105,6 +105,7 @@ ENTRY_KERNELS = (
     ("toktoktok.documents", "doc_ends"),
     ("toktoktok.documents", "valid_utf8"),
     ("toktoktok.sources.jsonl_scan", "scan_jsonl"),
+    ("toktoktok.sources.file_packs", "_read_pack"),
     ("toktoktok.summing", "_count_text"),
     ("toktoktok.summing", "_add_rows"),
     ("toktoktok.piece_order", "_order"),

@@ -9,6 +9,7 @@ read as plain text). One idea a module:
 - ``streams``: a file's format, and its bytes, decompressed, local or remote;
 - ``decoding``: byte order marks, UTF-8 with invalid bytes replaced;
 - ``txt_windows``: a ``.txt`` file in windows of raw bytes, with its document ends;
+- ``file_packs``: many small files read into one buffer by one numba call, checked there;
 - ``rows``: ``.jsonl`` documents a line at a time (the reference of ``jsonl_scan``);
 - ``row_batches``: tables (``.parquet``, ``.arrow``) and JSON lines as batches of rows in Arrow's layout;
 - ``jsonl_scan``: ``.jsonl`` documents out of raw bytes by a numba scanner, Python for the rare line;
