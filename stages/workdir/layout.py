@@ -12,6 +12,7 @@ open no manifest: the stage folder objects (``folders``) read those, and hand
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +107,10 @@ def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None,
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:
     """What ingest's key records of an input file: path, size, mtime, column, weight,
     and the source's ``documents:`` rule when it sets one."""
-    st = path.stat()
+    name = str(path)
+    st = os.stat(name) if isinstance(path, Path) else path.stat()  # a remote file: through pyarrow.fs
     return {
-        "path": str(path),
+        "path": name,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "text_column": src.text_column,
@@ -141,8 +143,8 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
                 continue
             except (SourceError, OSError):
                 pass  # measured as any file below, which reports what is wrong
-        if _fingerprint_key(fp) in known:
-            sizes.append(known[_fingerprint_key(fp)])
+        if (recorded_size := known.get(_fingerprint_key(fp), _UNKNOWN)) is not _UNKNOWN:
+            sizes.append(recorded_size)
             continue
         try:
             if estimate and src.max_bytes is None:  # a capped source's share needs its exact size
@@ -165,6 +167,9 @@ def jsonl_text_bytes(path: Path, column: str) -> int:
     whole lines, keys and quoting too)."""
     stats = ReadStats()
     return sum(batch.text_bytes() for batch in iter_jsonl_batches(path, column, stats))
+
+
+_UNKNOWN = object()  # no size recorded (a recorded size may be None: the file was bad)
 
 
 def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:

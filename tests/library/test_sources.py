@@ -482,3 +482,16 @@ def test_a_compressed_file_read_in_part_leaves_no_thread(tmp_path):
     assert next(chunks) == b"x" * 1000
     chunks.close()
     assert {t.ident for t in threading.enumerate()} <= before
+
+
+def test_listed_paths_are_the_paths_of_their_names() -> None:
+    """The listing makes each file's ``Path`` from its folder's (``listing._paths``):
+    equal to parsing the whole name, whatever the name holds."""
+    from toktoktok.sources.listing import _paths
+
+    names = ["/a/b/c.txt", "/a/b/ d .c", "/a/b/~x", "/a/b/x\\y.md", "/a/b/日本.rst", "/a//b/e.txt", "/f.txt",
+             "rel/g.py", "./h/i.sh", "j.txt", "/a/b/..k", "/a/b/.l"]
+    made = _paths(names)
+    assert made == [Path(n) for n in names]
+    assert [str(p) for p in made] == [str(Path(n)) for n in names]
+    assert [p.name for p in made] == [Path(n).name for n in names]

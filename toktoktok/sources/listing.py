@@ -64,6 +64,7 @@ def _walk_files(root: Path) -> Iterator[tuple[str, bool, str]]:
         except OSError as exc:
             raise SourceError(f"{folder}: cannot list directory: {exc.strerror or exc}") from exc
         subdirs = []
+        below = real if real.endswith(os.sep) else real + os.sep  # a real path joined with a name, as os.path.join
         for entry in entries:
             name = entry.name
             if name.startswith("."):
@@ -74,10 +75,10 @@ def _walk_files(root: Path) -> Iterator[tuple[str, bool, str]]:
                 is_dir = is_file = False
             if is_dir:
                 link = entry.is_symlink()
-                subdirs.append((entry.path, os.path.realpath(entry.path) if link else os.path.join(real, name)))
+                subdirs.append((entry.path, os.path.realpath(entry.path) if link else below + name))
             elif is_file:
                 link = entry.is_symlink()
-                yield entry.path, True, os.path.realpath(entry.path) if link else os.path.join(real, name)
+                yield entry.path, True, os.path.realpath(entry.path) if link else below + name
             elif entry.is_symlink():
                 yield entry.path, False, ""
         stack.extend(reversed(subdirs))
@@ -233,17 +234,20 @@ def _paths(files: list[str]) -> list[Path]:
         >>> [str(p) for p in _paths(["/a/b/c.txt", "/a/b/d.txt", "e.txt", "/f.txt", "./g/h.txt"])]
         ['/a/b/c.txt', '/a/b/d.txt', 'e.txt', '/f.txt', 'g/h.txt']
     """
-    folders: dict[str, Path] = {}
+    folders: dict[str, Any] = {}
     out = []
     for file in files:
         folder, slash, name = file.rpartition("/")
         if not slash:
             out.append(Path(name))
             continue
-        parent = folders.get(folder)
-        if parent is None:
-            parent = folders[folder] = Path(folder or "/")
-        out.append(parent / name)
+        child = folders.get(folder)
+        if child is None:
+            parent = Path(folder or "/")
+            # pathlib's own maker of a child from one name (what ``iterdir`` uses): ``/``
+            # parses the name again, which was most of a large folder's listing
+            child = folders[folder] = getattr(parent, "_make_child_relpath", parent.joinpath)
+        out.append(child(name) if name not in ("", ".", "..") else Path(file))
     return out
 
 
