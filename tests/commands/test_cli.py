@@ -312,3 +312,56 @@ def test_the_command_runs_numpy_without_huge_pages_and_one_blas_thread(setup, pr
     out = subprocess.run([sys.executable, "-c", _PROBE.format(setup=setup)], env={**env, **preset},
                          capture_output=True, text=True, check=True).stdout.split()
     assert " ".join(out).startswith(want)
+
+
+_POOL = ("{setup}; import os, pyarrow; "
+         "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), pyarrow.default_memory_pool().backend_name)")
+
+
+@pytest.mark.parametrize(("setup", "preset"), [
+    (_COMMAND, {}),  # the command: jemalloc where this pyarrow has it
+    (_COMMAND, {"ARROW_DEFAULT_MEMORY_POOL": "system"}),  # set: kept
+    (_SCRIPT, {}),  # imported by a script: Arrow's own default
+])
+def test_the_command_gives_arrow_jemalloc_where_it_has_it(setup, preset):
+    import os
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    try:
+        pa.jemalloc_memory_pool()
+        has = True
+    except NotImplementedError:
+        has = False
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    done = subprocess.run([sys.executable, "-c", _POOL.format(setup=setup)], env={**env, **preset},
+                          capture_output=True, text=True, check=True)
+    assert done.stderr == ""  # never Arrow's warning about a pool it lacks
+    named, backend = done.stdout.split()
+    if preset:
+        assert (named, backend) == ("system", "system")
+    elif setup == _COMMAND and has:
+        assert (named, backend) == ("jemalloc", "jemalloc")
+    else:
+        assert named == "None" and backend != "jemalloc"
+
+
+def test_no_jemalloc_named_for_a_pyarrow_that_does_not_say_it_has_it(tmp_path, monkeypatch):
+    """Where the build settings pyarrow ships are missing or lack jemalloc, nothing is named."""
+    import importlib.machinery
+    import importlib.util
+
+    from toktoktok_stages.cli import entry
+
+    fake = tmp_path / "pyarrow"
+    (fake / "include" / "arrow" / "util").mkdir(parents=True)
+    spec = importlib.machinery.ModuleSpec("pyarrow", None, is_package=True)
+    spec.submodule_search_locations = [str(fake)]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    assert entry.arrow_has_jemalloc() is False  # no config.h
+    (fake / "include" / "arrow" / "util" / "config.h").write_text("#define ARROW_MIMALLOC\n")
+    assert entry.arrow_has_jemalloc() is False
+    (fake / "include" / "arrow" / "util" / "config.h").write_text("#define ARROW_JEMALLOC\n#define ARROW_MIMALLOC\n")
+    assert entry.arrow_has_jemalloc() is True
