@@ -139,7 +139,8 @@ def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
             if cut < 0:
                 carry += chunk
                 continue
-            buf = carry + chunk[: cut + 1] if carry else memoryview(chunk)[: cut + 1]  # a view: no copy
+            # a view where nothing is carried (no copy), else one copy of both
+            buf = b"".join((carry, memoryview(chunk)[: cut + 1])) if carry else memoryview(chunk)[: cut + 1]
             batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
             at, line = at + len(buf), line + len(batch.starts)  # a line each, blank ones too: buf ends with one
             yield batch
