@@ -137,14 +137,18 @@ def chosen_many(key: int, first: int, count: int, share: float) -> np.ndarray:
 
 def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int | np.ndarray = 0) -> np.ndarray:
     """``chosen`` for the units starting at ``offsets`` (of row ``row``, or of each
-    unit's row if an array) of the file
-    with ``key``, at once: the row and then the offset are mixed into the key
-    with splitmix64's finalizer, and the result compared with ``share`` of 2**64.
+    unit's row if an array) of the file with ``key`` (or of each unit's file, if
+    an array of keys), at once: the row and then the offset are mixed into the
+    key with splitmix64's finalizer, and the result compared with ``share`` of 2**64.
     A per-unit blake2b in Python took longer than counting the text on code,
     which has many short documents.
 
         >>> chosen_at(file_key(0, "01-en", 0, "sample"), np.arange(8, dtype=np.uint64) * 100, 0.5).tolist()
         [False, False, True, False, True, False, False, True]
+        >>> keys = np.array([file_key(0, "01-en", i, "sample") for i in range(4)], dtype=np.uint64)
+        >>> chosen_at(keys, np.zeros(4, np.uint64), 0.5).tolist() == [
+        ...     bool(chosen_at(int(k), np.zeros(1, np.uint64), 0.5)[0]) for k in keys]
+        True
     """
     count = len(offsets)
     if share >= 1:
@@ -152,7 +156,7 @@ def chosen_at(key: int, offsets: np.ndarray, share: float, *, row: int | np.ndar
     if share <= 0:
         return np.zeros(count, dtype=bool)
     with np.errstate(over="ignore"):
-        k = _mix((np.asarray(row, dtype=np.uint64).reshape(-1) + np.uint64(1)) * _GOLDEN + np.uint64(key))
+        k = _mix((np.asarray(row, dtype=np.uint64).reshape(-1) + np.uint64(1)) * _GOLDEN + np.asarray(key, dtype=np.uint64))
         x = _mix((np.asarray(offsets, dtype=np.uint64) + np.uint64(1)) * _GOLDEN + k)
     return x < np.uint64(min(int(share * 2.0**64), 2**64 - 1))
 

@@ -41,7 +41,7 @@ def read_all(cfg: Config, phase: Phase, files: list, chunker: Chunker, tally: Ta
     its held-out units and its share of the tally)."""
     held_files: list[int] = []  # the file of each held-out unit
     with Workers(cfg) as pool, contextlib.closing(Batcher(cfg, chunker, pool)) as batcher:
-        whole = WholeFiles(cfg, share, batcher, tally, progress)
+        whole = WholeFiles(cfg, share, batcher, tally, progress, slug=phase.slug)
         packable = whole.packs_possible(files)
         with contextlib.closing(ReadAhead(files, on=batcher.fast, packable=packable)) as ahead:
 
@@ -108,8 +108,9 @@ class WholeFiles:
     """
 
     def __init__(self, cfg: Config, share: float | sampling.Shares, batcher: Batcher, tally: Tally,
-                 progress: Progress) -> None:
+                 progress: Progress, *, slug: str = "") -> None:
         self.cfg, self.share, self.batcher, self.tally, self.progress = cfg, share, batcher, tally, progress
+        self.slug = slug  # the phase's (the held-out draw's keys)
         self.bound = units.bound(cfg.working_set_mb)
         self.on = takes_bytes(cfg)  # else every file goes through ``ingest_file``
 
@@ -150,13 +151,15 @@ class WholeFiles:
     def packs_possible(self, files: list) -> Callable[[Source, Path], bool | None] | None:
         """``ReadAhead``'s ``packable`` (None: no file of the phase goes in a pack).
 
-        Packs are read where every file the phase reads whole is sent as ``send``
-        sends it for the whole run: no sample, no cap, no held-out share (whose
-        draws go on until its cap fills), no special token to cut out (the files
-        go to the scanner as segments of the pack), whole weights."""
-        if (not self.on or isinstance(self.share, sampling.Shares) or self.share < 1 or self.cfg.heldout_share > 0
+        Packs are read where every file the phase reads whole may be sent as
+        ``send`` sends it: no sample, no cap, no special token to cut out (the
+        files go to the scanner as segments of the pack), whole weights. With a
+        held-out share, only files that are one document (``documents: file``):
+        each is one unit, whose draw ``send_pack`` makes for the whole pack at once."""
+        if (not self.on or isinstance(self.share, sampling.Shares) or self.share < 1
                 or self.cfg.special_tokens or not all(float(src.weight).is_integer() for src, _ in files)):
             return None
+        held = self.cfg.heldout_share > 0
 
         def packable(src: Source, path: Path) -> bool | None:
             if is_remote(path):
@@ -164,6 +167,8 @@ class WholeFiles:
             kind, compression = file_format(path)
             rule = document_rule(kind, src.documents)
             if compression is not None or kind not in ("txt", TEXT) or rule not in ("blank-line", "file"):
+                return None
+            if held and rule != "file":  # its documents are units, each drawn apart: one file at a time
                 return None
             return rule == "blank-line"
 
@@ -177,11 +182,13 @@ class WholeFiles:
         read = pack.status[:count] == READ
         starts, ends = pack.starts[:count], pack.ends[:count]
         fits = (ends - starts)[read].max(initial=0) <= self.bound
-        if not fits or deciding(self.cfg, self.share, 1.0, self.tally):  # as ``send`` would: one file at a time
+        if not fits:  # as ``send`` would: one file at a time
             for k in range(count):
                 one_file(first + k, *files[first + k], item.item(k))
             return
-        begins = np.ones(count, dtype=np.bool_)  # a file that begins a run (a file left to Python: its own)
+        if deciding(self.cfg, self.share, 1.0, self.tally):  # only the held-out draw can decide (``packs_possible``)
+            read = read & ~self._drawn(first, count, read & (pack.documents[:count] > 0))
+        begins = np.ones(count, dtype=np.bool_)  # a file that begins a run (any other file: its own)
         begins[1:] = ~read[:-1] | ~read[1:] | (starts[1:] != ends[:-1])
         cuts = np.flatnonzero(begins).tolist() + [count]
         for a, b in zip(cuts, cuts[1:]):
@@ -189,6 +196,19 @@ class WholeFiles:
                 self._send_run(item, a, b, files[first][0])
             else:
                 one_file(first + a, *files[first + a], item.item(a))
+
+    def _drawn(self, first: int, count: int, units: np.ndarray) -> np.ndarray:
+        """Which of files ``first`` to ``first + count - 1`` the held-out draw picks,
+        where ``units`` marks those that are one unit (at offset 0, row 0): such a
+        file goes the way of any file, which draws it again and holds it out if
+        the held-out text has room left; the draw keeps every other one whole."""
+        drawn = np.zeros(count, dtype=np.bool_)
+        at = np.flatnonzero(units)
+        if len(at):
+            keys = np.array([sampling.file_key(self.cfg.seed, self.slug, first + int(k), sampling.HELDOUT)
+                             for k in at], dtype=np.uint64)
+            drawn[at] = sampling.chosen_at(keys, np.zeros(len(at), dtype=np.uint64), self.cfg.heldout_share)
+        return drawn
 
     def _send_run(self, item: FilePack, a: int, b: int, src: Source) -> None:
         """Files ``a`` to ``b - 1`` of the pack, their texts end to end in its buffer."""

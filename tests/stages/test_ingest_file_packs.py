@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import chunk_counts, ingest_here
+from tests.conftest import chunk_counts, ingest_here, read_arrow
 from tests.helpers import stdlib_sources
 from toktoktok_stages.ingest import local
 
 COUNTS = ("files", "documents", "bytes_read", "replaced_chars", "units", "kept_documents", "kept_bytes",
-          "recoded_files", "bad_files")
+          "recoded_files", "bad_files", "heldout_documents", "heldout_bytes", "heldout_truncated")
 
 
 def _write_folder(root: Path) -> None:
@@ -58,27 +58,31 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _ingest(work: Path, folder: Path, threads: int) -> tuple[dict, Counter[bytes]]:
+def _ingest(work: Path, folder: Path, threads: int, heldout: float) -> tuple[dict, Counter[bytes], list[str]]:
     sources = [{"path": str(folder / "d0"), "include": ["**/*"], "weight": 2},
                {"path": str(folder), "include": ["**/*"], "exclude": ["d0/**"], "documents": "blank-line"},
-               {"path": str(folder / "d0"), "include": ["**/*.txt"]}]
-    manifest, phase = ingest_here(work, sources, threads=threads, on_bad_file="skip")
-    return manifest, chunk_counts(phase)
+               {"path": str(folder / "d0"), "include": ["**/*.txt"]},
+               {"path": str(folder / "d3"), "include": ["**/*"], "documents": "file"}]
+    manifest, phase = ingest_here(work, sources, threads=threads, on_bad_file="skip", heldout_share=heldout)
+    return manifest, chunk_counts(phase), read_arrow(phase / "heldout.arrow")["text"].to_pylist()
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_packs_count_what_single_files_count(tmp_path: Path, folder: Path, threads: int,
+@pytest.mark.parametrize(("threads", "heldout"), [(1, 0.0), (2, 0.0), (2, 0.2)])
+def test_packs_count_what_single_files_count(tmp_path: Path, folder: Path, threads: int, heldout: float,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a held-out share, the draw for a pack's files of one document each is made
+    at once, and a file it picks goes the way of any file, in its place."""
     monkeypatch.setattr(local, "PACK_FILES", 9)  # many packs, and runs cut by their ends
     sent: list[int] = []
     send_pack = local.WholeFiles.send_pack
     monkeypatch.setattr(local.WholeFiles, "send_pack", lambda self, item, *a: (sent.append(item.count),
                                                                               send_pack(self, item, *a)))
-    packed, packed_counts = _ingest(tmp_path / "packed", folder, threads)
-    assert len(sent) > 20 and sum(sent) > 250  # the packs did the reading
+    packed, packed_counts, packed_held = _ingest(tmp_path / "packed", folder, threads, heldout)
+    assert len(sent) > 20 and sum(sent) > (250 if not heldout else 80)  # the packs did the reading
     monkeypatch.setattr(local.WholeFiles, "packs_possible", lambda self, files: None)
-    single, single_counts = _ingest(tmp_path / "single", folder, threads)
+    single, single_counts, single_held = _ingest(tmp_path / "single", folder, threads, heldout)
     assert packed_counts == single_counts
+    assert packed_held == single_held and (len(packed_held) > 10) == (heldout > 0)
     assert {k: packed["counts"][k] for k in COUNTS} == {k: single["counts"][k] for k in COUNTS}
     assert [i["text_bytes"] for i in packed["inputs"]] == [i["text_bytes"] for i in single["inputs"]]
     assert packed["counts"]["recoded_files"] > 0 and packed["counts"]["replaced_chars"] > 0
@@ -87,11 +91,13 @@ def test_packs_count_what_single_files_count(tmp_path: Path, folder: Path, threa
 
 def test_no_packs_where_a_file_may_not_train_whole(tmp_path: Path, folder: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """A held-out share, a sample or a special token: each file is decided (or cut) alone."""
+    """A sample, a special token, or a held-out share with documents cut at blank
+    lines: each file is decided (or cut) alone."""
     sent: list[int] = []
     monkeypatch.setattr(local.WholeFiles, "send_pack", lambda self, item, *a: sent.append(item.count))
-    ingest_here(tmp_path / "held", [{"path": str(folder / "d1"), "include": ["**/*"]}], heldout_share=0.1,
-                on_bad_file="skip")
-    ingest_here(tmp_path / "special", [{"path": str(folder / "d1"), "include": ["**/*"]}],
-                special_tokens=["<|endoftext|>"], on_bad_file="skip")
+    source = {"path": str(folder / "d1"), "include": ["**/*"]}
+    manifest, _ = ingest_here(tmp_path / "sampled", [source], working_set_mb=1, on_bad_file="skip")
+    assert manifest["sample"]["share"] < 1
+    ingest_here(tmp_path / "special", [source], special_tokens=["<|endoftext|>"], on_bad_file="skip")
+    ingest_here(tmp_path / "held", [{**source, "documents": "blank-line"}], heldout_share=0.1, on_bad_file="skip")
     assert sent == []
