@@ -53,6 +53,8 @@ def file_format(path: Path) -> tuple[str, str | None]:
         (('jsonl', 'zst'), ('text', None))
     """
     name = path.name.lower()
+    if not name.endswith(SUFFIXES):  # most files of a source tree: one test, not one a suffix
+        return TEXT, None
     for suffix in SUFFIXES:
         if name.endswith(suffix):
             kind, _, comp = suffix[1:].partition(".")
