@@ -315,3 +315,34 @@ def test_typical_lines_never_reach_python():
     crlf = data.replace(b"\n", b"\r\n")
     assert np.count_nonzero(np.array(kernel(crlf)[2]) == TO_PYTHON) == 0
     assert scanned(crlf) == reference(crlf)
+
+
+@pytest.mark.parametrize("batch_bytes", [1, 7, 64, 1 << 20])
+def test_batches_of_any_size_give_the_same_rows(tmp_path: Path, batch_bytes: int) -> None:
+    """``iter_jsonl_batches`` reads the file in chunks and carries a line that crosses
+    one into a batch of its own: whatever the chunk size, the rows, their keys (byte
+    offsets) and the documents counted are those of one batch of the whole file."""
+    from toktoktok.sources.row_batches import iter_jsonl_batches
+
+    rng = random.Random(batch_bytes)
+    lines = []
+    for i in range(60):
+        choice = rng.random()
+        if choice < 0.1:
+            lines.append("")
+        elif choice < 0.15:
+            lines.append('{"text": null}')
+        else:
+            lines.append(json.dumps({"id": i, "text": "x\n\"é\" " * rng.randrange(0, 40)}, ensure_ascii=i % 2 == 0))
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + ("\n" if batch_bytes % 2 else ""), encoding="utf-8")
+
+    def rows(size: int) -> tuple[list[tuple[int, bytes | None]], int]:
+        stats, out = ReadStats(), []
+        for batch in iter_jsonl_batches(path, "text", stats, batch_bytes=size):
+            for r in range(batch.rows):
+                text = bytes(batch.data[batch.offsets[r]:batch.offsets[r + 1]]) if batch.present[r] else None
+                out.append((int(batch.starts[r]), text))
+        return out, stats.documents
+
+    assert rows(batch_bytes) == rows(1 << 30)

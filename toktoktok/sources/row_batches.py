@@ -139,11 +139,18 @@ def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
             if cut < 0:
                 carry += chunk
                 continue
-            # a view where nothing is carried (no copy), else one copy of both
-            buf = b"".join((carry, memoryview(chunk)[: cut + 1])) if carry else memoryview(chunk)[: cut + 1]
-            batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
-            at, line = at + len(buf), line + len(batch.starts)  # a line each, blank ones too: buf ends with one
-            yield batch
+            start = 0
+            if carry:  # the line carried over ends here: a batch of its own, so the rest is not copied
+                start = chunk.find(b"\n") + 1
+                buf = carry + chunk[:start]
+                batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
+                at, line = at + len(buf), line + len(batch.starts)
+                yield batch
+            if start <= cut:
+                buf = memoryview(chunk)[start : cut + 1]  # a view: no copy
+                batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
+                at, line = at + len(buf), line + len(batch.starts)  # a line each, blank ones too: buf ends with one
+                yield batch
             carry = chunk[cut + 1 :]
         if carry:
             yield _jsonl_batch(carry, column, path, at, line, stats, jsonl_documents)
