@@ -110,7 +110,7 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
     uninterrupted(lambda: load_ingest_kernels(cfg))  # numba's compiled code, from its cache: timed apart, as train does
     loaded = time.perf_counter()
     tally, heldout = Tally(), []
-    chunker = Chunker(folder.path, chunk_bytes(cfg))
+    chunker = Chunker(folder.path, chunk_bytes(cfg), separate_files=cfg.on_bad_file == "skip")
     total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     try:

@@ -47,11 +47,18 @@ class Chunker:
     order in which worker threads counted it (nor, then, on ``threads``).
     Group sums are added as they come, never held and summed at once: holding
     them costs many times the memory of the sum they make.
+
+    ``separate_files=False`` (``on_bad_file: fail``, where a failing file stops
+    the stage and no file's counts are ever dropped): one sum for all, and no
+    file's sum is added into the others' at its end, which cost a pass over
+    each file's distinct pieces (most of the time a folder of parquet files
+    took beyond one such file).
     """
 
-    def __init__(self, folder: Path, chunk_bytes: int) -> None:
+    def __init__(self, folder: Path, chunk_bytes: int, *, separate_files: bool = True) -> None:
         self.folder = folder
         self.limit = chunk_bytes
+        self.separate_files = separate_files
         self._done = RunningSum()  # sum over the finished files
         self._file = RunningSum()  # sum of the file being read
         self.outputs: list[dict[str, Any]] = []
@@ -84,6 +91,8 @@ class Chunker:
             self._file = RunningSum()
 
     def file_done(self) -> None:
+        if not self.separate_files:  # the running sum goes on over the next file
+            return
         if not self._done.rows:
             self._done, self._file = self._file, self._done  # the first file's sum is the total so far
         elif self._file.rows:
@@ -96,6 +105,8 @@ class Chunker:
     def drop(self, file_index: int) -> bool:
         """Forget the current file's counts, deleting the chunk files written of
         them; True: nothing of the file stays (the batcher's contract)."""
+        if not self.separate_files:
+            raise RuntimeError("a file's counts cannot be dropped: they were summed with the others'")
         self._file = RunningSum()
         for output in self.outputs[self._file_start:]:
             (self.folder / output["name"]).unlink(missing_ok=True)
@@ -108,6 +119,9 @@ class Chunker:
         if self._done.rows:
             self._write(self._done)
         self._done = RunningSum()
+        if not self.separate_files and self._file.rows:
+            self._write(self._file)
+            self._file = RunningSum()
 
     def _write(self, total: RunningSum) -> int:
         """Write a chunk file of ``total``; returns its weighted pieces."""

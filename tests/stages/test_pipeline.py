@@ -591,6 +591,43 @@ def test_chunker_writes_the_sum_sorted_by_piece(tmp_path, limit):
     assert (len(split) > 1) == (limit == 6_000)
 
 
+@pytest.mark.parametrize("limit", [1 << 30, 6_000])
+def test_chunker_without_separate_files_writes_the_same_sum(tmp_path, limit):
+    """With ``on_bad_file: fail`` the chunker keeps one sum over every file (no file's
+    counts are ever dropped): its files hold the same counts as with each file's
+    sum kept apart, each file sorted and within the limit's steps; a drop is refused."""
+    import random
+
+    from toktoktok import counts
+    from toktoktok_stages.ingest import chunking
+
+    rng = random.Random(limit)
+    words = [bytes(rng.choices(b"abcdefgh", k=rng.randint(1, 6))) for _ in range(400)]
+    files = [[Counter(rng.choices(words, k=60)) for _ in range(rng.randint(1, 6))] for _ in range(12)]
+    totals = []
+    for separate in (True, False):
+        folder = tmp_path / str(separate)
+        folder.mkdir()
+        chunker = chunking.Chunker(folder, limit, separate_files=separate)
+        for index, steps in enumerate(files):
+            for step in steps:
+                chunker.add(counts.from_lists(list(step), list(step.values())), file_index=index)
+            chunker.file_done()
+        chunker.flush()
+        total: Counter[bytes] = Counter()
+        for output in chunker.outputs:
+            table = pa.ipc.open_file(folder / output["name"]).read_all()
+            assert table["piece"].to_pylist() == sorted(table["piece"].to_pylist())
+            for piece, count in zip(table["piece"].to_pylist(), table["count"].to_pylist()):
+                total[piece] += count
+        assert chunker.pieces == sum(total.values())
+        totals.append(total)
+        if not separate:
+            with pytest.raises(RuntimeError):
+                chunker.drop(0)
+    assert totals[0] == totals[1] == sum((c for steps in files for c in steps), Counter())
+
+
 # ---------------------------------------------------------------- budgets larger than the data
 
 
