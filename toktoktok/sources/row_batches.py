@@ -129,20 +129,21 @@ def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
     a blank line or a ``null`` is no document. A bad line raises SourceError naming it."""
     from toktoktok.sources.jsonl_scan import jsonl_documents
 
-    carry = b""
+    carry: list[bytes | memoryview] = []  # the line carried over, in parts (joined once it ends)
     at = 0  # the file offset of carry's first byte
     line = 1  # the number of carry's first line
     try:
         for chunk in raw_chunks(path, batch_bytes, stats):
             stats.bytes_read += len(chunk)
             cut = chunk.rfind(b"\n")
-            if cut < 0:
-                carry += chunk
+            if cut < 0:  # a line longer than a chunk: its parts wait (adding each to the rest copied them again)
+                if chunk:
+                    carry.append(chunk)
                 continue
             start = 0
             if carry:  # the line carried over ends here: a batch of its own, so the rest is not copied
                 start = chunk.find(b"\n") + 1
-                buf = carry + chunk[:start]
+                buf = b"".join([*carry, memoryview(chunk)[:start]])
                 batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
                 at, line = at + len(buf), line + len(batch.starts)
                 yield batch
@@ -151,9 +152,9 @@ def iter_jsonl_batches(path: Path, column: str, stats: ReadStats, *,
                 batch = _jsonl_batch(buf, column, path, at, line, stats, jsonl_documents)
                 at, line = at + len(buf), line + len(batch.starts)  # a line each, blank ones too: buf ends with one
                 yield batch
-            carry = chunk[cut + 1 :]
+            carry = [memoryview(chunk)[cut + 1 :]] if cut + 1 < len(chunk) else []
         if carry:
-            yield _jsonl_batch(carry, column, path, at, line, stats, jsonl_documents)
+            yield _jsonl_batch(b"".join(carry), column, path, at, line, stats, jsonl_documents)
     except READ_ERRORS as exc:
         raise cannot_read(path, exc) from exc
 
