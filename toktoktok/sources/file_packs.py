@@ -34,6 +34,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from toktoktok.documents import doc_ends, valid_utf8
+from toktoktok.kernel_args import readonly
 from toktoktok.sources.decoding import SNIFF_BYTES
 
 READ = 0  # read whole and plain: its text is ``Pack.text(i)``
@@ -76,8 +77,11 @@ def read_pack(paths: list[Path] | list[str], *, blank: list[bool] | np.ndarray, 
     starts, ends = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     sizes, documents = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     status = np.full(n, NOT_READ, dtype=np.int8)
+    # the buffer goes in read-only: ``pread`` writes through its pointer all the same, and the
+    # checks' kernels (``valid_utf8``, ``doc_ends``) then take the type Python's callers give
+    # them, not a second one compiled and cached for this kernel alone
     used = _read_pack(names, offsets, np.asarray(blank, dtype=np.bool_), max_file, os.O_RDONLY | os.O_CLOEXEC,
-                      data, starts, ends, sizes, status, documents)
+                      readonly(data), starts, ends, sizes, status, documents)
     return Pack(data[:used], starts, ends, sizes, status, documents)
 
 
@@ -184,7 +188,9 @@ def _read_pack(names, offsets, blank, max_file, flags, data, starts, ends, sizes
         starts[i], ends[i] = a, b
         if b > a:
             if blank[i]:
-                found = doc_ends(data[a:b], 0, b - a, True)
+                # arguments typed as Python's callers type them (no literal 0 or True): one signature
+                # of ``doc_ends`` serves both
+                found = doc_ends(data[a:b], a - a, b - a, blank[i])
                 documents[i] = len(found) + (1 if len(found) == 0 or found[-1] < b - a else 0)
             else:
                 documents[i] = 1
