@@ -118,8 +118,6 @@ def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progre
     # pieces in byte order: pieces that share a pair sit close together, so the
     # merge loop's visits hit the cache (a sort that costs less than it saves)
     buf, off, counts = inventory(table)
-    if not pieces_sorted(buf, off):  # one chunk file is (ingest writes its rows sorted)
-        buf, off, counts = sorted_arrays(buf, off, counts)
     del table  # the arrays hold what training needs (the counts as a copy)
     vocab = work.vocab_after(phase.index - 1)
     warnings = []
@@ -132,6 +130,10 @@ def run_train(work: Work, phase: Phase, *, force: bool = False, progress: Progre
     read = time.perf_counter()
     uninterrupted(load_merge_kernels)  # numba's compiled code, from its cache: timed apart from the merge loop
     loaded = time.perf_counter()
+    # after the kernels are loaded (the sort's among them): a Ctrl-C while numba loads
+    # code is held off, and one in LLVM's callback crashed the process
+    if not pieces_sorted(buf, off):  # one chunk file is (ingest writes its rows sorted)
+        buf, off, counts = sorted_arrays(buf, off, counts)
     progress.start(f"train {phase.name}", total=phase.merges, unit="merges")
     result = train_phase(vocab, buf, off, counts, merges=phase.merges, min_frequency=cfg.min_frequency,
                          max_token_bytes=cfg.max_token_bytes, max_token_words=cfg.max_token_words_of(phase),

@@ -59,6 +59,7 @@ from toktoktok.pair_table import (
     room_fits,
     room_for_nodes,
 )
+from toktoktok.piece_order import pieces_sorted, sorted_arrays
 from toktoktok.prefetch import prefetch
 from toktoktok.segment import (
     NO_TOKEN,
@@ -707,8 +708,11 @@ def train_phase(
 
 def load_merge_kernels() -> None:
     """Load (or compile) the numba code ``train_phase`` runs, on a two-piece inventory,
-    so that a caller can time the merge loop apart from loading its code."""
+    so that a caller can time the merge loop apart from loading its code; and the
+    code that puts an inventory in byte order first (``piece_order``)."""
     buf = np.frombuffer(b"abab", dtype=np.uint8)
+    pieces_sorted(buf, np.array([0, 2, 4]))
+    sorted_arrays(buf, np.array([0, 2, 4]), np.array([2, 1]))
     train_phase(Vocab.initial(hardcoded=False), buf, np.array([0, 2, 4]), np.array([2, 1]), merges=1)
     words = np.frombuffer(b"a ba b", dtype=np.uint8)  # pieces of two words: segmented and checked a word at a time
     train_phase(Vocab.initial(hardcoded=False), words, np.array([0, 3, 6]), np.array([2, 1]), merges=1)
