@@ -98,9 +98,9 @@ def _files(inputs: IngestInputs) -> list[dict[str, Any]]:
     from toktoktok.sources import document_rule, file_format
 
     return [{"path": str(path), "source": str(src.path), "format": ".".join(filter(None, file_format(path))),
-             "size_bytes": fp["size"], "text_bytes": size,
+             "size_bytes": on_disk, "text_bytes": size,
              "documents": document_rule(file_format(path)[0], src.documents)}
-            for (src, path), fp, size in zip(inputs.files, inputs.fingerprints, inputs.sizes)]
+            for (src, path), on_disk, size in zip(inputs.files, inputs.fingerprints.columns["size"], inputs.sizes)]
 
 
 def _sources(phase: Phase, inputs: IngestInputs) -> list[dict[str, Any]]:

@@ -111,7 +111,7 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
     loaded = time.perf_counter()
     tally, heldout = Tally(), []
     chunker = Chunker(folder.path, chunk_bytes(cfg), separate_files=cfg.on_bad_file == "skip")
-    total = sum(fp["size"] for fp in fingerprints)  # sizes as listed: a file may vanish later
+    total = sum(fingerprints.columns["size"])  # sizes as listed: a file may vanish later
     progress.start(f"ingest {phase.name}", total=total, unit="B")
     try:
         batcher = engine(cfg)(cfg, phase, files, chunker, tally, heldout, progress, inputs.shares)
@@ -140,7 +140,7 @@ def run_ingest(work: Work, phase: Phase, *, force: bool = False, progress: Progr
         "phase": phase.name,
         "key": key,
         "settings": folder.settings(),
-        "inputs": [{**fp, "text_bytes": size} for fp, size in zip(fingerprints, sizes)],
+        "inputs": {**fingerprints.columns, "text_bytes": sizes},  # a list a field, as the key has them
         "sample": {"working_set_mb": cfg.working_set_mb, "capacity_bytes": sampling.capacity(cfg.working_set_mb),
                    "text_bytes": sum(s or 0 for s in sizes), "share": share,
                    **source_caps(phase, files, sizes, inputs.caps, tally)},

@@ -147,7 +147,7 @@ class IngestInputs:
     """What a phase's ingest reads: its files, their fingerprints and text bytes, the share kept."""
 
     files: list[tuple[Source, Path]]
-    fingerprints: list[dict[str, Any]]
+    fingerprints: layout.Fingerprints
     sizes: list[int | None]  # text bytes (None: unreadable)
     share: float
     skipped: list[dict[str, str]]  # broken symbolic links a folder scan passed by (on_bad_file: skip)
@@ -182,7 +182,7 @@ class IngestFolder(StageFolder):
             skipped: list[dict[str, str]] = []
             files = layout.phase_files(self.phase, skipped=skipped if cfg.on_bad_file == "skip" else None,
                                        listed=self.work.listed)
-            fingerprints = [layout.fingerprint(src, path) for src, path in files]
+            fingerprints = layout.fingerprints(files)
             estimate = not exact and cfg.engine == "local"
             sizes, guessed = layout.measure_text(cfg, files, fingerprints, self.recorded, estimate=estimate)
             caps = layout.source_caps(self.phase, files, sizes)  # capped sources are measured, never guessed

@@ -16,12 +16,15 @@ it always was and users' work folders stay current.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toktoktok import sampling
 from toktoktok.config import Config, Phase, config_fingerprint
 
 from .artifacts import file_digest, key_of
+
+if TYPE_CHECKING:
+    from .layout import Fingerprints
 
 
 def base_description(cfg: Config, base_specials: dict[str, int]) -> dict[str, Any]:
@@ -60,10 +63,11 @@ def ingest_settings(cfg: Config, phase: Phase, share: float = 1.0, caps: tuple[f
     }
 
 
-def ingest_key(cfg: Config, phase: Phase, fingerprints: list[dict[str, Any]], share: float = 1.0,
+def ingest_key(cfg: Config, phase: Phase, fingerprints: Fingerprints, share: float = 1.0,
                caps: tuple[float, ...] = ()) -> str:
-    """What the ingest of a phase depends on: settings, file fingerprints, the sample's and the caps' shares."""
-    return key_of({**ingest_settings(cfg, phase, share, caps), "files": fingerprints})
+    """What the ingest of a phase depends on: settings, file fingerprints (a list
+    a field), the sample's and the caps' shares."""
+    return key_of({**ingest_settings(cfg, phase, share, caps), "files": fingerprints.columns})
 
 
 def known_merges(phase: Phase) -> int:

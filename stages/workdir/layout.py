@@ -13,6 +13,7 @@ open no manifest: the stage folder objects (``folders``) read those, and hand
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,23 +105,54 @@ def phase_files(phase: Phase, *, skipped: list[dict[str, str]] | None = None,
             for path in (listed[src] if src in listed else list_source_files(src, skipped=skipped))]
 
 
+@dataclass(frozen=True)
+class Fingerprints:
+    """What ingest's key records of a phase's files, a list a field (a dict a file,
+    encoded one by one in the key and the manifest, was much of a large folder's
+    time): ``path``, ``size`` and ``mtime_ns`` as listed, and the source's
+    ``text_column``, ``weight`` and ``documents`` rule (None where it sets none).
+
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = f.write_text("héllo")
+        >>> fps = fingerprints([(Source(f, False), f)])
+        >>> len(fps), fps.columns["size"], sorted(fps[0])
+        (1, [6], ['mtime_ns', 'path', 'size', 'text_column', 'weight'])
+    """
+
+    columns: dict[str, list[Any]]
+
+    def __len__(self) -> int:
+        return len(self.columns["path"])
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        """File ``index``'s fingerprint as a dict (``documents`` left out where the source sets none)."""
+        return {name: values[index] for name, values in self.columns.items()
+                if name != "documents" or values[index] is not None}
+
+
+def fingerprints(files: list[tuple[Source, Path]]) -> Fingerprints:
+    """The ``Fingerprints`` of ``files`` (each asked of the system once, by its path as a string)."""
+    paths = [str(path) for _, path in files]
+    stats = [os.stat(name) if isinstance(path, Path) else path.stat()  # a remote file: through pyarrow.fs
+             for name, (_, path) in zip(paths, files)]
+    sources = [src for src, _ in files]
+    return Fingerprints({
+        "path": paths,
+        "size": [st.st_size for st in stats],
+        "mtime_ns": [st.st_mtime_ns for st in stats],
+        "text_column": [src.text_column for src in sources],
+        "weight": [src.weight for src in sources],
+        "documents": [src.documents for src in sources],
+    })
+
+
 def fingerprint(src: Source, path: Path) -> dict[str, Any]:
-    """What ingest's key records of an input file: path, size, mtime, column, weight,
-    and the source's ``documents:`` rule when it sets one."""
-    name = str(path)
-    st = os.stat(name) if isinstance(path, Path) else path.stat()  # a remote file: through pyarrow.fs
-    return {
-        "path": name,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "text_column": src.text_column,
-        "weight": src.weight,
-        # the document rule, when the source sets one: left out otherwise, so older keys hold
-        **({"documents": src.documents} if src.documents is not None else {}),
-    }
+    """One file's fingerprint (``Fingerprints``) as a dict."""
+    return fingerprints([(src, path)])[0]
 
 
-def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: list[dict[str, Any]],
+def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: Fingerprints,
                  recorded: dict[str, Any] | None, *, estimate: bool = False) -> tuple[list[int | None], tuple[int, ...]]:
     """Each file's text bytes (None: unreadable, left to ingest to report), and the
     files whose size is a guess (``estimate``: ``sources.text_bytes_estimate``
@@ -130,25 +162,25 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
     written) are reused while a file's fingerprint is unchanged, so a rerun
     reads nothing twice.
     """
-    known = {}
-    for entry in (recorded or {}).get("inputs", []):
-        if isinstance(entry, dict) and "text_bytes" in entry:
-            known[_fingerprint_key(entry)] = entry["text_bytes"]
+    known = _recorded_sizes(recorded)
+    columns = fingerprints.columns
     sizes: list[int | None] = []
     guessed: list[int] = []
-    for index, ((src, path), fp) in enumerate(zip(files, fingerprints)):
+    for index, (src, path) in enumerate(files):
         if src.max_bytes is not None and file_format(path)[0] == "jsonl":
             try:  # a capped source's JSON lines: the text itself, not the lines (never a recorded size)
                 sizes.append(jsonl_text_bytes(path, src.text_column))
                 continue
             except (SourceError, OSError):
                 pass  # measured as any file below, which reports what is wrong
-        if (recorded_size := known.get(_fingerprint_key(fp), _UNKNOWN)) is not _UNKNOWN:
+        size = columns["size"][index]
+        if known and (recorded_size := known.get((columns["path"][index], size, columns["mtime_ns"][index],
+                                                  src.text_column), _UNKNOWN)) is not _UNKNOWN:
             sizes.append(recorded_size)
             continue
         try:
             if estimate and src.max_bytes is None:  # a capped source's share needs its exact size
-                size, exact = text_bytes_estimate(path, text_column=src.text_column, size=fp["size"])
+                size, exact = text_bytes_estimate(path, text_column=src.text_column, size=size)
                 sizes.append(size)
                 if not exact:
                     guessed.append(index)
@@ -161,6 +193,21 @@ def measure_text(cfg: Config, files: list[tuple[Source, Path]], fingerprints: li
     return sizes, tuple(guessed)
 
 
+def _recorded_sizes(recorded: dict[str, Any] | None) -> dict[tuple[Any, ...], int | None]:
+    """The text bytes a finished ingest's manifest records, by (path, size, mtime, text
+    column); none from a manifest of another form (an older one lists a dict a file)."""
+    inputs = (recorded or {}).get("inputs")
+    if not isinstance(inputs, dict):
+        return {}
+    try:
+        fields = [inputs[name] for name in ("path", "size", "mtime_ns", "text_column", "text_bytes")]
+    except KeyError:
+        return {}
+    if not all(isinstance(values, list) and len(values) == len(fields[0]) for values in fields):
+        return {}
+    return dict(zip(zip(*fields[:4]), fields[4]))
+
+
 def jsonl_text_bytes(path: Path, column: str) -> int:
     """The UTF-8 bytes of a ``.jsonl`` file's text field (escapes decoded), read
     through: what a capped source's share is measured on (``text_bytes`` counts
@@ -170,10 +217,6 @@ def jsonl_text_bytes(path: Path, column: str) -> int:
 
 
 _UNKNOWN = object()  # no size recorded (a recorded size may be None: the file was bad)
-
-
-def _fingerprint_key(fp: dict[str, Any]) -> tuple[Any, ...]:
-    return (fp.get("path"), fp.get("size"), fp.get("mtime_ns"), fp.get("text_column"))
 
 
 ESTIMATE_MARGIN = 0.5  # guessed sizes are trusted to keep the whole text only this far below the capacity

@@ -117,7 +117,7 @@ def test_a_config_source_by_uri_is_checked_and_trained_on_as_by_path(tmp_path, f
         outputs.append((config.parent / "out" / "tok.tiktoken").read_bytes())
     assert outputs[0] == outputs[1]
     manifest = json.loads((by_uri.parent / "out" / "tok.work" / "ingest" / "01-a" / "manifest.json").read_text())
-    assert [i["path"] for i in manifest["inputs"]][0] == "s3://bucket/corpus/a.txt"
+    assert manifest["inputs"]["path"][0] == "s3://bucket/corpus/a.txt"
     for bad, words in (({"path": "s3://bucket/nothing"}, "does not exist: s3://bucket/nothing"),
                        ({"file": "s3://bucket/corpus"}, "is a directory, not a file"),
                        ({"path": "s3://bucket/corpus/a.txt"}, "is a file, not a directory")):

@@ -118,7 +118,7 @@ def test_include_reads_any_suffix(tmp_path: Path) -> None:
     files = _tree(tmp_path / "tree")
     manifest, tree, _ = _ingest(tmp_path / "a", [{"path": str(tmp_path / "tree"),
                                                   "include": ["**/*.py", "**/*.c", "**/*.md"]}])
-    assert sorted(Path(i["path"]).name for i in manifest["inputs"]) == ["a.py", "b.c", "c.md"]
+    assert sorted(Path(p).name for p in manifest["inputs"]["path"]) == ["a.py", "b.c", "c.md"]
     assert manifest["counts"]["documents"] == 3
     copies = _folder_of(tmp_path / "copies", [files["a.py"], files["src/b.c"], files["docs/c.md"]], ".txt")
     _, as_txt, _ = _ingest(tmp_path / "b", [{"path": str(copies), "documents": "file"}])
@@ -129,7 +129,7 @@ def test_a_scan_without_include_reads_the_known_kinds_only(tmp_path: Path) -> No
     _tree(tmp_path / "tree")
     (tmp_path / "tree" / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     manifest, _, _ = _ingest(tmp_path / "a", [{"path": str(tmp_path / "tree")}])
-    assert [Path(i["path"]).name for i in manifest["inputs"]] == ["notes.txt"]
+    assert [Path(p).name for p in manifest["inputs"]["path"]] == ["notes.txt"]
     assert manifest["counts"]["documents"] == 2
 
 
@@ -163,7 +163,7 @@ def test_documents_is_in_the_key_and_the_plan(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n\ny = 2\n", encoding="utf-8")
     default, _, _ = _ingest(tmp_path / "d", [{"file": str(tmp_path / "a.py")}])
     ruled, _, _ = _ingest(tmp_path / "r", [{"file": str(tmp_path / "a.py"), "documents": "line"}])
-    assert "documents" not in default["inputs"][0] and ruled["inputs"][0]["documents"] == "line"
+    assert default["inputs"]["documents"] == [None] and ruled["inputs"]["documents"] == ["line"]
     assert default["key"] != ruled["key"]  # changing the rule ingests again
     plan = make_plan(load_config(tmp_path / "r" / "config.yaml"))
     assert plan["phases"][0]["files"][0]["documents"] == "line"

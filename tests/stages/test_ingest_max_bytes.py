@@ -148,7 +148,7 @@ def test_keys_without_and_with_max_bytes(tmp_path, shapes):
     cfg, folder = inputs([{"file": str(shapes["small"])}])
     assert "source_caps" not in folder.settings() and folder.inputs().caps == ()
     assert folder.key() == keys.key_of({**keys.ingest_settings(cfg, cfg.phases[0], 1.0),
-                                        "files": folder.inputs().fingerprints})
+                                        "files": folder.inputs().fingerprints.columns})
     keys_seen = {folder.key()}
     for cap in (10_000, 20_000, 10**12):
         _, folder = inputs([{"file": str(shapes["small"]), "max_bytes": cap}])

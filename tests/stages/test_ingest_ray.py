@@ -157,7 +157,7 @@ def test_pyarrow_uri_sources_same_as_local(tmp_path, corpus, monkeypatch):
     pipeline.run(cfg, progress=Progress())
     got, m = results(config), manifest(config)
     ranges = -(-(corpus / "a.txt").stat().st_size // 60_000)  # a.txt in ranges of at most 60 kB
-    assert m["inputs"][0]["path"].startswith("file://") and m["engine"]["tasks"] >= 3 + ranges, m["engine"]
+    assert m["inputs"]["path"][0].startswith("file://") and m["engine"]["tasks"] >= 3 + ranges, m["engine"]
     for what in expected:
         assert got[what] == expected[what], what
 

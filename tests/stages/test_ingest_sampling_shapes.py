@@ -172,3 +172,38 @@ def test_a_guessed_size_that_proves_too_small_is_sampled_as_a_measured_one(tmp_p
     assert guessed["counts"] == measured["counts"]
     assert chunk_counts(tmp_path / "guessed" / "out" / "tok.work" / "ingest" / "01-p") == chunk_counts(
         tmp_path / "measured" / "out" / "tok.work" / "ingest" / "01-p")
+
+
+def test_a_rerun_reuses_the_text_bytes_recorded_while_the_file_is_unchanged(tmp_path, monkeypatch):
+    """The ingest manifest's inputs (a list a field) give the next run each unchanged
+    file's text bytes, unread; a file touched since is measured again."""
+    import os
+
+    import zstandard
+
+    from toktoktok.config import load_config
+
+    folder = tmp_path / "zst"
+    folder.mkdir()
+    text = {"a": b"a text\n\n" * 500, "b": b"another text\n\n" * 300}
+    for name, data in text.items():
+        (folder / f"{name}.txt.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    sizes = [len(text["a"]), len(text["b"])]
+    first, _ = ingest_here(tmp_path / "w", [{"path": str(folder)}])
+    assert first["inputs"]["text_bytes"] == sizes
+    measured: list[str] = []
+    real = workdir.layout.text_bytes
+
+    def counting(path, **kwargs):
+        measured.append(Path(path).name)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(workdir.layout, "text_bytes", counting)
+    monkeypatch.setattr(workdir.layout, "text_bytes_estimate", lambda path, **kw: (counting(path, **kw), True))
+    cfg = load_config(tmp_path / "w" / "config.yaml")
+    inputs = workdir.Work(cfg).ingest(cfg.phases[0]).inputs(exact=True)
+    assert measured == [] and inputs.sizes == sizes
+    st = os.stat(folder / "b.txt.zst")
+    os.utime(folder / "b.txt.zst", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    inputs = workdir.Work(cfg).ingest(cfg.phases[0]).inputs(exact=True)
+    assert measured == ["b.txt.zst"] and inputs.sizes == sizes

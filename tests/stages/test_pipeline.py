@@ -345,7 +345,9 @@ def test_manifests_record_inputs_outputs_counts_rss_and_timings(main):
         assert m["peak_rss_mb"] > 0
     for slug, _ in main.phases:
         inputs = manifest(main.work / "ingest" / slug)["inputs"]
-        assert inputs and all({"path", "size", "mtime_ns"} <= set(i) for i in inputs), "files and fingerprints"
+        fields = ("path", "size", "mtime_ns", "text_column", "weight", "documents", "text_bytes")
+        assert set(inputs) == set(fields) and inputs["path"], "files and fingerprints, a list a field"
+        assert all(len(inputs[f]) == len(inputs["path"]) for f in fields)
 
 
 def test_manifests_record_their_settings(main):
