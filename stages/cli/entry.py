@@ -2,15 +2,17 @@
 
 Until the command has begun, a Ctrl-C prints one line and exits 130 (a
 handler set before the imports, which take most of a second); numpy then
-loads with its BLAS on one thread and without transparent huge pages, and
-Arrow allocates through jemalloc, unless the environment says otherwise. Only the standard library's C
-signal module is imported here, so a script importing the package is left
+loads with its BLAS on one thread and without transparent huge pages,
+Arrow allocates through jemalloc, unless the environment says otherwise,
+and Python's collector runs less often. Only the standard library's C
+modules are imported here, so a script importing the package is left
 alone: all of this happens in ``main`` and ``legacy_main``.
 """
 
 # the C module under ``signal``: ``signal.getsignal`` imports and builds enums
 # first (milliseconds in which a Ctrl-C would still raise KeyboardInterrupt)
 import _signal
+import gc
 import os
 
 
@@ -35,6 +37,13 @@ def prepare() -> None:
     # its time taking it back page by page; jemalloc keeps it a while
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and arrow_has_jemalloc():
         os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
+    # a large folder's listing makes several objects a file, all long-lived, and at
+    # Python's thresholds each few thousand made started a collection, each full one
+    # walking every object numba and Arrow had made; the cycles a run leaves are few
+    gc.set_threshold(GC_YOUNG, 20, 20)
+
+
+GC_YOUNG = 50_000  # objects made between two collections of the youngest generation
 
 
 def arrow_has_jemalloc() -> bool:

@@ -180,7 +180,8 @@ def manifest_text(value: Any, depth: int = 0) -> str:
     if isinstance(value, dict) and value:
         items = (f"{inner}{json.dumps(str(k))}: {manifest_text(v, depth + 1)}" for k, v in value.items())
         return "{\n" + ",\n".join(items) + f"\n{pad}}}"
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (dict, list, tuple)) for v in value):
+    if isinstance(value, (list, tuple)) and any(issubclass(t, (dict, list, tuple)) for t in set(map(type, value))):
+        # the items' types found in C: a list a field of 70,000 input files, asked item by item, took 0.1 s
         return "[\n" + ",\n".join(inner + _ONE_LINE.encode(v) for v in value) + f"\n{pad}]"
     return _ONE_LINE.encode(value)
 

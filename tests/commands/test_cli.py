@@ -365,3 +365,18 @@ def test_no_jemalloc_named_for_a_pyarrow_that_does_not_say_it_has_it(tmp_path, m
     assert entry.arrow_has_jemalloc() is False
     (fake / "include" / "arrow" / "util" / "config.h").write_text("#define ARROW_JEMALLOC\n#define ARROW_MIMALLOC\n")
     assert entry.arrow_has_jemalloc() is True
+
+
+@pytest.mark.parametrize("setup", [_COMMAND, _SCRIPT])
+def test_the_command_collects_less_often_and_a_script_keeps_pythons_thresholds(setup):
+    import gc
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"{setup}; import gc; print(*gc.get_threshold())"],
+                          capture_output=True, text=True, check=True)
+    young, *older = map(int, done.stdout.split())
+    if setup == _COMMAND:
+        assert young > 10 * gc.get_threshold()[0] and older == [20, 20]
+    else:
+        assert (young, *older) == gc.get_threshold()

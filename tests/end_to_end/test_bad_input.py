@@ -502,6 +502,23 @@ def test_unreadable_file(tmp_path):
     assert [b["path"] for b in bad] == [str(locked)] and "permission denied" in bad[0]["error"]
 
 
+def test_the_first_unreadable_file_in_the_listing_order_is_named(tmp_path):
+    """Files are checked folder by folder, but the error names the first in the
+    order files are read (by relative path): ``a/z.txt`` before ``b.txt``."""
+    prefix = without_root_powers()
+    folder = tmp_path / "data"
+    (folder / "a").mkdir(parents=True)
+    for locked in (folder / "b.txt", folder / "a" / "z.txt"):
+        locked.write_bytes(GOOD)
+        locked.chmod(0)
+    (folder / "c.txt").write_bytes(GOOD)
+    config = write_config(tmp_path / "p", [phase("Only", 20, {"path": str(folder)})])
+    result = cli("run", "-c", config, prefix=prefix)
+    assert result.code == 2, result.err
+    line = error_line(result.err)
+    assert str(folder / "a" / "z.txt") in line and "permission denied" in line, line
+
+
 def test_unreadable_folder(tmp_path):
     prefix = without_root_powers()
     folder = tmp_path / "data"

@@ -41,14 +41,17 @@ def _is_supported(name: str) -> bool:
     return name.lower().endswith(SUFFIXES)
 
 
-def _walk_files(root: Path) -> Iterator[tuple[str, bool, str]]:
-    """(path, is a file, its real path) under root, as strings, skipping hidden
-    names, visiting each real dir once. Only the root's and a linked folder's
-    real paths are asked of the system: below them a folder's is its parent's
-    joined with its name, and a file's costs nothing unless the file is itself
-    a symbolic link (a folder of many files spent its time on these, and on a
-    ``Path`` per file).
+def _walk_files(root: Path, *, check: bool = False) -> Iterator[tuple[str, bool, str, bool]]:
+    """(path, is a file, its real path, readable) under root, as strings, skipping
+    hidden names, visiting each real dir once. Only the root's and a linked
+    folder's real paths are asked of the system: below them a folder's is its
+    parent's joined with its name, and a file's costs nothing unless the file is
+    itself a symbolic link (a folder of many files spent its time on these, and
+    on a ``Path`` per file).
 
+    Each folder is listed through a descriptor where the system allows it, so
+    that ``check`` (whether the user may read each file: ``os.access``) looks
+    up one name, not the whole path; without ``check`` every file is readable.
     Entries that are neither a file nor a folder come with ``False`` only when
     they are symbolic links (dangling, or looping): the caller decides.
     """
@@ -59,37 +62,54 @@ def _walk_files(root: Path) -> Iterator[tuple[str, bool, str]]:
         if real in seen:
             continue
         seen.add(real)
+        fd = None
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            if _BY_DESCRIPTOR:
+                fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            entries = sorted(os.scandir(fd if fd is not None else folder), key=lambda e: e.name)
         except OSError as exc:
+            if fd is not None:
+                os.close(fd)
             raise SourceError(f"{folder}: cannot list directory: {exc.strerror or exc}") from exc
-        subdirs = []
-        below = real if real.endswith(os.sep) else real + os.sep  # a real path joined with a name, as os.path.join
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                is_dir, is_file = entry.is_dir(), entry.is_file()
-            except OSError:  # a loop of symbolic links raises ELOOP here
-                is_dir = is_file = False
-            if is_dir:
-                link = entry.is_symlink()
-                subdirs.append((entry.path, os.path.realpath(entry.path) if link else below + name))
-            elif is_file:
-                link = entry.is_symlink()
-                yield entry.path, True, os.path.realpath(entry.path) if link else below + name
-            elif entry.is_symlink():
-                yield entry.path, False, ""
+        try:
+            subdirs = []
+            here = folder if folder.endswith(os.sep) else folder + os.sep  # what scandir's own paths are
+            below = real if real.endswith(os.sep) else real + os.sep  # a real path joined with a name, as os.path.join
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                try:
+                    is_dir, is_file = entry.is_dir(), entry.is_file()
+                except OSError:  # a loop of symbolic links raises ELOOP here
+                    is_dir = is_file = False
+                path = here + name
+                if is_dir:
+                    link = entry.is_symlink()
+                    subdirs.append((path, os.path.realpath(path) if link else below + name))
+                elif is_file:
+                    link = entry.is_symlink()
+                    readable = not check or (os.access(name, os.R_OK, dir_fd=fd) if fd is not None
+                                             else os.access(path, os.R_OK))
+                    yield path, True, os.path.realpath(path) if link else below + name, readable
+                elif entry.is_symlink():
+                    yield path, False, "", True
+        finally:
+            if fd is not None:
+                os.close(fd)
         stack.extend(reversed(subdirs))
 
 
-def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool, str]]:
+# a folder listed through its descriptor: its files' checks look up a name, not a path
+_BY_DESCRIPTOR = os.scandir in os.supports_fd and os.access in os.supports_dir_fd
+
+
+def _walk_remote(root: RemotePath) -> Iterator[tuple[RemotePath, bool, str, bool]]:
     """(file, True, its path) under a ``pyarrow.fs`` folder or prefix, hidden names (any
     part starting with ".") skipped, in no order (the caller sorts): no links there."""
     for file in root.walk():
         if not any(part.startswith(".") for part in file.relative_to(root).parts):
-            yield file, True, str(file)
+            yield file, True, str(file), True
 
 
 def _selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
@@ -203,26 +223,27 @@ def list_source_files(source: Source, *, strict: bool = False,
     if not path.is_dir():
         raise SourceError(f"{path}: no such directory")
     remote = is_remote(path)
-    found: list[tuple[str, Any, str]] = []
+    found: list[tuple[str, Any, str, bool]] = []
     prefix = len(str(path).rstrip("/")) + 1
-    for file, is_file, real in _walk_files(path) if not remote else _walk_remote(path):
+    for file, is_file, real, readable in _walk_files(path, check=strict) if not remote else _walk_remote(path):
         rel = file[prefix:] if not remote else file.relative_to(path).as_posix()
         if (source.include or _is_supported(rel)) and _selected(rel, source.include, source.exclude):
             if is_file:
-                found.append((rel, file, real))
+                found.append((rel, file, real, readable))
             elif strict:
                 raise SourceError(f"{file}: {_broken_link(Path(file))}")
             elif skipped is not None:
                 skipped.append({"path": str(file), "error": _broken_link(Path(file)), "text_read_kept": False})
     found.sort()
-    names = _unique_real(found) if not remote else [file for _, file, _ in found]
+    names = _unique_real(found) if not remote else [file for _, file, _, _ in found]
     if not names and source.include:
         raise SourceError(f"{path}: no file found (after include/exclude)")
     if not names:
         raise SourceError(f"{path}: no {'/'.join(SUFFIXES)} file found (after include/exclude)")
     if strict:
-        for file in names:
-            _check_openable(file)
+        for _, file, _, readable in found:
+            if not readable or remote:  # the first in the listing's order says why it cannot be read
+                _check_openable(file)
     return names if remote else _paths(names)
 
 
@@ -280,11 +301,11 @@ def _check_openable(path: Path | RemotePath | str) -> None:
         raise cannot_read(path, exc) from exc
 
 
-def _unique_real(found: list[tuple[str, str, str]]) -> list[str]:
+def _unique_real(found: list[tuple[str, str, str, bool]]) -> list[str]:
     """Drop files already listed under another name (symlinks)."""
     seen: set[str] = set()
     out = []
-    for _, file, real in found:
+    for _, file, real, _ in found:
         if real not in seen:
             seen.add(real)
             out.append(file)
