@@ -123,6 +123,27 @@ def test_the_sample_is_exactly_the_documents_the_seeded_rule_picks(tmp_path):
     assert 0.75 * capacity < m["counts"]["kept_bytes"] < 1.25 * capacity
 
 
+@pytest.mark.parametrize("budget_mb", [1, 64])
+def test_held_out_and_sampled_units_of_a_txt_are_exactly_the_rules(tmp_path, budget_mb):
+    """A ``.txt`` with a held-out share, sampled or whole: the held-out texts are the
+    units the held-out rule picks, in order; the training text is the other units
+    the sample rule picks (runs of units of one fate are sent at once)."""
+    files = _corpus(tmp_path / "data")[:1]
+    folder = _run_ingest(tmp_path / "run", files, budget_mb=budget_mb, heldout_share=0.15, seed=3)
+    m = manifest(folder)
+    share = m["sample"]["share"]
+    assert (share < 1) == (budget_mb == 1)
+    found = unit_texts(files[0], units.bound(budget_mb))
+    held = [t for _, offset, t in found if is_heldout(3, "01-p", 0, offset, 0.15)]
+    kept = [t for _, offset, t in found if not is_heldout(3, "01-p", 0, offset, 0.15)
+            and chosen(3, "01-p", 0, offset, share, salt="sample")]
+    assert 10 < len(held) < len(found) // 3 and len(kept) > len(held)
+    assert workdir.artifacts.read_ipc(folder / "heldout.arrow")["text"].to_pylist() == held
+    assert m["counts"]["heldout_documents"] == len(held) and m["counts"]["kept_documents"] == len(kept)
+    assert m["counts"]["sampled_out_documents"] == len(found) - len(held) - len(kept)
+    assert chunk_counts(folder) == piece_counts(kept, [])
+
+
 def test_a_budget_larger_than_the_text_keeps_everything_and_a_rerun_reads_nothing_twice(tmp_path):
     files = _corpus(tmp_path / "data")
     folder = _run_ingest(tmp_path / "run", files, budget_mb=64, heldout_share=0.0)
