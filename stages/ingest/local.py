@@ -135,8 +135,8 @@ class WholeFiles:
         if size:
             body = memoryview(data)[skip:]
             if rule == "blank-line":
-                ends = documents.doc_ends(readonly_bytes(body), 0, size, True)
-                found = len(ends) + (not len(ends) or int(ends[-1]) < size)
+                # the last document runs to the end: ``doc_ends`` never ends one there
+                found = len(documents.doc_ends(readonly_bytes(body), 0, size, True)) + 1
             else:
                 found = 1
             self.batcher.add([body], src.weight, index)

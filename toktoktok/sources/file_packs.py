@@ -189,9 +189,8 @@ def _read_pack(names, offsets, blank, max_file, flags, data, starts, ends, sizes
         if b > a:
             if blank[i]:
                 # arguments typed as Python's callers type them (no literal 0 or True): one signature
-                # of ``doc_ends`` serves both
-                found = doc_ends(data[a:b], a - a, b - a, blank[i])
-                documents[i] = len(found) + (1 if len(found) == 0 or found[-1] < b - a else 0)
+                # of ``doc_ends`` serves both; the last document runs to the end, where it never ends one
+                documents[i] = len(doc_ends(data[a:b], a - a, b - a, blank[i])) + 1
             else:
                 documents[i] = 1
         at = b
