@@ -423,7 +423,6 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
     change = np.ones(len(codes), dtype=np.bool_)
     change[1:] = (codes[1:] != codes[:-1]) | (codes[1:] == CANDIDATE)
     heads = ([0] if first else []) + (np.flatnonzero(change) + first).tolist()
-    stop_at = stops.tolist() if len(heads) > len(stops) // 8 else None  # as Python ints, when most are used
     run = -1  # where training bytes not sent yet start (the stream keeps the file's order)
     start = 0
     for i, after in zip(heads, [*heads[1:], len(stops)]):
@@ -440,7 +439,7 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
                     route.train_raw(data[run:start])
                     run = -1
                 route.break_stream()
-        stop = stop_at[last] if stop_at is not None else int(stops[last])
+        stop = int(stops[last])
         if route.fate is TRAIN:
             run = start if run < 0 else run
         elif route.fate is SKIP and documents.valid_utf8(readonly_bytes(data[start:stop])):

@@ -6,8 +6,9 @@ fingerprints; train, the digest of its phase's chunk files (``pieces``) and
 of every earlier phase's merges (``before``); export, the digest of every
 phase's merges (``trained``). Upstream digests are ``artifacts.outputs_key``
 of upstream manifests, which the stage folder objects (``folders``) read and
-check; these functions only put the parts together, so every key is what
-it always was and users' work folders stay current.
+check; these functions only put the parts together. A change to what goes
+into a key makes every user's work folder redo that stage once, so it is
+made only with the reason said in docs/outputs.md.
 
     >>> settings = {"stage": "train", "merges": 5}
     >>> train_key(settings, pieces="p", before=[]) == key_of({**settings, "pieces": "p", "before": []})
