@@ -38,8 +38,8 @@ def prepare() -> None:
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and arrow_has_jemalloc():
         os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
     # a large folder's listing makes several objects a file, all long-lived, and at
-    # Python's thresholds each few thousand made started a collection, each full one
-    # walking every object numba and Arrow had made; the cycles a run leaves are few
+    # Python's thresholds every 700 made started a collection, each full one walking
+    # every object numba and Arrow had made; the cycles a run leaves are few
     gc.set_threshold(GC_YOUNG, 20, 20)
 
 

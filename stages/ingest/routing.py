@@ -164,7 +164,7 @@ def span_origin(path: Path, span: tuple[int, int] | None) -> int:
 
 
 TRAIN, HELD, SKIP = "train", "held", "skip"
-TRAINS, LEFT_OUT, CANDIDATE = 0, 1, 2  # ``Router.plan_codes``: a unit's fate as far as the sample knows it
+TRAINS, LEFT_OUT, CANDIDATE = 0, 1, 2  # ``Router.plan``: a unit's fate as far as the sample knows it
 
 
 class Router:
@@ -229,26 +229,27 @@ class Router:
             self.fate = sample
         return self.fate
 
-    def plan(self, offsets: np.ndarray, row: int = 0) -> tuple[list[str | None], list[str]]:
-        """The fates of the units starting at ``offsets`` as far as they are known now:
-        TRAIN or SKIP from the sample (decided all at once), None for a held-out
-        candidate, which ``open`` decides when it comes (the cap may be reached);
-        and every unit's fate in the sample, for ``open``."""
-        codes, keep = self.plan_codes(offsets, row)
-        samples = [TRAIN if k else SKIP for k in keep.tolist()]
-        return [None if c == CANDIDATE else f for c, f in zip(codes.tolist(), samples)], samples
-
-    def plan_codes(self, offsets: np.ndarray, row: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """``plan`` as arrays: each unit's code (``TRAINS``, ``LEFT_OUT``, or
-        ``CANDIDATE`` for ``open`` to decide) and whether the sample keeps it."""
+    def plan(self, offsets: np.ndarray, row: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The fates of the units starting at ``offsets`` as far as they are known now,
+        decided all at once: each unit's code (``TRAINS`` or ``LEFT_OUT`` by the
+        sample, ``CANDIDATE`` for a held-out candidate, which ``open`` decides when it
+        comes: the cap may be reached), and whether the sample keeps it."""
         keep = self.keep(offsets, row)
         codes = np.where(keep, TRAINS, LEFT_OUT).astype(np.int8)
         if self.cfg.heldout_share > 0 and self.tally.heldout_bytes < HELDOUT_CAP_BYTES:
             codes[sampling.chosen_at(self.heldout_key, offsets, self.cfg.heldout_share, row=row)] = CANDIDATE
         return codes, keep
 
+    def open_planned(self, code: int, kept: bool, offset: int, count: int = 1, row: int = 0) -> str:
+        """Open what ``plan`` coded: a held-out candidate starting at ``offset`` (of
+        ``row``), decided now, or ``count`` units in a row of a known fate."""
+        if code == CANDIDATE:
+            return self.open(offset, TRAIN if kept else SKIP, row=row)
+        self.open_many(TRAIN if code == TRAINS else SKIP, count)
+        return self.fate
+
     def open_many(self, fate: str, count: int) -> None:
-        """Open ``count`` units in a row whose fate ``plan`` knew (TRAIN or SKIP)."""
+        """Open ``count`` units in a row of a known fate (TRAIN or SKIP)."""
         self.tally.units += count
         if fate is TRAIN:
             self.tally.kept_documents += count
@@ -407,7 +408,7 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
     """Decide the units starting in the window and send each run of units of one
     fate at once: held-out candidates one by one, the sample for all at once.
 
-    The runs are found on arrays (``Router.plan_codes``): a unit at a time in
+    The runs are found on arrays (``Router.plan``): a unit at a time in
     Python, a ``.txt`` of 1.9 million documents spent most of a second here
     whenever a held-out share was set."""
     data, ends = window.data, window.ends
@@ -418,7 +419,7 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
     stops = ends if count and int(ends[-1]) == size else np.append(ends, size)
     first = 0 if route.fate is None else 1  # segment 0 may go on with the open unit
     offsets = np.concatenate((np.zeros(1, dtype=ends.dtype), ends))[first : len(stops)]
-    codes, keep = route.plan_codes(offsets.astype(np.uint64) + np.uint64(window.start))
+    codes, keep = route.plan(offsets.astype(np.uint64) + np.uint64(window.start))
     # a step: the open unit's rest, one held-out candidate, or a run of units of one known fate
     change = np.ones(len(codes), dtype=np.bool_)
     change[1:] = (codes[1:] != codes[:-1]) | (codes[1:] == CANDIDATE)
@@ -428,12 +429,7 @@ def each_unit(window: units.UnitWindow, route: Router, decoder: Utf8Decoder) -> 
     for i, after in zip(heads, [*heads[1:], len(stops)]):
         last = after - 1
         if i >= first:
-            code = int(codes[i - first])
-            if code == CANDIDATE:
-                fate = route.open(window.start + start, TRAIN if keep[i - first] else SKIP)
-            else:
-                fate = TRAIN if code == TRAINS else SKIP
-                route.open_many(fate, after - i)
+            fate = route.open_planned(int(codes[i - first]), bool(keep[i - first]), window.start + start, after - i)
             if fate is not TRAIN:
                 if run >= 0:
                     route.train_raw(data[run:start])
@@ -463,12 +459,9 @@ def route_row(route: Router, text: str, offset: int, row: int) -> None:
                                   **cfg.pattern.cut_rule(), special_tokens=cfg.special_tokens)
     route.tally.units_over_bound += over
     offsets = np.array([offset + at for at, _ in parts], dtype=np.uint64)
-    fates, samples = route.plan(offsets, row)  # all at once: one hash call per row
+    codes, keep = route.plan(offsets, row)  # all at once: one hash call per row
     for k, (at, part) in enumerate(parts):
-        if fates[k] is None:
-            route.open(offset + at, samples[k], row=row)
-        else:
-            route.open_many(fates[k], 1)
+        route.open_planned(int(codes[k]), bool(keep[k]), offset + at, row=row)
         if route.fate is not TRAIN:
             route.break_stream()
         for i in range(0, len(part), ROW_BLOCK_CHARS):  # as read, so forced cuts fall alike
