@@ -37,7 +37,7 @@ from numba import njit, prange
 
 from toktoktok import merge_parallel
 from toktoktok.kernel_args import int64s
-from toktoktok.merge_parallel import apply, ask_symbols, batch_end, emit, part_starts, region_size, settle
+from toktoktok.merge_parallel import LEFT_RISE, RIGHT_RISE, ask_symbols, fill, gather, part_starts, scan, tallies
 from toktoktok.pair_table import (
     COUNT,
     HEAD,
@@ -336,7 +336,7 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
 @njit(cache=True, nogil=True)
 def _train_kernel(
     sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress,
-    max_words, t_words, t_edges, parts, parallel_symbols, event_room
+    max_words, t_words, t_edges, parts, parallel_symbols, node_room
 ):
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
@@ -349,7 +349,7 @@ def _train_kernel(
     words is never made (0: no bound). A merge whose pieces hold at least
     ``parallel_symbols`` symbols is made in ``parts`` parts on the numba
     threads (``merge_parallel``; same result), when ``parts`` is above 1, in
-    batches whose events fit in ``event_room``.
+    rounds of at most ``node_room`` list nodes a part.
     """
     n_words = len(wlen)
     # each piece's offset, count, length and last merge stamp in one record
@@ -398,18 +398,9 @@ def _train_kernel(
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged
     cum = np.zeros(n_words + 1, dtype=np.int64)  # their running total of symbols
     touched = np.empty(1024, dtype=np.int32)
-    # a large merge's events and its parts' tallies (merge_parallel), grown on first use
-    ev_key = np.empty(0, dtype=np.int64)
-    ev_w = np.empty(0, dtype=np.int32)
-    ev_n = np.zeros((parts, parts), dtype=np.int64)
-    lost = np.zeros(parts, dtype=np.int64)
-    n_new = np.zeros(parts, dtype=np.int64)
-    new_at = np.empty((0, 0), dtype=np.int32)  # each owner's pairs new in a merge (merge_parallel.apply)
-    new_rows = np.empty((0, 0, 4), dtype=np.int64)
-    grows = np.zeros((parts, parts), dtype=np.int64)
-    node_start = np.zeros(parts, dtype=np.int64)
-    touch_start = np.zeros(parts, dtype=np.int64)
-    n_touch = np.zeros(parts, dtype=np.int64)
+    # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use
+    acc, codes, n_codes, last, nodes, first, at, end, tail, node_code, node_w = tallies(parts, 0, 0)
+    outs = np.zeros((parts, 3), dtype=np.int64)
     stamp = 0
     spent = np.int64(0)  # nodes in the lists merges consumed (room_for_nodes)
     while made < n_merges and h_size > 0:
@@ -479,43 +470,40 @@ def _train_kernel(
                 n_ws += 1
         state[2] = 0
         t = np.int64(0)
-        if parts > 1 and cum[n_ws] >= parallel_symbols:
-            # -- 3b'. a large merge: in batches, each in parts (merge_parallel) --
+        if cum[n_ws] >= parallel_symbols:
+            # -- 3b'. a large merge: in rounds, each in parts (merge_parallel) --
             n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
-            if len(new_at) == 0:
-                new_at = np.full((parts, 2 * len(tok_off)), -1, dtype=np.int32)
-                new_rows = np.empty((parts, 2 * len(tok_off), 4), dtype=np.int64)
-            while t < n_ws:
-                t1 = batch_end(cum, t, n_ws, max(1, event_room // (2 * parts)))
-                starts = part_starts(cum, t, t1, parts)
-                size = region_size(cum, starts)
-                need = parts * parts * size
-                if need > len(ev_key):
-                    ev_key = np.empty(need, dtype=np.int64)
-                    ev_w = np.empty(need, dtype=np.int32)
-                emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost)
-                more = grows.sum()
-                # room for the nodes only: few of the pairs are new
-                occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more,
-                                                                  parts)
+            if acc.shape[2] == 0:
+                acc, codes, n_codes, last, nodes, first, at, end, tail, node_code, node_w = tallies(
+                    parts, len(tok_off), node_room)
+            starts = part_starts(cum, 0, n_ws, parts)
+            cursor = starts[:parts].copy()
+            while True:
+                scan(sym, W, ws, cursor, starts[1:], a, b, r, acc, codes, n_codes, last, nodes, first, node_code,
+                     node_w, outs)
+                more = n_codes[:, LEFT_RISE].sum() + n_codes[:, RIGHT_RISE].sum()  # at most as many new pairs
+                P, slots = reserve_pairs(P, slots, n_pairs, more)
+                occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent,
+                                                                  outs[:, 1].sum(), parts)
                 touched = grow(touched, n_touched + more)
-                before = np.int64(0)
-                for o in range(parts):
-                    node_start[o] = n_occ + before
-                    touch_start[o] = n_touched + before
-                    for k in range(parts):
-                        before += grows[k, o]
-                apply(P, slots, W, r, size, ev_key, ev_w, ev_n, node_start, occ_word, occ_next, touch_start,
-                      touched, n_touch, stamp, new_at, new_rows, n_new)
-                for o in range(parts):  # the owners' touched pairs, one after the other
-                    for i in range(n_touch[o]):
-                        touched[n_touched + i] = touched[touch_start[o] + i]
-                    n_touched += n_touch[o]
-                n_occ += more
-                P, slots = reserve_pairs(P, slots, n_pairs, n_new.sum())
-                n_pairs, n_touched = settle(P, slots, n_pairs, r, new_at, new_rows, n_new, touched, n_touched)
-                P[p, COUNT] -= lost.sum()
-                t = t1
+                n_pairs, n_occ, n_touched = gather(P, slots, n_pairs, n_occ, a, b, r, stamp, acc, codes, n_codes,
+                                                   last, nodes, first, at, end, tail, touched, n_touched)
+                fill(node_code, node_w, outs, at, end, tail, occ_word, occ_next)
+                P[p, COUNT] -= outs[:, 2].sum()
+                longest = 0  # a part stopped at a piece longer than its whole buffer
+                left = False
+                for k in range(parts):
+                    if outs[k, 0] < starts[k + 1]:
+                        left = True
+                        if outs[k, 0] == cursor[k]:
+                            longest = max(longest, W[ws[cursor[k]]].len)
+                    cursor[k] = outs[k, 0]
+                if not left:
+                    break
+                if longest > node_w.shape[1]:
+                    node_code = np.empty((parts, longest), dtype=np.int32)
+                    node_w = np.empty((parts, longest), dtype=np.int32)
+            t = n_ws
             progress[1] += n_ws
             progress[2] += cum[n_ws]
             state[0], state[1], state[2] = n_pairs, n_occ, n_touched
@@ -691,7 +679,7 @@ def train_phase(
     threads = numba.get_num_threads()
     args = (sym, sym_off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
             min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges,
-            max(1, parts or threads), parallel_symbols, merge_parallel.EVENT_ROOM)
+            max(1, parts or threads), parallel_symbols, merge_parallel.NODE_ROOM)
     t1 = time.perf_counter()
     out, marks = _run_reporting(_train_kernel, args, progress, on_progress, threads)
     t2 = time.perf_counter()

@@ -1,25 +1,35 @@
-"""One large merge on every core, with exactly the result of one thread.
+"""One large merge in parts, on every core, with exactly the result of one thread.
 
-Why. The first merges of a phase each rewrite a large share of the pieces,
-one thread at a time. A merge is independent across pieces; its bookkeeping
-is not: each site changes the counts of the pairs around it, adds pieces to
-their lists, and may create pairs.
+Why. The first merges of a phase each rewrite a large share of the pieces. A
+merge is independent across pieces; its bookkeeping is not: each site changes
+the counts of the pairs beside it and adds the piece to the lists of the pairs
+it makes. Looking each of those pairs up in the hash table, site by site, is
+most of a large merge's time, and threads cannot share that table's writes.
 
-How. The pieces go in batches (``EVENT_ROOM`` bounds their events), each in
-three steps. 1. ``emit``, on parts of the batch cut at equal symbols: each
-part rewrites its pieces as the one-thread loop does and writes an event,
-``(key, piece)`` (``-(w + 1)``: a count that falls), per pair count that
-changes, into the region of the pair's owner (``pair_table.owner``).
-2. ``apply``, one thread an owner: its events of each part, in order, to the
-counts, its own stretch of list nodes and the touched marks. A pair not in
-the table (only read here) holds the new token r, (x, r) or (r, y): it gets
-a row in the owner's small table, found by x or y without hashing.
-3. ``settle``, on one thread: those new pairs enter the table.
+How. Merging (a, b) into r, the pairs a site changes are named by one symbol
+each: the left neighbour x loses (x, a) and gains (x, r); the right neighbour
+y loses (b, y) and gains (r, y). So each part tallies them in four dense
+arrays indexed by that symbol (``LEFT_FALL``, ``RIGHT_FALL``, ``LEFT_RISE``,
+``RIGHT_RISE``), without hashing, and writes a list node ``(symbol, piece)``
+per pair a piece gains. A merge goes in rounds of three steps:
 
-Counts are sums; each list gets its pieces in one thread's order, since one
-owner writes it in event order; the heap orders entries by (count, key),
-never by row. So the merges are the same for any number of parts, threads
-or batch size, and the same as ``merge``'s one-thread loop.
+1. ``scan``: each part rewrites its pieces (``part_starts`` cuts them at equal
+   symbols) as the one-thread loop does, and tallies; it stops before a piece
+   whose nodes might not fit its buffer.
+2. ``gather``, on one thread: each symbol a part tallied becomes one pair,
+   looked up once (a gain may make a new pair: gains go first, since a later
+   site's loss can name a pair an earlier site made, as (r, a) in "abab"),
+   its count changed by the tally, and a block of nodes reserved for the
+   part's pieces, put at the head of the pair's list.
+3. ``fill``: each part writes its nodes into its blocks.
+
+Counts are sums, each block holds one part's pieces in their order, and the
+heap orders entries by (count, key), never by row or list. So the merges are
+the same for any number of parts or threads, and the same as ``merge``'s
+one-thread loop.
+
+    >>> part_starts(np.array([0, 3, 6, 9, 12]), 0, 4, 2).tolist()
+    [0, 2, 4]
 """
 
 from __future__ import annotations
@@ -27,11 +37,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from toktoktok.pair_table import COUNT, HEAD, KEY, LOW, MARK, find_slot, mix, note_piece, owner, pair_row
+from toktoktok.pair_table import COUNT, HEAD, LOW, MARK, find_slot, pair_row
 from toktoktok.prefetch import prefetch
 
-# the events of a batch, all parts' regions: a batch has EVENT_ROOM // (2 * parts) symbols
-EVENT_ROOM = 1 << 20
+LEFT_FALL, RIGHT_FALL, LEFT_RISE, RIGHT_RISE = 0, 1, 2, 3
+# list nodes a part writes in one round (8 bytes each): it stops before a piece
+# that might not fit, and a round's gather and fill follow
+NODE_ROOM = 1 << 18
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,24 +58,9 @@ def ask_symbols(sym, W, w):
 
 
 @njit(cache=True)
-def batch_end(cum, t0, n_ws, most):
-    """The end of the batch that starts at piece ``t0`` of the merge: as many pieces as
-    hold at most ``most`` symbols (``cum``: the running total of their lengths),
-    at least one."""
-    lo, hi = t0 + 1, n_ws
-    while lo < hi:  # the last t with cum[t] - cum[t0] <= most
-        mid = (lo + hi + 1) >> 1
-        if cum[mid] - cum[t0] <= most:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-@njit(cache=True)
 def part_starts(cum, t0, t1, parts):
     """Where each of ``parts`` parts of pieces ``t0:t1`` starts, at about equal symbol
-    counts; ``starts[parts] == t1``."""
+    counts (``cum``: the running total of the pieces' lengths); ``starts[parts] == t1``."""
     starts = np.empty(parts + 1, dtype=np.int64)
     total = cum[t1] - cum[t0]
     t = t0
@@ -77,151 +74,171 @@ def part_starts(cum, t0, t1, parts):
 
 
 @njit(cache=True)
-def region_size(cum, starts):
-    """Room for one (part, owner) region of events: two a symbol of the largest part."""
-    most = 0
-    for k in range(len(starts) - 1):
-        most = max(most, cum[starts[k + 1]] - cum[starts[k]])
-    return 2 * most
+def tallies(parts, tokens, room):
+    """Each part's tallies for tokens ``0..tokens-1`` and its node buffer of ``room``
+    nodes, all empty, in the order ``scan``, ``gather`` and ``fill`` take them."""
+    return (np.zeros((parts, 4, tokens), dtype=np.int64),  # acc: count changes, by kind and symbol
+            np.empty((parts, 4, tokens), dtype=np.int32),  # codes: the symbols tallied, by kind
+            np.zeros((parts, 4), dtype=np.int64),  # n_codes
+            np.zeros((parts, 2, tokens), dtype=np.int32),  # last: the last piece + 1 given a node, by side
+            np.zeros((parts, 2, tokens), dtype=np.int32),  # nodes: how many, by side and symbol
+            np.empty((parts, 2, tokens), dtype=np.int32),  # first: the first piece given a node
+            np.empty((parts, 2, tokens), dtype=np.int64),  # at: where the part's next node of a block goes
+            np.empty((parts, 2, tokens), dtype=np.int64),  # end: where that block ends
+            np.empty((parts, 2, tokens), dtype=np.int64),  # tail: the node after the block (the list's old head)
+            np.empty((parts, room), dtype=np.int32),  # node_code: a node's symbol (~symbol: the right side)
+            np.empty((parts, room), dtype=np.int32))  # node_w: its piece
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def emit(sym, W, ws, starts, a, b, r, size, ev_key, ev_w, ev_n, grows, lost):
-    """Step 1: rewrite pair (a, b) as r in each part's pieces and write its events,
-    part k's for owner o from ``(k * owners + o) * size`` on, ``ev_n[k, o]`` of
-    them; ``grows[k, o]``: how many of those raise a count; ``lost[k]``: the
-    occurrences of (a, b) the part removed."""
-    parts = len(starts) - 1
-    owners = ev_n.shape[1]
-    for k in prange(parts):
-        gone = 0
-        # this part's own tallies (no cache line shared with another part)
-        at = np.empty(owners, dtype=np.int64)
-        rises = np.zeros(owners, dtype=np.int64)
-        for o in range(owners):
-            at[o] = (k * owners + o) * size
-        end = starts[k + 1]
-        for t in range(starts[k], end):
-            if t + 16 < end:  # as in merge's one-thread loop: the pieces lie anywhere
-                prefetch(W, ws[t + 16])
-            if t + 8 < end:
-                ask_symbols(sym, W, ws[t + 8])
-            w = ws[t]
-            s0 = W[w].off
-            n = W[w].len
-            cw = W[w].count
-            i = 0
-            j = 0
-            while i < n:
-                if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
-                    gone += cw
-                    for side in range(2):
-                        if side == 0:  # (x, a) -> (x, r)
-                            if j == 0:
-                                continue
-                            x = np.int64(sym[s0 + j - 1]) << 32
-                            fall, rise = x | a, x | r
-                        else:  # (b, y) -> (r, y)
-                            if i + 2 >= n:
-                                continue
-                            y = np.int64(sym[s0 + i + 2])
-                            fall, rise = (np.int64(b) << 32) | y, (np.int64(r) << 32) | y
-                        o = owner(fall, owners)
-                        ev_key[at[o]] = fall
-                        ev_w[at[o]] = -(w + 1)
-                        at[o] += 1
-                        o = owner(rise, owners)
-                        ev_key[at[o]] = rise
-                        ev_w[at[o]] = w
-                        at[o] += 1
-                        rises[o] += 1
-                    sym[s0 + j] = r
-                    i += 2
-                else:
-                    sym[s0 + j] = sym[s0 + i]
-                    i += 1
-                j += 1
-            W[w].len = j
-        lost[k] = gone
-        for o in range(owners):
-            ev_n[k, o] = at[o] - (k * owners + o) * size
-            grows[k, o] = rises[o]
+@njit(cache=True, nogil=True, inline="always")
+def _tally(acc, codes, n_codes, kind, c, delta):
+    """Add ``delta`` to a loss, ``acc[kind, c]``, listing ``c`` under ``kind`` on its first
+    change (a loss only falls; a gain is listed with its first node)."""
+    if acc[kind, c] == 0:
+        codes[kind, n_codes[kind]] = c
+        n_codes[kind] += 1
+    acc[kind, c] += delta
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def apply(P, slots, W, r, size, ev_key, ev_w, ev_n, node_start, occ_word, occ_next, touch_start, touched,
-          n_touch, stamp, new_at, new_rows, n_new):
-    """Step 2: owner o applies its events, part after part, in order: counts, list
-    nodes from ``node_start[o]`` on, and each pair whose count grew noted once per
-    merge in ``touched`` from ``touch_start[o]`` on (``n_touch[o]``: how many). A
-    pair not in the table gets row ``n_new[o]`` of ``new_rows[o]``, found again
-    through ``new_at[o]`` (x of (x, r), or ``len // 2`` + y of (r, y); -1: none)."""
-    parts, owners = ev_n.shape
-    half = new_at.shape[1] // 2
-    mask = np.uint64(len(slots) - 1)
-    flat = P.reshape(-1)  # rows as one run of int64, for the prefetches
-    for o in prange(owners):
-        node = node_start[o]
-        tn = touch_start[o]
-        mine = new_rows[o]
-        made = 0
-        for k in range(parts):
-            first = (k * owners + o) * size
-            last = first + ev_n[k, o]
-            for e in range(first, last):
-                # the slot of a pair 16 events on, and the row of the pair 8 on (its
-                # slot came in 8 events ago): their cache misses overlap this event's work
-                if e + 16 < last:
-                    prefetch(slots, np.int64(mix(ev_key[e + 16]) & mask))
-                if e + 8 < last:
-                    ahead = slots[np.int64(mix(ev_key[e + 8]) & mask)]
-                    if ahead >= 0:
-                        prefetch(flat, 4 * np.int64(ahead))
-                key = ev_key[e]
-                w = ev_w[e]
-                q = slots[find_slot(slots, P, key)]
-                rows = P
-                fresh = q < 0
-                if fresh:  # a pair with r, new in this merge
-                    right = key & LOW
-                    at = (key >> 32) if right == r else half + right
-                    q = new_at[o, at]
-                    if q < 0:
-                        q = made
-                        made += 1
-                        new_at[o, at] = q
-                        mine[q, KEY] = key
-                        mine[q, COUNT] = 0
-                        mine[q, HEAD] = -1
-                        mine[q, MARK] = 0
-                    rows = mine
-                if w < 0:
-                    rows[q, COUNT] -= W[-w - 1].count
-                    continue
-                rows[q, COUNT] += W[w].count
-                node = note_piece(rows, q, w, occ_word, occ_next, node)
-                if (rows[q, MARK] >> 32) != stamp:
-                    rows[q, MARK] = (np.int64(stamp) << 32) | (rows[q, MARK] & LOW)
-                    if not fresh:  # a new pair is noted as it enters the table
-                        touched[tn] = q
-                        tn += 1
-        n_touch[o] = tn - touch_start[o]
-        n_new[o] = made
+@njit(cache=True, nogil=True, inline="always")
+def _node(side, c, w, codes, n_codes, last, nodes, first, node_code, node_w, nn):
+    """Piece ``w`` gains the pair of ``c`` on ``side``: a node unless it has one there
+    already (its sites come one after another); the symbol listed on its first node."""
+    if last[side, c] == w + 1:
+        return nn
+    if nodes[side, c] == 0:
+        codes[LEFT_RISE + side, n_codes[LEFT_RISE + side]] = c
+        n_codes[LEFT_RISE + side] += 1
+        first[side, c] = w
+    last[side, c] = w + 1
+    nodes[side, c] += 1
+    node_code[nn] = c if side == 0 else ~c
+    node_w[nn] = w
+    return nn + 1
 
 
 @njit(cache=True, nogil=True)
-def settle(P, slots, n_pairs, r, new_at, new_rows, n_new, touched, n_touched):
-    """Step 3: the owners' new pairs into the table (room reserved), each noted as
-    touched; ``new_at`` cleared for the next batch. Returns ``(n_pairs, n_touched)``."""
-    half = new_at.shape[1] // 2
-    for o in range(len(n_new)):
-        for i in range(n_new[o]):
-            key = new_rows[o, i, KEY]
-            q, n_pairs = pair_row(P, n_pairs, slots, key)
-            for c in range(4):
-                P[q, c] = new_rows[o, i, c]
-            touched[n_touched] = q
-            n_touched += 1
-            right = key & LOW
-            new_at[o, (key >> 32) if right == r else half + right] = -1
-    return n_pairs, n_touched
+def scan_part(sym, W, ws, t, end, a, b, r, acc, codes, n_codes, last, nodes, first, node_code, node_w, out):
+    """Step 1 for one part: merge (a, b) into r in pieces ``ws[t:end]``, tallying
+    the pairs that change. Stops before a piece that might not fit the node
+    buffer (a site gives at most two nodes, a piece of n symbols at most n).
+    ``out``: where it stopped, the nodes written, the occurrences of (a, b) gone."""
+    room = len(node_w)
+    nn = 0
+    gone = 0
+    while t < end:
+        if t + 16 < end:  # the pieces lie anywhere: their records and symbols are asked for ahead
+            prefetch(W, ws[t + 16])
+        if t + 8 < end:
+            ask_symbols(sym, W, ws[t + 8])
+        w = ws[t]
+        s0 = W[w].off
+        n = W[w].len
+        if nn + n > room:
+            break
+        cw = W[w].count
+        i = 0
+        j = 0
+        while i < n:
+            if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
+                gone += cw
+                if j > 0:  # (x, a) -> (x, r), x as already rewritten
+                    x = sym[s0 + j - 1]
+                    if cw != 0:
+                        _tally(acc, codes, n_codes, LEFT_FALL, x, -cw)
+                        acc[LEFT_RISE, x] += cw  # listed with its node
+                    nn = _node(0, x, w, codes, n_codes, last, nodes, first, node_code, node_w, nn)
+                if i + 2 < n:  # (b, y) -> (r, y)
+                    y = sym[s0 + i + 2]
+                    if cw != 0:
+                        _tally(acc, codes, n_codes, RIGHT_FALL, y, -cw)
+                        acc[RIGHT_RISE, y] += cw
+                    nn = _node(1, y, w, codes, n_codes, last, nodes, first, node_code, node_w, nn)
+                sym[s0 + j] = r
+                i += 2
+            else:
+                sym[s0 + j] = sym[s0 + i]
+                i += 1
+            j += 1
+        W[w].len = j
+        t += 1
+    out[0] = t
+    out[1] = nn
+    out[2] = gone
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def scan(sym, W, ws, at, ends, a, b, r, acc, codes, n_codes, last, nodes, first, node_code, node_w, outs):
+    """Step 1 on every part at once: part k from ``at[k]`` to ``ends[k]``."""
+    for k in prange(len(at)):
+        scan_part(sym, W, ws, at[k], ends[k], a, b, r, acc[k], codes[k], n_codes[k], last[k], nodes[k], first[k],
+                  node_code[k], node_w[k], outs[k])
+
+
+@njit(cache=True, nogil=True)
+def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, acc, codes, n_codes, last, nodes, first, at, end, tail,
+           touched, n_touched):
+    """Step 2: each tallied symbol's pair gets its change of count; each pair a part
+    gave nodes gets a block for them at the head of its list (from ``n_occ``
+    on), and is noted once per merge in ``touched``. The tallies are left empty.
+    The caller has made room for a new pair per gain listed and for the
+    nodes. Returns ``(n_pairs, n_occ, n_touched)``."""
+    parts = len(n_codes)
+    for side in range(2):  # the gains first: a loss can name a pair a gain made
+        kind = LEFT_RISE + side
+        for k in range(parts):
+            for i in range(n_codes[k, kind]):
+                c = codes[k, kind, i]
+                key = (np.int64(c) << 32) | r if side == 0 else (np.int64(r) << 32) | c
+                q, n_pairs = pair_row(P, n_pairs, slots, key)
+                P[q, COUNT] += acc[k, kind, c]
+                acc[k, kind, c] = 0
+                m = nodes[k, side, c]
+                nodes[k, side, c] = 0
+                last[k, side, c] = 0
+                at[k, side, c] = n_occ
+                end[k, side, c] = n_occ + m
+                tail[k, side, c] = P[q, HEAD]
+                P[q, HEAD] = n_occ
+                n_occ += m
+                # the list's head now holds the block's first piece (note_piece's rule)
+                mark = P[q, MARK] & ~np.int64(LOW) | (first[k, side, c] + 1)
+                if (mark >> 32) != stamp:
+                    mark = (np.int64(stamp) << 32) | (mark & LOW)
+                    touched[n_touched] = q
+                    n_touched += 1
+                P[q, MARK] = mark
+            n_codes[k, kind] = 0
+    for side in range(2):
+        kind = LEFT_FALL + side
+        for k in range(parts):
+            for i in range(n_codes[k, kind]):
+                c = codes[k, kind, i]
+                key = (np.int64(c) << 32) | a if side == 0 else (np.int64(b) << 32) | c
+                P[slots[find_slot(slots, P, key)], COUNT] += acc[k, kind, c]
+                acc[k, kind, c] = 0
+            n_codes[k, kind] = 0
+    return n_pairs, n_occ, n_touched
+
+
+@njit(cache=True, nogil=True)
+def fill_part(node_code, node_w, nn, at, end, tail, occ_word, occ_next):
+    """Step 3 for one part: its ``nn`` nodes into its blocks, in order; a block's
+    last node leads on to the rest of the list."""
+    for i in range(nn):
+        c = node_code[i]
+        side = 0
+        if c < 0:
+            c = ~c
+            side = 1
+        o = at[side, c]
+        at[side, c] = o + 1
+        occ_word[o] = node_w[i]
+        occ_next[o] = o + 1 if o + 1 < end[side, c] else tail[side, c]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def fill(node_code, node_w, outs, at, end, tail, occ_word, occ_next):
+    """Step 3 on every part at once."""
+    for k in prange(len(outs)):
+        fill_part(node_code[k], node_w[k], outs[k, 1], at[k], end[k], tail[k], occ_word, occ_next)

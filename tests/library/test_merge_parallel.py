@@ -42,9 +42,10 @@ def assert_same(one, other):
     assert one.differing_pieces == 0
 
 
-# Every merge on the parallel route (0), none of them (above any merge), and a
-# bound between, where some of the same run's merges go each way.
-ROUTES = [(parts, bound) for parts in (2, 3, 4) for bound in (0, 64)] + [(2, 1 << 62)]
+# Every merge on the route in parts (0), none of them (above any merge), and a
+# bound between, where some of the same run's merges go each way; one part is
+# the same route on one thread.
+ROUTES = [(parts, bound) for parts in (1, 2, 3, 4) for bound in (0, 64)] + [(2, 1 << 62)]
 
 
 def corpora():
@@ -62,7 +63,7 @@ def test_every_route_learns_what_one_thread_learns(corpus, hardcoded):
     pieces = corpora()[corpus]
     vocab = Vocab.initial(hardcoded=hardcoded)
     words = 4 if corpus == "lines" else None
-    one = learned(pieces, vocab, merges=600, max_token_words=words, parts=1)
+    one = learned(pieces, vocab, merges=600, max_token_words=words, parts=1, parallel_symbols=1 << 62)
     for parts, bound in ROUTES:
         assert_same(learned(pieces, vocab, merges=600, max_token_words=words, parts=parts, parallel_symbols=bound),
                     one)
@@ -83,7 +84,7 @@ def test_a_later_phase_learns_the_same_on_every_route():
     text = stdlib_text(160_000)
     first = learned(piece_counts(text[:80_000], DEFAULT_PATTERN), Vocab.initial(hardcoded=False), merges=400)
     pieces = piece_counts(text[80_000:], r"[^\n]+|\n+")
-    one = learned(pieces, first.vocab, merges=500, parts=1)
+    one = learned(pieces, first.vocab, merges=500, parts=1, parallel_symbols=1 << 62)
     for parts, bound in ROUTES:
         assert_same(learned(pieces, first.vocab, merges=500, parts=parts, parallel_symbols=bound), one)
 
@@ -96,8 +97,8 @@ def test_a_cl100k_warm_start_learns_the_same_on_every_route():
         ranks[b64decode(token)] = int(rank)
     vocab = Vocab.from_ranks(ranks)
     pieces = piece_counts(stdlib_text(60_000), r"[^\n]+|\n+")
-    one = learned(pieces, vocab, merges=300, max_token_words=4, parts=1)
-    for parts, bound in [(2, 0), (4, 64)]:
+    one = learned(pieces, vocab, merges=300, max_token_words=4, parts=1, parallel_symbols=1 << 62)
+    for parts, bound in [(1, 0), (2, 0), (4, 64)]:
         assert_same(learned(pieces, vocab, merges=300, max_token_words=4, parts=parts, parallel_symbols=bound), one)
 
 
@@ -112,25 +113,19 @@ def test_random_corpora_learn_the_same_on_the_parallel_route(pieces, merges, par
         return
     vocab = Vocab.initial(hardcoded=False)
     assert_same(learned(pieces, vocab, merges=merges, parts=parts, parallel_symbols=0),
-                learned(pieces, vocab, merges=merges, parts=1))
+                learned(pieces, vocab, merges=merges, parts=1, parallel_symbols=1 << 62))
 
 
-def test_batches_split_a_merge_without_changing_it(monkeypatch):
-    """Batches far smaller than a merge's pieces (many per merge, and pieces longer
-    than a batch) give the same merges."""
+@pytest.mark.parametrize("room", [1, 8, 64])
+def test_rounds_split_a_merge_without_changing_it(monkeypatch, room):
+    """Node buffers far smaller than a merge's pieces (many rounds a merge, and
+    pieces longer than the whole buffer, which then grows) give the same merges."""
     pieces = corpora()["lines"]
     vocab = Vocab.initial(hardcoded=False)
-    one = learned(pieces, vocab, merges=300, parts=1)
-    monkeypatch.setattr(merge_parallel, "EVENT_ROOM", 64)  # batches of 16 symbols on 2 parts
-    assert_same(learned(pieces, vocab, merges=300, parts=2, parallel_symbols=0), one)
-    cum = np.concatenate(([0], np.cumsum([len(p) for p in pieces]))).astype(np.int64)
-    ends, t = [], 0
-    while t < len(pieces):
-        t = merge_parallel.batch_end(cum, t, len(pieces), 50)
-        ends.append(t)
-    starts = [0] + ends[:-1]
-    assert all(cum[e] - cum[b] <= 50 or e - b == 1 for b, e in zip(starts, ends))  # a batch: <= 50, or one piece
-    assert any(e - b > 1 for b, e in zip(starts, ends))
+    one = learned(pieces, vocab, merges=300, parts=1, parallel_symbols=1 << 62)
+    monkeypatch.setattr(merge_parallel, "NODE_ROOM", room)
+    for parts in (1, 2, 3):
+        assert_same(learned(pieces, vocab, merges=300, parts=parts, parallel_symbols=0), one)
 
 
 def test_parts_split_at_equal_symbols():
