@@ -37,7 +37,7 @@ from numba import njit, prange
 
 from toktoktok import merge_parallel
 from toktoktok.kernel_args import int64s
-from toktoktok.merge_parallel import LEFT_RISE, RIGHT_RISE, ask_symbols, fill, gather, part_starts, scan, tallies
+from toktoktok.merge_parallel import ask_symbols, fill, gather, piece_bounds, scan, tallies
 from toktoktok.pair_table import (
     COUNT,
     HEAD,
@@ -78,9 +78,9 @@ from toktoktok.vocab import Vocab
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
 EARLY_MERGES = 1000  # the merges timed apart: the first ones touch the most pieces
 POLL_SECONDS = 0.002  # how often the merge loop's progress is looked at
-# a merge whose pieces hold this many symbols is made on every thread: below it,
-# starting the threads costs more than they save
-PARALLEL_SYMBOLS = 1 << 11
+# a merge whose pair's list holds this many nodes is made in parts (merge_parallel):
+# below it, the rounds' own steps and starting the threads cost more than they save
+PARALLEL_NODES = 1 << 8
 # how far ahead counting asks the cache for a pair's slot, and for its row (in
 # symbols; listing the pieces asks for the row _AHEAD_SLOT sites ahead)
 _AHEAD_SLOT = 16
@@ -265,6 +265,32 @@ def _list_pieces(W, P, n_pairs, site_pair, slack, parts):
 
 
 @njit(cache=True, nogil=True)
+def _read_list(occ_word, occ_next, o, ws, n):
+    """The pieces of a list from node ``o`` on into ``ws`` from ``n`` on, as far as it
+    has room. Returns the next node to read (-1: the list is read) and the new n."""
+    while o >= 0 and n < len(ws):
+        ws[n] = occ_word[o]
+        o = occ_next[o]
+        n += 1
+    return o, n
+
+
+@njit(cache=True, nogil=True)
+def _distinct(W, ws, n, stamp):
+    """Keep each piece of ``ws[:n]`` once, in order, stamping it; returns how many."""
+    kept = 0
+    for i in range(n):
+        if i + 16 < n:  # the pieces lie anywhere
+            prefetch(W, ws[i + 16])
+        w = ws[i]
+        if W[w].stamp != stamp:
+            W[w].stamp = stamp
+            ws[kept] = w
+            kept += 1
+    return kept
+
+
+@njit(cache=True, nogil=True)
 def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, touched,
              state, progress):
     """Replace pair ``p`` by ``r`` in the pieces ``ws[t0:n_ws]``, updating the pair
@@ -336,7 +362,7 @@ def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, to
 @njit(cache=True, nogil=True)
 def _train_kernel(
     sym, woff, wlen, wcount, tok_buf, tok_off, table, first_rank, n_merges, min_freq, max_bytes, progress,
-    max_words, t_words, t_edges, parts, parallel_symbols, node_room
+    max_words, t_words, t_edges, parts, parallel_nodes, node_room
 ):
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
@@ -346,10 +372,10 @@ def _train_kernel(
     ``t_edges`` (``token_words``, as long as ``tok_off`` less one) hold each
     token's words and edges, filled for the ranks below ``first_rank`` and
     here for new ones; a merge whose token would span more than ``max_words``
-    words is never made (0: no bound). A merge whose pieces hold at least
-    ``parallel_symbols`` symbols is made in ``parts`` parts on the numba
-    threads (``merge_parallel``; same result), when ``parts`` is above 1, in
-    rounds of at most ``node_room`` list nodes a part.
+    words is never made (0: no bound). A merge whose pair's list holds at
+    least ``parallel_nodes`` nodes is made in ``parts`` parts on the numba
+    threads (``merge_parallel``; same result, also for one part), in rounds
+    of at most ``node_room`` list nodes a part.
     """
     n_words = len(wlen)
     # each piece's offset, count, length and last merge stamp in one record
@@ -395,12 +421,12 @@ def _train_kernel(
     made = 0
     next_rank = first_rank
     tok_end = tok_off[first_rank]
-    ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged
-    cum = np.zeros(n_words + 1, dtype=np.int64)  # their running total of symbols
+    ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged, as its list gives them
     touched = np.empty(1024, dtype=np.int32)
     # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use
-    acc, codes, n_codes, last, nodes, first, at, end, tail, node_code, node_w = tallies(parts, 0, 0)
-    outs = np.zeros((parts, 3), dtype=np.int64)
+    tab, codes, n_codes, node_code, node_w = tallies(parts, 0, 0)
+    outs = np.zeros((parts, 5), dtype=np.int64)
+    cursor = np.zeros(parts, dtype=np.int64)
     stamp = 0
     spent = np.int64(0)  # nodes in the lists merges consumed (room_for_nodes)
     while made < n_merges and h_size > 0:
@@ -451,62 +477,57 @@ def _train_kernel(
         m_count[n_learned] = c
         n_learned += 1
         # -- 3b. replace the pair in every piece on its list ------------------
-        # The list is read first (each piece once), so growing or compacting
-        # the lists below never pulls a node from under the loop.
+        # The list is read first, so growing or compacting the lists below
+        # never pulls a node from under the loop.
         stamp += 1
-        n_ws = 0
         o = P[p, HEAD]
         P[p, HEAD] = -1
-        while o >= 0:
-            if o + 16 < len(occ_word):  # lists are mostly laid out in order (a hint only)
-                prefetch(W, occ_word[o + 16])
-            w = occ_word[o]
-            o = occ_next[o]
-            spent += 1
-            if W[w].stamp != stamp:
-                W[w].stamp = stamp
-                ws[n_ws] = w
-                cum[n_ws + 1] = cum[n_ws] + W[w].len
-                n_ws += 1
+        n_nodes = np.int64(0)
+        while True:
+            o, n_nodes = _read_list(occ_word, occ_next, o, ws, n_nodes)
+            if o < 0:
+                break
+            ws = grow(ws, 2 * len(ws))  # a piece can be on a list more than once
+        spent += n_nodes
         state[2] = 0
         t = np.int64(0)
-        if cum[n_ws] >= parallel_symbols:
-            # -- 3b'. a large merge: in rounds, each in parts (merge_parallel) --
+        n_ws = np.int64(0)
+        if n_nodes >= parallel_nodes:
+            # -- 3b'. a large merge: in rounds, in parts (merge_parallel) ------
             n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
-            if acc.shape[2] == 0:
-                acc, codes, n_codes, last, nodes, first, at, end, tail, node_code, node_w = tallies(
-                    parts, len(tok_off), node_room)
-            starts = part_starts(cum, 0, n_ws, parts)
-            cursor = starts[:parts].copy()
+            if tab.shape[2] == 0:
+                tab, codes, n_codes, node_code, node_w = tallies(parts, len(tok_off), node_room)
+            cursor[:] = 0
+            bounds = piece_bounds(ws, n_nodes, parts, n_words)
             while True:
-                scan(sym, W, ws, cursor, starts[1:], a, b, r, acc, codes, n_codes, last, nodes, first, node_code,
-                     node_w, outs)
-                more = n_codes[:, LEFT_RISE].sum() + n_codes[:, RIGHT_RISE].sum()  # at most as many new pairs
+                scan(sym, W, ws, cursor, n_nodes, bounds, stamp, a, b, r, tab, codes, n_codes, node_code, node_w, outs)
+                more = n_codes.sum()  # at most as many new pairs
                 P, slots = reserve_pairs(P, slots, n_pairs, more)
                 occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent,
                                                                   outs[:, 1].sum(), parts)
                 touched = grow(touched, n_touched + more)
-                n_pairs, n_occ, n_touched = gather(P, slots, n_pairs, n_occ, a, b, r, stamp, acc, codes, n_codes,
-                                                   last, nodes, first, at, end, tail, touched, n_touched)
-                fill(node_code, node_w, outs, at, end, tail, occ_word, occ_next)
+                n_pairs, n_occ, n_touched = gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes,
+                                                   touched, n_touched)
+                fill(node_code, node_w, outs, tab, occ_word, occ_next)
                 P[p, COUNT] -= outs[:, 2].sum()
+                progress[1] += outs[:, 3].sum()
+                progress[2] += outs[:, 4].sum()
                 longest = 0  # a part stopped at a piece longer than its whole buffer
                 left = False
                 for k in range(parts):
-                    if outs[k, 0] < starts[k + 1]:
+                    if outs[k, 0] < n_nodes:
                         left = True
-                        if outs[k, 0] == cursor[k]:
-                            longest = max(longest, W[ws[cursor[k]]].len)
+                        if outs[k, 1] == 0:
+                            longest = max(longest, W[ws[outs[k, 0]]].len)
                     cursor[k] = outs[k, 0]
                 if not left:
                     break
                 if longest > node_w.shape[1]:
                     node_code = np.empty((parts, longest), dtype=np.int32)
                     node_w = np.empty((parts, longest), dtype=np.int32)
-            t = n_ws
-            progress[1] += n_ws
-            progress[2] += cum[n_ws]
             state[0], state[1], state[2] = n_pairs, n_occ, n_touched
+        else:
+            n_ws = _distinct(W, ws, n_nodes, stamp)
         # the loops over pieces never replace an array (numba counts references on
         # every pass of a loop that reassigns one, even in a branch never taken):
         # they stop before a piece that might not fit, and the arrays grow here
@@ -647,16 +668,16 @@ def train_phase(
     max_token_words: int | None = None,
     on_progress: Callable[[int], None] | None = None,
     parts: int | None = None,
-    parallel_symbols: int = PARALLEL_SYMBOLS,
+    parallel_nodes: int = PARALLEL_NODES,
 ) -> PhaseResult:
     """Learn up to ``merges`` new ranks on top of ``vocab`` from a piece inventory.
 
     Piece ``w`` is ``buf[off[w]:off[w+1]]`` and occurs ``counts[w]`` times.
     ``max_token_words``: no token learned spans more words (``words_reference``).
     ``on_progress(made)`` is called about ten times a second while the loop runs.
-    A merge whose pieces hold at least ``parallel_symbols`` symbols is made in
-    ``parts`` parts (default: numba's threads in this thread), on that many
-    threads; the merges are the same for any of these.
+    A merge whose pair's list holds at least ``parallel_nodes`` nodes (pieces,
+    some listed twice) is made in ``parts`` parts (default: numba's threads in
+    this thread), on that many threads; the merges are the same for any of these.
     """
     t0 = time.perf_counter()
     counts = np.ascontiguousarray(counts, dtype=np.int64)
@@ -679,7 +700,7 @@ def train_phase(
     threads = numba.get_num_threads()
     args = (sym, sym_off[:-1], lens, counts, vocab.buf.copy(), tok_off, table, first, merges,
             min_frequency, max_token_bytes or 0, progress, max_token_words or 0, t_words, t_edges,
-            max(1, parts or threads), parallel_symbols, merge_parallel.NODE_ROOM)
+            max(1, parts or threads), parallel_nodes, merge_parallel.NODE_ROOM)
     t1 = time.perf_counter()
     out, marks = _run_reporting(_train_kernel, args, progress, on_progress, threads)
     t2 = time.perf_counter()

@@ -7,20 +7,22 @@ it makes. Looking each of those pairs up in the hash table, site by site, is
 most of a large merge's time, and threads cannot share that table's writes.
 
 How. Merging (a, b) into r, the pairs a site changes are named by one symbol
-each: the left neighbour x loses (x, a) and gains (x, r); the right neighbour
-y loses (b, y) and gains (r, y). So each part tallies them in four dense
-arrays indexed by that symbol (``LEFT_FALL``, ``RIGHT_FALL``, ``LEFT_RISE``,
-``RIGHT_RISE``), without hashing, and writes a list node ``(symbol, piece)``
-per pair a piece gains. A merge goes in rounds of three steps:
+each: the left neighbour x moves a count from (x, a) to (x, r); the right
+neighbour y, from (b, y) to (r, y). So each part tallies them in a record a
+side and symbol (``tallies``), without hashing, and writes a list node
+``(symbol, piece)`` for each pair a piece gains. A merge reads its pair's
+list into ``ws`` (a piece may be on it twice), then goes in rounds of three
+steps:
 
-1. ``scan``: each part rewrites its pieces (``part_starts`` cuts them at equal
-   symbols) as the one-thread loop does, and tallies; it stops before a piece
-   whose nodes might not fit its buffer.
-2. ``gather``, on one thread: each symbol a part tallied becomes one pair,
-   looked up once (a gain may make a new pair: gains go first, since a later
-   site's loss can name a pair an earlier site made, as (r, a) in "abab"),
-   its count changed by the tally, and a block of nodes reserved for the
-   part's pieces, put at the head of the pair's list.
+1. ``scan``: each part rewrites its pieces as the one-thread loop does, each
+   once, and tallies; it stops before a piece whose nodes might not fit its
+   buffer. The parts own ranges of piece numbers (``piece_bounds``), so a
+   piece listed twice goes to one part.
+2. ``gather``, on one thread: each symbol a part tallied gives two pairs,
+   looked up once: the gain (it may be a new pair; gains go first, since a
+   later site's loss can name a pair an earlier site made, as (r, a) in
+   "abab") and the loss. Each gain gets a block of nodes for the part's
+   pieces, put at the head of its list.
 3. ``fill``: each part writes its nodes into its blocks.
 
 Counts are sums, each block holds one part's pieces in their order, and the
@@ -28,8 +30,8 @@ heap orders entries by (count, key), never by row or list. So the merges are
 the same for any number of parts or threads, and the same as ``merge``'s
 one-thread loop.
 
-    >>> part_starts(np.array([0, 3, 6, 9, 12]), 0, 4, 2).tolist()
-    [0, 2, 4]
+    >>> piece_bounds(np.array([5, 1, 9, 3], dtype=np.int32), 4, 2, 10).tolist()
+    [0, 5, 10]
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ from numba import njit, prange
 from toktoktok.pair_table import COUNT, HEAD, LOW, MARK, find_slot, pair_row
 from toktoktok.prefetch import prefetch
 
-LEFT_FALL, RIGHT_FALL, LEFT_RISE, RIGHT_RISE = 0, 1, 2, 3
+# a symbol's record in a part's tallies, by side (0: left neighbour x, 1: right y),
+# one cache line: the count the site's pieces carry, the last piece + 1 given a
+# node, how many nodes, the first piece given one, where the part's next node
+# of the round goes, where its block ends, and the node after the block
+ACC, LAST, NODES, FIRST, AT, END, TAIL = 0, 1, 2, 3, 4, 5, 6
 # list nodes a part writes in one round (8 bytes each): it stops before a piece
 # that might not fit, and a round's gather and fill follow
 NODE_ROOM = 1 << 18
@@ -58,84 +64,86 @@ def ask_symbols(sym, W, w):
 
 
 @njit(cache=True)
-def part_starts(cum, t0, t1, parts):
-    """Where each of ``parts`` parts of pieces ``t0:t1`` starts, at about equal symbol
-    counts (``cum``: the running total of the pieces' lengths); ``starts[parts] == t1``."""
-    starts = np.empty(parts + 1, dtype=np.int64)
-    total = cum[t1] - cum[t0]
-    t = t0
-    for k in range(parts):
-        want = cum[t0] + (total * k) // parts
-        while t < t1 and cum[t] < want:
-            t += 1
-        starts[k] = t
-    starts[parts] = t1
-    return starts
-
-
-@njit(cache=True)
 def tallies(parts, tokens, room):
-    """Each part's tallies for tokens ``0..tokens-1`` and its node buffer of ``room``
-    nodes, all empty, in the order ``scan``, ``gather`` and ``fill`` take them."""
-    return (np.zeros((parts, 4, tokens), dtype=np.int64),  # acc: count changes, by kind and symbol
-            np.empty((parts, 4, tokens), dtype=np.int32),  # codes: the symbols tallied, by kind
-            np.zeros((parts, 4), dtype=np.int64),  # n_codes
-            np.zeros((parts, 2, tokens), dtype=np.int32),  # last: the last piece + 1 given a node, by side
-            np.zeros((parts, 2, tokens), dtype=np.int32),  # nodes: how many, by side and symbol
-            np.empty((parts, 2, tokens), dtype=np.int32),  # first: the first piece given a node
-            np.empty((parts, 2, tokens), dtype=np.int64),  # at: where the part's next node of a block goes
-            np.empty((parts, 2, tokens), dtype=np.int64),  # end: where that block ends
-            np.empty((parts, 2, tokens), dtype=np.int64),  # tail: the node after the block (the list's old head)
-            np.empty((parts, room), dtype=np.int32),  # node_code: a node's symbol (~symbol: the right side)
-            np.empty((parts, room), dtype=np.int32))  # node_w: its piece
+    """Each part's tallies for symbols ``0..tokens-1`` (``tab``: a record a side and
+    symbol; ``codes``, ``n_codes``: the symbols tallied in a round, by side) and
+    its node buffer of ``room`` nodes (``node_code``: a node's symbol, ~symbol
+    on the right side; ``node_w``: its piece), in the order the steps take them."""
+    return (np.zeros((parts, 2, tokens, 8), dtype=np.int64), np.empty((parts, 2, tokens), dtype=np.int32),
+            np.zeros((parts, 2), dtype=np.int64), np.empty((parts, room), dtype=np.int32),
+            np.empty((parts, room), dtype=np.int32))
+
+
+@njit(cache=True, nogil=True)
+def piece_bounds(ws, n, parts, n_words):
+    """Part k merges the pieces from ``bounds[k]`` up to ``bounds[k + 1]``: ranges of
+    piece numbers cut at quantiles of an even sample of the list ``ws[:n]``, so
+    that parts get about equal shares, a piece listed twice goes to one part,
+    and a part's pieces are mostly runs of the list (which is mostly in
+    ascending order), so the test of whose piece it is seldom mispredicts and
+    two parts seldom write the same cache line."""
+    bounds = np.empty(parts + 1, dtype=np.int64)
+    bounds[0] = 0
+    bounds[parts] = n_words
+    size = min(n, 64 * parts)
+    sample = np.empty(size, dtype=np.int64)
+    for i in range(size):
+        sample[i] = ws[(i * n) // size]
+    sample.sort()
+    for k in range(1, parts):
+        bounds[k] = sample[(k * size) // parts] if size > 0 else n_words
+    return bounds
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tally(acc, codes, n_codes, kind, c, delta):
-    """Add ``delta`` to a loss, ``acc[kind, c]``, listing ``c`` under ``kind`` on its first
-    change (a loss only falls; a gain is listed with its first node)."""
-    if acc[kind, c] == 0:
-        codes[kind, n_codes[kind]] = c
-        n_codes[kind] += 1
-    acc[kind, c] += delta
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _node(side, c, w, codes, n_codes, last, nodes, first, node_code, node_w, nn):
-    """Piece ``w`` gains the pair of ``c`` on ``side``: a node unless it has one there
-    already (its sites come one after another); the symbol listed on its first node."""
-    if last[side, c] == w + 1:
+def _site(tab, side, c, w, cw, codes, n_codes, node_code, node_w, nn):
+    """A site of piece ``w`` (count ``cw``) has symbol ``c`` on ``side``: the count
+    moves, and the piece gets a node unless it has one there already (its
+    sites come one after another); ``c`` is listed with its first node."""
+    tab[side, c, ACC] += cw
+    if tab[side, c, LAST] == w + 1:
         return nn
-    if nodes[side, c] == 0:
-        codes[LEFT_RISE + side, n_codes[LEFT_RISE + side]] = c
-        n_codes[LEFT_RISE + side] += 1
-        first[side, c] = w
-    last[side, c] = w + 1
-    nodes[side, c] += 1
+    if tab[side, c, NODES] == 0:
+        codes[side, n_codes[side]] = c
+        n_codes[side] += 1
+        tab[side, c, FIRST] = w
+    tab[side, c, LAST] = w + 1
+    tab[side, c, NODES] += 1
     node_code[nn] = c if side == 0 else ~c
     node_w[nn] = w
     return nn + 1
 
 
 @njit(cache=True, nogil=True)
-def scan_part(sym, W, ws, t, end, a, b, r, acc, codes, n_codes, last, nodes, first, node_code, node_w, out):
-    """Step 1 for one part: merge (a, b) into r in pieces ``ws[t:end]``, tallying
-    the pairs that change. Stops before a piece that might not fit the node
-    buffer (a site gives at most two nodes, a piece of n symbols at most n).
-    ``out``: where it stopped, the nodes written, the occurrences of (a, b) gone."""
+def scan_part(sym, W, ws, t, end, lo, hi, stamp, a, b, r, tab, codes, n_codes, node_code, node_w, out):
+    """Step 1 for one part: merge (a, b) into r in its pieces of ``ws[t:end]``, those
+    numbered ``lo`` up to ``hi``
+    (each once: a piece on the list twice is stamped), tallying the pairs that
+    change. Stops before a piece that might not fit the node buffer (a site
+    gives at most two nodes, a piece of n symbols at most n). ``out``: where it
+    stopped, nodes written, occurrences of (a, b) gone, pieces, symbols."""
     room = len(node_w)
     nn = 0
     gone = 0
+    pieces = 0
+    symbols = 0
     while t < end:
-        if t + 16 < end:  # the pieces lie anywhere: their records and symbols are asked for ahead
+        # the pieces lie anywhere: this part's records and symbols are asked for ahead
+        if t + 16 < end and lo <= ws[t + 16] < hi:
             prefetch(W, ws[t + 16])
-        if t + 8 < end:
+        if t + 8 < end and lo <= ws[t + 8] < hi:
             ask_symbols(sym, W, ws[t + 8])
         w = ws[t]
+        if w < lo or w >= hi or W[w].stamp == stamp:
+            t += 1
+            continue
         s0 = W[w].off
         n = W[w].len
         if nn + n > room:
             break
+        W[w].stamp = stamp
+        pieces += 1
+        symbols += n
         cw = W[w].count
         i = 0
         j = 0
@@ -143,17 +151,9 @@ def scan_part(sym, W, ws, t, end, a, b, r, acc, codes, n_codes, last, nodes, fir
             if i + 1 < n and sym[s0 + i] == a and sym[s0 + i + 1] == b:
                 gone += cw
                 if j > 0:  # (x, a) -> (x, r), x as already rewritten
-                    x = sym[s0 + j - 1]
-                    if cw != 0:
-                        _tally(acc, codes, n_codes, LEFT_FALL, x, -cw)
-                        acc[LEFT_RISE, x] += cw  # listed with its node
-                    nn = _node(0, x, w, codes, n_codes, last, nodes, first, node_code, node_w, nn)
+                    nn = _site(tab, 0, sym[s0 + j - 1], w, cw, codes, n_codes, node_code, node_w, nn)
                 if i + 2 < n:  # (b, y) -> (r, y)
-                    y = sym[s0 + i + 2]
-                    if cw != 0:
-                        _tally(acc, codes, n_codes, RIGHT_FALL, y, -cw)
-                        acc[RIGHT_RISE, y] += cw
-                    nn = _node(1, y, w, codes, n_codes, last, nodes, first, node_code, node_w, nn)
+                    nn = _site(tab, 1, sym[s0 + i + 2], w, cw, codes, n_codes, node_code, node_w, nn)
                 sym[s0 + j] = r
                 i += 2
             else:
@@ -165,64 +165,64 @@ def scan_part(sym, W, ws, t, end, a, b, r, acc, codes, n_codes, last, nodes, fir
     out[0] = t
     out[1] = nn
     out[2] = gone
+    out[3] = pieces
+    out[4] = symbols
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def scan(sym, W, ws, at, ends, a, b, r, acc, codes, n_codes, last, nodes, first, node_code, node_w, outs):
-    """Step 1 on every part at once: part k from ``at[k]`` to ``ends[k]``."""
+def scan(sym, W, ws, at, end, bounds, stamp, a, b, r, tab, codes, n_codes, node_code, node_w, outs):
+    """Step 1 on every part at once: part k from ``at[k]`` on, its pieces those from
+    ``bounds[k]`` up to ``bounds[k + 1]``."""
     for k in prange(len(at)):
-        scan_part(sym, W, ws, at[k], ends[k], a, b, r, acc[k], codes[k], n_codes[k], last[k], nodes[k], first[k],
-                  node_code[k], node_w[k], outs[k])
+        scan_part(sym, W, ws, at[k], end, bounds[k], bounds[k + 1], stamp, a, b, r, tab[k], codes[k], n_codes[k], node_code[k],
+                  node_w[k], outs[k])
 
 
 @njit(cache=True, nogil=True)
-def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, acc, codes, n_codes, last, nodes, first, at, end, tail,
-           touched, n_touched):
-    """Step 2: each tallied symbol's pair gets its change of count; each pair a part
-    gave nodes gets a block for them at the head of its list (from ``n_occ``
-    on), and is noted once per merge in ``touched``. The tallies are left empty.
-    The caller has made room for a new pair per gain listed and for the
-    nodes. Returns ``(n_pairs, n_occ, n_touched)``."""
+def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, touched, n_touched):
+    """Step 2: each symbol a part tallied gives two pairs: (x, r) or (r, y) gains
+    its count and a block for the part's nodes at the head of its list (from
+    ``n_occ`` on), and is noted once per merge in ``touched``; (x, a) or
+    (b, y) loses the count. The tallies are left empty. The caller has made
+    room for a new pair per symbol listed and for the nodes. Returns
+    ``(n_pairs, n_occ, n_touched)``."""
     parts = len(n_codes)
     for side in range(2):  # the gains first: a loss can name a pair a gain made
-        kind = LEFT_RISE + side
         for k in range(parts):
-            for i in range(n_codes[k, kind]):
-                c = codes[k, kind, i]
+            for i in range(n_codes[k, side]):
+                c = codes[k, side, i]
+                e = tab[k, side, c]
                 key = (np.int64(c) << 32) | r if side == 0 else (np.int64(r) << 32) | c
                 q, n_pairs = pair_row(P, n_pairs, slots, key)
-                P[q, COUNT] += acc[k, kind, c]
-                acc[k, kind, c] = 0
-                m = nodes[k, side, c]
-                nodes[k, side, c] = 0
-                last[k, side, c] = 0
-                at[k, side, c] = n_occ
-                end[k, side, c] = n_occ + m
-                tail[k, side, c] = P[q, HEAD]
+                P[q, COUNT] += e[ACC]
+                e[AT] = n_occ
+                e[END] = n_occ + e[NODES]
+                e[TAIL] = P[q, HEAD]
                 P[q, HEAD] = n_occ
-                n_occ += m
+                n_occ += e[NODES]
                 # the list's head now holds the block's first piece (note_piece's rule)
-                mark = P[q, MARK] & ~np.int64(LOW) | (first[k, side, c] + 1)
+                mark = (P[q, MARK] & ~np.int64(LOW)) | (e[FIRST] + 1)
                 if (mark >> 32) != stamp:
                     mark = (np.int64(stamp) << 32) | (mark & LOW)
                     touched[n_touched] = q
                     n_touched += 1
                 P[q, MARK] = mark
-            n_codes[k, kind] = 0
     for side in range(2):
-        kind = LEFT_FALL + side
         for k in range(parts):
-            for i in range(n_codes[k, kind]):
-                c = codes[k, kind, i]
+            for i in range(n_codes[k, side]):
+                c = codes[k, side, i]
+                e = tab[k, side, c]
                 key = (np.int64(c) << 32) | a if side == 0 else (np.int64(b) << 32) | c
-                P[slots[find_slot(slots, P, key)], COUNT] += acc[k, kind, c]
-                acc[k, kind, c] = 0
-            n_codes[k, kind] = 0
+                P[slots[find_slot(slots, P, key)], COUNT] -= e[ACC]
+                e[ACC] = 0
+                e[LAST] = 0
+                e[NODES] = 0
+            n_codes[k, side] = 0
     return n_pairs, n_occ, n_touched
 
 
 @njit(cache=True, nogil=True)
-def fill_part(node_code, node_w, nn, at, end, tail, occ_word, occ_next):
+def fill_part(node_code, node_w, nn, tab, occ_word, occ_next):
     """Step 3 for one part: its ``nn`` nodes into its blocks, in order; a block's
     last node leads on to the rest of the list."""
     for i in range(nn):
@@ -231,14 +231,14 @@ def fill_part(node_code, node_w, nn, at, end, tail, occ_word, occ_next):
         if c < 0:
             c = ~c
             side = 1
-        o = at[side, c]
-        at[side, c] = o + 1
+        o = tab[side, c, AT]
+        tab[side, c, AT] = o + 1
         occ_word[o] = node_w[i]
-        occ_next[o] = o + 1 if o + 1 < end[side, c] else tail[side, c]
+        occ_next[o] = o + 1 if o + 1 < tab[side, c, END] else tab[side, c, TAIL]
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def fill(node_code, node_w, outs, at, end, tail, occ_word, occ_next):
+def fill(node_code, node_w, outs, tab, occ_word, occ_next):
     """Step 3 on every part at once."""
     for k in prange(len(outs)):
-        fill_part(node_code[k], node_w[k], outs[k, 1], at[k], end[k], tail[k], occ_word, occ_next)
+        fill_part(node_code[k], node_w[k], outs[k, 1], tab[k], occ_word, occ_next)

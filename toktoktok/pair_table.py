@@ -151,10 +151,20 @@ def room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more, parts):
         return occ_word, occ_next, n_occ, 0
     size = max(n_occ + more, len(occ_word) + len(occ_word) // 2)
     words = np.empty(size, dtype=occ_word.dtype)
-    words[:n_occ] = occ_word[:n_occ]
     nexts = np.empty(size, dtype=occ_next.dtype)
-    nexts[:n_occ] = occ_next[:n_occ]
+    copy_nodes(occ_word, occ_next, words, nexts, n_occ, parts)
     return words, nexts, n_occ, spent
+
+
+@njit(cache=True, parallel=True)
+def copy_nodes(occ_word, occ_next, words, nexts, n, parts):
+    """The first ``n`` nodes into the new arrays, in ``parts`` stretches on the numba
+    threads: most of a copy's time is the kernel giving the new arrays pages,
+    which threads can share."""
+    for k in prange(parts):
+        lo, hi = (n * k) // parts, (n * (k + 1)) // parts
+        words[lo:hi] = occ_word[lo:hi]
+        nexts[lo:hi] = occ_next[lo:hi]
 
 
 @njit(cache=True)

@@ -1,8 +1,8 @@
 """A large merge made in parts on every thread learns exactly what one thread learns.
 
-``train_phase(parts=..., parallel_symbols=...)`` chooses the route: a merge whose
-pieces hold at least ``parallel_symbols`` symbols goes in ``parts`` parts
-(``merge_parallel``). Every route must give the same merges, vocabulary,
+``train_phase(parts=..., parallel_nodes=...)`` chooses the route: a merge whose
+pair's list holds at least ``parallel_nodes`` nodes goes in ``parts`` parts
+(``merge_parallel``), also when ``parts`` is 1. Every route must give the same merges, vocabulary,
 usage and counters as the one-thread loop (``parts=1``), and the reference's
 merges where it is cheap enough to run.
 """
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import SHARED, as_inventory, piece_counts, stdlib_text
 from toktoktok import merge_parallel
-from toktoktok.merge import PARALLEL_SYMBOLS, train_phase, train_reference
+from toktoktok.merge import PARALLEL_NODES, train_phase, train_reference
 from toktoktok.patterns import DEFAULT_PATTERN
 from toktoktok.thread_pools import release_idle_pool
 from toktoktok.vocab import Vocab
@@ -63,16 +63,16 @@ def test_every_route_learns_what_one_thread_learns(corpus, hardcoded):
     pieces = corpora()[corpus]
     vocab = Vocab.initial(hardcoded=hardcoded)
     words = 4 if corpus == "lines" else None
-    one = learned(pieces, vocab, merges=600, max_token_words=words, parts=1, parallel_symbols=1 << 62)
+    one = learned(pieces, vocab, merges=600, max_token_words=words, parts=1, parallel_nodes=1 << 62)
     for parts, bound in ROUTES:
-        assert_same(learned(pieces, vocab, merges=600, max_token_words=words, parts=parts, parallel_symbols=bound),
+        assert_same(learned(pieces, vocab, merges=600, max_token_words=words, parts=parts, parallel_nodes=bound),
                     one)
 
 
 def test_the_reference_agrees_on_the_parallel_route():
     pieces = piece_counts(stdlib_text(30_000), DEFAULT_PATTERN)
     vocab = Vocab.initial(hardcoded=False)
-    result = learned(pieces, vocab, merges=300, parts=3, parallel_symbols=0)
+    result = learned(pieces, vocab, merges=300, parts=3, parallel_nodes=0)
     ours = list(zip(result.rank.tolist(), result.left.tolist(), result.right.tolist(), result.merged_bytes(),
                     result.count.tolist()))
     assert ours == train_reference(pieces, vocab.ranks(), merges=300)
@@ -84,9 +84,9 @@ def test_a_later_phase_learns_the_same_on_every_route():
     text = stdlib_text(160_000)
     first = learned(piece_counts(text[:80_000], DEFAULT_PATTERN), Vocab.initial(hardcoded=False), merges=400)
     pieces = piece_counts(text[80_000:], r"[^\n]+|\n+")
-    one = learned(pieces, first.vocab, merges=500, parts=1, parallel_symbols=1 << 62)
+    one = learned(pieces, first.vocab, merges=500, parts=1, parallel_nodes=1 << 62)
     for parts, bound in ROUTES:
-        assert_same(learned(pieces, first.vocab, merges=500, parts=parts, parallel_symbols=bound), one)
+        assert_same(learned(pieces, first.vocab, merges=500, parts=parts, parallel_nodes=bound), one)
 
 
 @pytest.mark.skipif(not CL100K.exists(), reason="needs ../shared")
@@ -97,9 +97,9 @@ def test_a_cl100k_warm_start_learns_the_same_on_every_route():
         ranks[b64decode(token)] = int(rank)
     vocab = Vocab.from_ranks(ranks)
     pieces = piece_counts(stdlib_text(60_000), r"[^\n]+|\n+")
-    one = learned(pieces, vocab, merges=300, max_token_words=4, parts=1, parallel_symbols=1 << 62)
+    one = learned(pieces, vocab, merges=300, max_token_words=4, parts=1, parallel_nodes=1 << 62)
     for parts, bound in [(1, 0), (2, 0), (4, 64)]:
-        assert_same(learned(pieces, vocab, merges=300, max_token_words=4, parts=parts, parallel_symbols=bound), one)
+        assert_same(learned(pieces, vocab, merges=300, max_token_words=4, parts=parts, parallel_nodes=bound), one)
 
 
 @settings(max_examples=40, deadline=None)
@@ -112,8 +112,8 @@ def test_random_corpora_learn_the_same_on_the_parallel_route(pieces, merges, par
     if not pieces:
         return
     vocab = Vocab.initial(hardcoded=False)
-    assert_same(learned(pieces, vocab, merges=merges, parts=parts, parallel_symbols=0),
-                learned(pieces, vocab, merges=merges, parts=1, parallel_symbols=1 << 62))
+    assert_same(learned(pieces, vocab, merges=merges, parts=parts, parallel_nodes=0),
+                learned(pieces, vocab, merges=merges, parts=1, parallel_nodes=1 << 62))
 
 
 @pytest.mark.parametrize("room", [1, 8, 64])
@@ -122,34 +122,44 @@ def test_rounds_split_a_merge_without_changing_it(monkeypatch, room):
     pieces longer than the whole buffer, which then grows) give the same merges."""
     pieces = corpora()["lines"]
     vocab = Vocab.initial(hardcoded=False)
-    one = learned(pieces, vocab, merges=300, parts=1, parallel_symbols=1 << 62)
+    one = learned(pieces, vocab, merges=300, parts=1, parallel_nodes=1 << 62)
     monkeypatch.setattr(merge_parallel, "NODE_ROOM", room)
     for parts in (1, 2, 3):
-        assert_same(learned(pieces, vocab, merges=300, parts=parts, parallel_symbols=0), one)
+        assert_same(learned(pieces, vocab, merges=300, parts=parts, parallel_nodes=0), one)
 
 
-def test_parts_split_at_equal_symbols():
-    cum = np.arange(0, 101, dtype=np.int64) * 3  # 100 pieces of 3 symbols
-    starts = merge_parallel.part_starts(cum, 10, 90, 4)
-    assert starts.tolist() == [10, 30, 50, 70, 90]
-    one_big = np.array([0, 1000, 1001, 1002], dtype=np.int64)
-    assert merge_parallel.part_starts(one_big, 0, 3, 2).tolist() == [0, 1, 3]
+def test_parts_own_ranges_of_pieces_cut_at_the_lists_quantiles():
+    """Each piece goes to the one part whose range holds it, so a piece listed twice
+    is merged once; ranges cut at quantiles of the list give parts about equal
+    shares of it, whatever its order."""
+    rng = np.random.default_rng(3)
+    n_words = 1_000_000
+    for parts in (2, 3, 8):
+        ws = rng.choice(n_words, 50_000).astype(np.int32)  # with repeats
+        bounds = merge_parallel.piece_bounds(ws, len(ws), parts, n_words)
+        assert bounds[0] == 0 and bounds[-1] == n_words and np.all(np.diff(bounds) >= 0)
+        shares = np.bincount(np.searchsorted(bounds, ws, side="right") - 1, minlength=parts) / len(ws)
+        assert shares.max() < 1.5 / parts
+    ws = np.sort(rng.choice(n_words, 1000)).astype(np.int32)  # ascending, as a list mostly is
+    bounds = merge_parallel.piece_bounds(ws, len(ws), 4, n_words)
+    assert np.bincount(np.searchsorted(bounds, ws, side="right") - 1, minlength=4).min() > 200
 
 
 def test_the_default_route_is_by_size():
-    """At the default bound, a merge whose pieces hold enough symbols goes in parts:
-    on whole lines the first merges do (the first one's pieces hold some 43,000
-    symbols), on one line's words they do not; both learn one thread's merges."""
-    assert 0 < PARALLEL_SYMBOLS < 1 << 20
+    """At the default bound, on whole lines and on words, two parts and one learn
+    what the one-thread loop learns."""
+    assert 0 < PARALLEL_NODES < 1 << 20
     text = stdlib_text(60_000)
     vocab = Vocab.initial(hardcoded=False)
     for pattern in (r"[^\n]+|\n+", DEFAULT_PATTERN):
         pieces = piece_counts(text, pattern)
-        assert_same(learned(pieces, vocab, merges=200, parts=2), learned(pieces, vocab, merges=200, parts=1))
+        plain = learned(pieces, vocab, merges=200, parts=1, parallel_nodes=1 << 62)
+        for parts in (1, 2):
+            assert_same(learned(pieces, vocab, merges=200, parts=parts), plain)
 
 
 def test_the_idle_pool_is_let_go_only_under_openmp():
-    learned({b"abab": 3}, Vocab.initial(hardcoded=False), merges=1, parts=2, parallel_symbols=0)
+    learned({b"abab": 3}, Vocab.initial(hardcoded=False), merges=1, parts=2, parallel_nodes=0)
     assert release_idle_pool() == (numba.threading_layer() == "omp")
 
 
