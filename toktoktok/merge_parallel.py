@@ -1,34 +1,23 @@
 """One large merge in parts, on every core, with exactly the result of one thread.
 
-Why. The first merges of a phase each rewrite a large share of the pieces. A
-merge is independent across pieces; its bookkeeping is not: each site changes
-the counts of the pairs beside it and adds the piece to the lists of the pairs
-it makes. Looking each of those pairs up in the hash table, site by site, is
-most of a large merge's time, and threads cannot share that table's writes.
+Why. A large merge rewrites many pieces, and each site changes the counts of
+the pairs beside it: looking each up in the hash table, site by site, was most
+of its time, and threads cannot share the table's writes.
 
-How. Merging (a, b) into r, the pairs a site changes are named by one symbol
-each: the left neighbour x moves a count from (x, a) to (x, r); the right
-neighbour y, from (b, y) to (r, y). So each part tallies them in a record a
-side and symbol (``tallies``), without hashing, and writes a list node
-``(symbol, piece)`` for each pair a piece gains. A merge reads its pair's
-list into ``ws`` (a piece may be on it twice), then goes in rounds of three
-steps:
-
-1. ``scan``: each part rewrites its pieces as the one-thread loop does, each
-   once, and tallies; it stops before a piece whose nodes might not fit its
-   buffer. The parts own ranges of piece numbers (``piece_bounds``), so a
-   piece listed twice goes to one part.
-2. ``gather``, on one thread: each symbol a part tallied gives two pairs,
-   looked up once: the gain (it may be a new pair; gains go first, since a
-   later site's loss can name a pair an earlier site made, as (r, a) in
-   "abab") and the loss. Each gain gets a block of nodes for the part's
-   pieces, put at the head of its list.
+How. Merging (a, b) into r, a site's left neighbour x moves a count from (x, a)
+to (x, r), its right neighbour y from (b, y) to (r, y): one symbol names both
+pairs. The merge reads its pair's list into ``ws``, then goes in rounds:
+1. ``scan``: each part, owning a range of piece numbers (``piece_bounds``: a
+   piece listed twice goes to one part), rewrites its pieces and tallies each
+   site in a record per side and symbol, without hashing, and writes a list
+   node per pair a piece gains; it stops when its node buffer is full.
+2. ``gather``, on one thread: each tallied symbol's two pairs are looked up
+   once, gains first (a later loss can name a pair a gain made, as (r, a) in
+   "abab"); each gain gets a block of nodes at the head of its list.
 3. ``fill``: each part writes its nodes into its blocks.
-
-Counts are sums, each block holds one part's pieces in their order, and the
-heap orders entries by (count, key), never by row or list. So the merges are
-the same for any number of parts or threads, and the same as ``merge``'s
-one-thread loop.
+Counts are sums and the heap orders entries by (count, key), never by row or
+list, so the merges are the same for any number of parts or threads, and the
+same as ``merge``'s one-thread loop.
 
     >>> piece_bounds(np.array([5, 1, 9, 3], dtype=np.int32), 4, 2, 10).tolist()
     [0, 5, 10]

@@ -129,10 +129,13 @@ def download(package: str, debs: Path) -> Path:
     found = sorted(debs.glob(f"{name}_*.deb"))
     if not found:
         debs.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["apt-get", "download", package], cwd=debs, check=True)
+        if subprocess.run(["apt-get", "download", package], cwd=debs).returncode != 0:
+            # a fresh machine's package lists may not know the package yet
+            subprocess.run(["apt-get", "update"], check=False, stdout=subprocess.DEVNULL)
+            subprocess.run(["apt-get", "download", package], cwd=debs, check=False)
         found = sorted(debs.glob(f"{name}_*.deb"))
     if not found:
-        sys.exit(f"no {name}_*.deb in {debs} after apt-get download (run apt-get update once?)")
+        sys.exit(f"no {name}_*.deb in {debs} after apt-get download and apt-get update")
     return found[-1]
 
 
