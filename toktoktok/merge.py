@@ -402,7 +402,9 @@ def _train_kernel(
         if w < n_words:
             P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len))
     n_pairs = state[0]
-    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.25, parts)
+    # room for as many nodes again: room never written costs address space, not memory,
+    # and the first merges then need not copy the lists into larger arrays
+    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 2.0, parts)
     site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
     # -- 2. a heap of every pair that could be merged --------------------------
     h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
