@@ -426,7 +426,8 @@ def _train_kernel(
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged, as its list gives them
     touched = np.empty(1024, dtype=np.int32)
     # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use
-    tab, codes, n_codes, node_code, node_w = tallies(parts, 0, 0)
+    tab, codes, n_codes, node_code, node_w, rows = tallies(parts, 0, 0)
+    rounds = np.int64(0)
     outs = np.zeros((parts, 5), dtype=np.int64)
     cursor = np.zeros(parts, dtype=np.int64)
     stamp = 0
@@ -498,7 +499,7 @@ def _train_kernel(
             # -- 3b'. a large merge: in rounds, in parts (merge_parallel) ------
             n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
             if tab.shape[2] == 0:
-                tab, codes, n_codes, node_code, node_w = tallies(parts, len(tok_off), node_room)
+                tab, codes, n_codes, node_code, node_w, rows = tallies(parts, len(tok_off), node_room)
             cursor[:] = 0
             bounds = piece_bounds(ws, n_nodes, parts, n_words)
             while True:
@@ -508,8 +509,9 @@ def _train_kernel(
                 occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent,
                                                                   outs[:, 1].sum(), parts)
                 touched = grow(touched, n_touched + more)
+                rounds += 1
                 n_pairs, n_occ, n_touched = gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes,
-                                                   touched, n_touched)
+                                                   rows, rounds, touched, n_touched)
                 fill(node_code, node_w, outs, tab, occ_word, occ_next)
                 P[p, COUNT] -= outs[:, 2].sum()
                 progress[1] += outs[:, 3].sum()

@@ -57,10 +57,11 @@ def tallies(parts, tokens, room):
     """Each part's tallies for symbols ``0..tokens-1`` (``tab``: a record a side and
     symbol; ``codes``, ``n_codes``: the symbols tallied in a round, by side) and
     its node buffer of ``room`` nodes (``node_code``: a node's symbol, ~symbol
-    on the right side; ``node_w``: its piece), in the order the steps take them."""
+    on the right side; ``node_w``: its piece), and the rows ``gather`` found in
+    a round (shared), in the order the steps take them."""
     return (np.zeros((parts, 2, tokens, 8), dtype=np.int64), np.empty((parts, 2, tokens), dtype=np.int32),
             np.zeros((parts, 2), dtype=np.int64), np.empty((parts, room), dtype=np.int32),
-            np.empty((parts, room), dtype=np.int32))
+            np.empty((parts, room), dtype=np.int32), np.zeros((2, tokens, 2), dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -168,12 +169,14 @@ def scan(sym, W, ws, at, end, bounds, stamp, a, b, r, tab, codes, n_codes, node_
 
 
 @njit(cache=True, nogil=True)
-def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, touched, n_touched):
+def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, rows, gen, touched, n_touched):
     """Step 2: each symbol a part tallied gives two pairs: (x, r) or (r, y) gains
     its count and a block for the part's nodes at the head of its list (from
     ``n_occ`` on), and is noted once per merge in ``touched``; (x, a) or
     (b, y) loses the count. The tallies are left empty. The caller has made
-    room for a new pair per symbol listed and for the nodes. Returns
+    room for a new pair per symbol listed and for the nodes. A pair two parts
+    tallied is looked up once: ``rows[side, symbol]`` keeps its rows, as
+    ``(gen << 32) | row`` (``gen``: this round's number, never 0). Returns
     ``(n_pairs, n_occ, n_touched)``."""
     parts = len(n_codes)
     for side in range(2):  # the gains first: a loss can name a pair a gain made
@@ -181,8 +184,12 @@ def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, touche
             for i in range(n_codes[k, side]):
                 c = codes[k, side, i]
                 e = tab[k, side, c]
-                key = (np.int64(c) << 32) | r if side == 0 else (np.int64(r) << 32) | c
-                q, n_pairs = pair_row(P, n_pairs, slots, key)
+                if (rows[side, c, 0] >> 32) == gen:
+                    q = rows[side, c, 0] & LOW
+                else:
+                    key = (np.int64(c) << 32) | r if side == 0 else (np.int64(r) << 32) | c
+                    q, n_pairs = pair_row(P, n_pairs, slots, key)
+                    rows[side, c, 0] = (gen << 32) | q
                 P[q, COUNT] += e[ACC]
                 e[AT] = n_occ
                 e[END] = n_occ + e[NODES]
@@ -201,8 +208,13 @@ def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, touche
             for i in range(n_codes[k, side]):
                 c = codes[k, side, i]
                 e = tab[k, side, c]
-                key = (np.int64(c) << 32) | a if side == 0 else (np.int64(b) << 32) | c
-                P[slots[find_slot(slots, P, key)], COUNT] -= e[ACC]
+                if (rows[side, c, 1] >> 32) == gen:
+                    q = rows[side, c, 1] & LOW
+                else:
+                    key = (np.int64(c) << 32) | a if side == 0 else (np.int64(b) << 32) | c
+                    q = np.int64(slots[find_slot(slots, P, key)])
+                    rows[side, c, 1] = (gen << 32) | q
+                P[q, COUNT] -= e[ACC]
                 e[ACC] = 0
                 e[LAST] = 0
                 e[NODES] = 0
