@@ -107,11 +107,11 @@ def _site(tab, side, c, w, cw, codes, n_codes, node_code, node_w, nn):
 @njit(cache=True, nogil=True)
 def scan_part(sym, W, ws, t, end, lo, hi, stamp, a, b, r, tab, codes, n_codes, node_code, node_w, out):
     """Step 1 for one part: merge (a, b) into r in its pieces of ``ws[t:end]``, those
-    numbered ``lo`` up to ``hi``
-    (each once: a piece on the list twice is stamped), tallying the pairs that
-    change. Stops before a piece that might not fit the node buffer (a site
-    gives at most two nodes, a piece of n symbols at most n). ``out``: where it
-    stopped, nodes written, occurrences of (a, b) gone, pieces, symbols."""
+    numbered ``lo`` up to ``hi``, each once (a piece on the list twice is
+    stamped), tallying the pairs that change. Stops before a piece that might
+    not fit the node buffer (a site gives at most two nodes, a piece of n
+    symbols at most n). ``out``: where it stopped, nodes written, occurrences
+    of (a, b) gone, pieces, symbols."""
     room = len(node_w)
     nn = 0
     gone = 0
