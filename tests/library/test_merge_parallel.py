@@ -2,9 +2,10 @@
 
 ``train_phase(parts=..., parallel_nodes=...)`` chooses the route: a merge whose
 pair's list holds at least ``parallel_nodes`` nodes goes in ``parts`` parts
-(``merge_parallel``), also when ``parts`` is 1. Every route must give the same merges, vocabulary,
-usage and counters as the one-thread loop (``parts=1``), and the reference's
-merges where it is cheap enough to run.
+(``merge_parallel``), also when ``parts`` is 1. Every route must give the same
+merges, vocabulary, usage and counters as the plain one-thread loop (one part,
+a bound above every merge), and the reference's merges where it is cheap
+enough to run.
 """
 
 from __future__ import annotations
