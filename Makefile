@@ -7,7 +7,8 @@
 #   make bench-scale          toktoktok (local and Ray), rustbpe, HF on 0.1 / 0.3 / 1.2 GB of kernel source, 100 MB
 #                             of English prose and 5 GB of several packages' text (benchmarks/results/SCALE.md;
 #                             builds its corpora under SCALE_DATA with apt-get download, the
-#                             prose from ../shared/corpora beside the checkout, skipped if absent; SCALE_REPS runs a point);
+#                             prose from ../shared/corpora beside the checkout, skipped if absent;
+#                             SCALE_REPS runs a point, the 5 GB point once);
 #                             then its shapes part: ingest of the same kernel text as parquet, Arrow, JSON lines, a folder, ...
 #   make bench-superword      on 100 MB of English prose (../shared/corpora beside the checkout): subword then
 #                             superword phases at three transition points against one plain phase (benchmarks/results/SUPERWORD.md)

@@ -685,7 +685,8 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
         f"- settings: vocabulary {args.tokens:,} = 256 bytes + {args.tokens - 256:,} merges, toktoktok's default "
         "pattern for every trainer, no special tokens, min_frequency 2 (toktoktok, HF; rustbpe has none); toktoktok "
         "`hardcoded_merges: false`, `heldout_share: 0`, `threads: -1`, a `working_set_mb` that keeps all text; "
-        f"{args.reps} run(s) per point, medians shown" + (f"; not run: {', '.join(sorted(args.skip))}" if args.skip else "")
+        f"{args.reps} run(s) per point" + (f" ({point_reps(BIG, args)} at {BIG})" if BIG in args.sizes else "")
+        + ", medians shown" + (f"; not run: {', '.join(sorted(args.skip))}" if args.skip else "")
         + f"; Ray at: {', '.join(labels[s] for s in ray_sizes(args) if s in labels) or 'no size'}",
         "",
         "Each trainer is one whole process (start-up, reading, training, writing its `.tiktoken`), measured from "
@@ -738,8 +739,8 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   md_table(["target", "measured", ""], target_rows(cells, largest, fixed, scanner)), ""]
     if ("toktoktok", BIG) in cells:
         lines += [f"## The targets at {labels[BIG]}", "",
-                  f"From the figures above ({args.reps} run(s), medians); the sampled run is the same config with "
-                  f"`working_set_mb: {SAMPLED_MB}`, so that ingest keeps a seeded sample of the text.", "",
+                  f"From the figures above ({point_reps(BIG, args)} run(s), medians); the sampled run is the same "
+                  f"config with `working_set_mb: {SAMPLED_MB}`, so that ingest keeps a seeded sample of the text.", "",
                   md_table(["target", "measured", ""], big_target_rows(cells)), ""]
     rrows = ray_rows(cells, kernel, labels)
     if rrows:
@@ -830,6 +831,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sizes the ray trainer runs at: largest (the largest of --sizes), all, or a list")
     parser.add_argument("--skip", default="", help="TRAINER@SIZE pairs not to run, e.g. hf@full")
     parser.add_argument("--reps", type=int, default=3, help="runs per point; medians are reported")
+    parser.add_argument("--big-reps", type=int, default=1,
+                        help=f"runs of the {BIG} point at most (its peers take minutes a run)")
     parser.add_argument("--tokens", type=int, default=65536, help="vocabulary size incl. 256 bytes")
     parser.add_argument("--scanner-mb", type=int, default=100, help="MB of text for the scanner's rate, 0 to skip")
     parser.add_argument("--note", default="", help="a line printed in bold at the top of the report")
@@ -864,13 +867,25 @@ def prepare_points(args: argparse.Namespace) -> tuple[dict[str, Point], dict | N
     return points, kernel, prose
 
 
+def point_reps(size: str, args: argparse.Namespace) -> int:
+    """How many times ``size`` runs: ``--reps``, but at most ``--big-reps`` at the 5 GB point, where one
+    run of the peers takes minutes and the issue's targets ask for one.
+
+        >>> args = argparse.Namespace(reps=3, big_reps=1)
+        >>> point_reps("full", args), point_reps(BIG, args)
+        (3, 1)
+    """
+    return min(args.reps, args.big_reps) if size == BIG else args.reps
+
+
 def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str, str],
               cells: dict[tuple[str, str], Cell]) -> None:
     """Every trainer at ``point``, ``--reps`` times (trainers interleaved), then their held-out bytes/token."""
     size, corpus = point.size, corpus_of(point)
     todo = [t for t in args.trainers if f"{t}@{size}" not in args.skip and (t != "ray" or size in ray_sizes(args))
             and size in ONLY_AT.get(t, (size,)) and size not in NOT_AT.get(t, ())]
-    for rep in range(1, args.reps + 1):
+    reps = point_reps(size, args)
+    for rep in range(1, reps + 1):
         for trainer in todo:
             cell = cells.setdefault((trainer, size), Cell(trainer, size))
             run_folder = work / size / trainer / f"rep{rep}"
@@ -883,7 +898,7 @@ def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str,
                     cell.stages.append(toktok_stages(run_folder))
                 if trainer == "ray":
                     cell.reduce = reduce_cost(run_folder, env) or cell.reduce
-            log(f"{size} rep {rep}/{args.reps} {trainer}: {measured.wall:.1f} s wall, {measured.all_cpu:.1f} s "
+            log(f"{size} rep {rep}/{reps} {trainer}: {measured.wall:.1f} s wall, {measured.all_cpu:.1f} s "
                 f"CPU, {measured.peak_mb:.0f} MB true peak ({len(measured.commands)} processes)"
                 + ("" if measured.returncode == 0 else f", FAILED (see {measured.log})"))
     for trainer in todo:
@@ -914,10 +929,10 @@ def main(argv: list[str]) -> None:
     args.sizes = [s for s in args.sizes.split(",") if s]
     args.trainers = [t for t in args.trainers.split(",") if t]
     args.skip = {s for s in args.skip.split(",") if s}
-    if (set(args.sizes) - set(SIZES) or set(args.trainers) - set(TRAINERS) or args.reps < 1
+    if (set(args.sizes) - set(SIZES) or set(args.trainers) - set(TRAINERS) or args.reps < 1 or args.big_reps < 1
             or set(ray_sizes(args)) - set(KERNEL_SIZES)):
         sys.exit(f"--sizes takes {','.join(SIZES)}, --ray-sizes {','.join(KERNEL_SIZES)}, "
-                 f"--trainers {','.join(TRAINERS)}, --reps >= 1")
+                 f"--trainers {','.join(TRAINERS)}, --reps and --big-reps >= 1")
     points, kernel, prose = prepare_points(args)
     # the tiny corpus and the scanner's text: the smallest kernel text, else the prose, else the 5 GB text
     base = points.get(KERNEL_SIZES[0]) if kernel else points.get(PROSE) or points.get(BIG)
