@@ -18,9 +18,10 @@ obviously correct, and used only by the tests. ``train_phase`` is the same
 rule on flat arrays: each distinct piece is a run of int32 symbols; a hash
 table maps each pair to its count and to a linked list of the pieces it
 occurs in; a max-heap orders pairs with lazy deletion (an entry whose count
-is no longer the pair's count is stale; every count increase pushes a fresh
-entry). A merge visits only the pieces on its pair's list and updates only the
-pairs next to each merge site, so its cost follows the merge, not the corpus.
+is no longer the pair's count is stale; every count increase files a fresh
+entry), holding only counts in the top count's power of two (``pending``).
+A merge visits only the pieces on its pair's list and updates only the pairs
+next to each merge site, so its cost follows the merge, not the corpus.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from toktoktok.pair_table import (
     grow,
     heap_compact,
     heap_pop,
-    heap_push,
     mix,
     node_bounds,
     note_piece,
@@ -59,6 +59,7 @@ from toktoktok.pair_table import (
     room_fits,
     room_for_nodes,
 )
+from toktoktok.pending import compact, due, file_pair, settle, start
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
 from toktoktok.prefetch import prefetch
 from toktoktok.segment import (
@@ -406,14 +407,10 @@ def _train_kernel(
     # and the first merges then need not copy the lists into larger arrays
     occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 2.0, parts)
     site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
-    # -- 2. a heap of every pair that could be merged --------------------------
-    h_count = np.empty(max(16, 2 * n_pairs), dtype=np.int64)
-    h_pair = np.empty(max(16, 2 * n_pairs), dtype=np.int32)
-    h_size = 0
-    for p in range(n_pairs):
-        if P[p, COUNT] >= min_freq:
-            heap_push(h_count, h_pair, P, h_size, P[p, COUNT], p)
-            h_size += 1
+    # -- 2. a heap of the pairs in the top count's bucket, the rest waiting ----
+    # (pending: a heap entry per pair that could be merged cost a sift each,
+    # and every pop sifted past pairs the merges never reach)
+    h_count, h_pair, h_size, pend_pair, pend_next, heads, lens, n_pend, top = start(P, n_pairs, min_freq)
     # -- 3. merge until the budget is spent or no pair is frequent enough -----
     m_rank = np.empty(max(16, n_merges), dtype=np.int32)
     m_left = np.empty(max(16, n_merges), dtype=np.int32)
@@ -432,7 +429,12 @@ def _train_kernel(
     cursor = np.zeros(parts, dtype=np.int64)
     stamp = 0
     spent = np.int64(0)  # nodes in the lists merges consumed (room_for_nodes)
-    while made < n_merges and h_size > 0:
+    while made < n_merges:
+        if due(h_count, h_size, top):  # the top must be the largest of every entry
+            h_count, h_pair, h_size, top = settle(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, top,
+                                                  min_freq)
+        if h_size == 0:
+            break
         progress[3] += 1
         p = h_pair[0]
         c = h_count[0]
@@ -440,8 +442,11 @@ def _train_kernel(
         h_size -= 1
         if P[p, COUNT] != c:  # stale entry
             if P[p, COUNT] < c and P[p, COUNT] >= min_freq:
-                heap_push(h_count, h_pair, P, h_size, P[p, COUNT], p)
-                h_size += 1
+                if n_pend == len(pend_pair):
+                    pend_pair, pend_next, n_pend, top = compact(pend_pair, pend_next, heads, lens, P, n_pairs,
+                                                                min_freq, 1)
+                h_size, n_pend, top = file_pair(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, n_pend,
+                                                top, p, P[p, COUNT])
             continue
         if c < min_freq:
             break
@@ -545,18 +550,22 @@ def _train_kernel(
                                                                          state[1], spent, more, parts)
             touched = grow(touched, state[2] + more)
         n_pairs = state[0]
-        # -- 3c. fresh heap entries for every pair whose count grew -----------
-        for t in range(state[2]):
+        # -- 3c. fresh entries for every pair whose count grew ----------------
+        n_touched = state[2]
+        if h_size + n_touched > len(h_count):
+            h_size = heap_compact(h_count, h_pair, h_size, P, min_freq)
+            if 4 * (h_size + n_touched) >= 3 * len(h_count):  # mostly live: grow by half
+                bigger = max(len(h_count) + len(h_count) // 2, h_size + n_touched)
+                h_count = resized(h_count, bigger)
+                h_pair = resized(h_pair, bigger)
+        if n_pend + n_touched > len(pend_pair):
+            pend_pair, pend_next, n_pend, top = compact(pend_pair, pend_next, heads, lens, P, n_pairs, min_freq,
+                                                        n_touched)
+        for t in range(n_touched):
             q = touched[t]
             if P[q, COUNT] >= min_freq:
-                if h_size == len(h_count):
-                    h_size = heap_compact(h_count, h_pair, h_size, P, min_freq)
-                    if 4 * h_size >= 3 * len(h_count):  # mostly live: grow by half
-                        bigger = len(h_count) + len(h_count) // 2
-                        h_count = resized(h_count, bigger)
-                        h_pair = resized(h_pair, bigger)
-                heap_push(h_count, h_pair, P, h_size, P[q, COUNT], q)
-                h_size += 1
+                h_size, n_pend, top = file_pair(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, n_pend,
+                                                top, q, P[q, COUNT])
     for w in range(n_words):
         wlen[w] = W[w].len
     return m_rank[:n_learned], m_left[:n_learned], m_right[:n_learned], m_count[:n_learned], tok_buf[:tok_end], made

@@ -155,3 +155,65 @@ def test_the_heap_gives_pairs_by_count_then_key_through_stale_entries_and_compac
         out.append((c, int(P[p, KEY])))
         P[p, COUNT] = 0  # merged: its entries are stale from now on
     assert out == expected and len(out) > n // 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_pending_buckets_keep_the_heap_top_the_largest_of_all(seed):
+    """The heap with its pending buckets (``pending``), used as the loop uses it:
+    counts over many powers of two rise (filed again), fall (left stale), and
+    the store fills up (compacted); after the due buckets are flushed, each
+    valid top is the pair of largest count, then smallest key, over all pairs
+    at ``min_freq`` or more, as a scan of every pair gives."""
+    import numpy as np
+
+    from toktoktok.pair_table import COUNT, KEY, heap_pop
+    from toktoktok.pending import compact, due, file_pair, pending_store, settle
+
+    rng = np.random.default_rng(seed)
+    n, min_freq = 600, 2
+    P = np.zeros((n, 4), np.int64)
+    P[:, KEY] = rng.permutation(10 * n)[:n]
+    P[:, COUNT] = (2 ** rng.integers(0, 20, n)) + rng.integers(0, 50, n)
+    h_count, h_pair = np.empty(16, np.int64), np.empty(16, np.int32)  # small: settle grows it
+    pend_pair, pend_next, heads, lens = pending_store(n // 4)  # small: compactions come soon
+    h_size, n_pend, top = 0, 0, -1
+
+    def file(q):
+        nonlocal pend_pair, pend_next, n_pend, top, h_size, h_count, h_pair
+        if h_size == len(h_count):  # room, as the loop makes it before filing
+            h_count, h_pair = np.resize(h_count, 2 * h_size), np.resize(h_pair, 2 * h_size)
+        if n_pend == len(pend_pair):
+            pend_pair, pend_next, n_pend, top = compact(pend_pair, pend_next, heads, lens, P, n, min_freq, 1)
+        h_size, n_pend, top = file_pair(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, n_pend, top,
+                                        q, P[q, COUNT])
+
+    for q in range(n):
+        if P[q, COUNT] >= min_freq:
+            file(q)
+    merged = 0
+    while True:
+        if due(h_count, h_size, top):
+            h_count, h_pair, h_size, top = settle(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, top,
+                                                  min_freq)
+        if h_size == 0:
+            break
+        p, c = int(h_pair[0]), int(h_count[0])
+        heap_pop(h_count, h_pair, P, h_size)
+        h_size -= 1
+        if P[p, COUNT] != c:
+            if min_freq <= P[p, COUNT] < c:
+                file(p)
+            continue
+        live = [(int(P[q, COUNT]), -int(P[q, KEY]), q) for q in range(n) if P[q, COUNT] >= min_freq]
+        assert (c, -int(P[p, KEY]), p) == max(live)
+        P[p, COUNT] = 0  # merged
+        merged += 1
+        for q in rng.choice(n, 8, replace=False):  # the merge's neighbours: some rise, some fall
+            if P[q, COUNT] == 0:
+                continue
+            if rng.random() < 0.5:
+                P[q, COUNT] += int(rng.integers(1, min(c // 2 + 2, 1 << 20)))
+                file(q)
+            else:
+                P[q, COUNT] = max(0, P[q, COUNT] - int(rng.integers(1, c // 2 + 2)))
+    assert merged > n // 2 and all(P[q, COUNT] < min_freq for q in range(n))
