@@ -130,9 +130,8 @@ def flush(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, top, mi
 @njit(cache=True)
 def compact(pend_pair, pend_next, heads, lens, P, n_pairs, min_freq, room):
     """The store again with each pair held once, in the bucket of its count now
-    (pairs under ``min_freq`` dropped), and room for ``room`` more entries
-    (grown by half when it is mostly full). Returns ``(pend_pair, pend_next,
-    n_pend, top)``."""
+    (pairs under ``min_freq`` dropped), at most half full with ``room`` more
+    entries. Returns ``(pend_pair, pend_next, n_pend, top)``."""
     seen = np.zeros(n_pairs, dtype=np.bool_)
     kept = np.empty(int(lens.sum()), dtype=np.int32)
     n = 0
@@ -146,9 +145,7 @@ def compact(pend_pair, pend_next, heads, lens, P, n_pairs, min_freq, room):
                 kept[n] = q
                 n += 1
             e = pend_next[e]
-    size = len(pend_pair)
-    if 4 * (n + room) > 3 * size:
-        size = max(size + size // 2, n + room)
+    size = max(len(pend_pair), 2 * (n + room))  # half free: a compaction reads every entry's pair, at random
     words = np.empty(size, dtype=np.int32)
     nexts = np.empty(size, dtype=np.int32)
     heads[:] = -1
@@ -175,7 +172,7 @@ def start(P, n_pairs, min_freq):
         if P[q, COUNT] >= min_freq:
             floor = max(floor, bucket(P[q, COUNT]))
             eligible += 1
-    pend_pair, pend_next, heads, lens = pending_store(eligible + eligible // 4)
+    pend_pair, pend_next, heads, lens = pending_store(2 * eligible)
     n_pend = 0
     top = -1
     h_count = np.empty(1024, dtype=np.int64)
