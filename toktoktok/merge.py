@@ -59,7 +59,7 @@ from toktoktok.pair_table import (
     room_fits,
     room_for_nodes,
 )
-from toktoktok.pending import compact, due, file_pair, settle, start
+from toktoktok.pending import compact, due, file_pair, file_pairs, settle, start
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
 from toktoktok.prefetch import prefetch
 from toktoktok.segment import (
@@ -561,11 +561,8 @@ def _train_kernel(
         if n_pend + n_touched > len(pend_pair):
             pend_pair, pend_next, n_pend, top = compact(pend_pair, pend_next, heads, lens, P, n_pairs, min_freq,
                                                         n_touched)
-        for t in range(n_touched):
-            q = touched[t]
-            if P[q, COUNT] >= min_freq:
-                h_size, n_pend, top = file_pair(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, n_pend,
-                                                top, q, P[q, COUNT])
+        h_size, n_pend, top = file_pairs(touched, n_touched, h_count, h_pair, P, h_size, pend_pair, pend_next, heads,
+                                         lens, n_pend, top, min_freq)
     for w in range(n_words):
         wlen[w] = W[w].len
     return m_rank[:n_learned], m_left[:n_learned], m_right[:n_learned], m_count[:n_learned], tok_buf[:tok_end], made

@@ -91,6 +91,34 @@ def file_pair(h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, n_p
     return h_size, n_pend, top
 
 
+@njit(cache=True, nogil=True)
+def file_pairs(touched, n_touched, h_count, h_pair, P, h_size, pend_pair, pend_next, heads, lens, n_pend, top,
+               min_freq):
+    """``file_pair`` for each pair of ``touched[:n_touched]`` at ``min_freq`` or more, at
+    its count now: first the appends, keeping the pairs for the heap at the
+    front of ``touched``, then their pushes (a loop with a push in it ran
+    several times slower, even where it never pushed). Returns ``(h_size,
+    n_pend, top)``."""
+    floor = top_bucket(h_count, h_size)  # pushes only raise the top: what waits stays below it
+    high = 0
+    for t in range(n_touched):
+        q = touched[t]
+        x = P[q, COUNT]
+        if x < min_freq:
+            continue
+        b = bucket(x)
+        if b >= floor:
+            touched[high] = q
+            high += 1
+        else:
+            n_pend, top = wait(pend_pair, pend_next, heads, lens, n_pend, top, q, b)
+    for t in range(high):
+        q = touched[t]
+        heap_push(h_count, h_pair, P, h_size, P[q, COUNT], q)
+        h_size += 1
+    return h_size, n_pend, top
+
+
 @njit(cache=True, nogil=True, inline="always")
 def due(h_count, h_size, top):
     """Whether bucket ``top`` may hold a count as high as the heap's top (or the heap is empty)."""
