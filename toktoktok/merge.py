@@ -401,7 +401,7 @@ def _train_kernel(
     while w < n_words:
         w = _count_pairs(sym, W, w, P, slots, state, site_pair)
         if w < n_words:
-            P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len))
+            P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len), parts)
     n_pairs = state[0]
     # room for as many nodes again: room never written costs address space, not memory,
     # and the first merges then need not copy the lists into larger arrays
@@ -510,7 +510,7 @@ def _train_kernel(
             while True:
                 scan(sym, W, ws, cursor, n_nodes, bounds, stamp, a, b, r, tab, codes, n_codes, node_code, node_w, outs)
                 more = n_codes.sum()  # at most as many new pairs
-                P, slots = reserve_pairs(P, slots, n_pairs, more)
+                P, slots = reserve_pairs(P, slots, n_pairs, more, parts)
                 occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent,
                                                                   outs[:, 1].sum(), parts)
                 touched = grow(touched, n_touched + more)

@@ -87,13 +87,31 @@ def find_slot(slots, P, key):
         s = (s + np.uint64(1)) & mask
 
 
+@njit(cache=True, parallel=True)
+def copy_rows(P, bigger, n, parts):
+    """``bigger[:n] = P[:n]`` in ``parts`` stretches on the numba threads (the new
+    array's pages, most of a copy's time, come faster to threads that share them)."""
+    for k in prange(parts):
+        lo, hi = (n * k) // parts, (n * (k + 1)) // parts
+        bigger[lo:hi] = P[lo:hi]
+
+
+@njit(cache=True, parallel=True)
+def empty_slots(capacity, parts):
+    """``capacity`` slots of -1, filled in ``parts`` stretches on the numba threads."""
+    slots = np.empty(capacity, dtype=np.int32)
+    for k in prange(parts):
+        slots[(capacity * k) // parts : (capacity * (k + 1)) // parts] = -1
+    return slots
+
+
 @njit(cache=True)
-def rehash(P, n_pairs, capacity):
+def rehash(P, n_pairs, capacity, parts):
     """A table of ``capacity`` slots holding rows ``0..n_pairs-1``. Their keys are
     distinct, so each goes to the first empty slot from its own without a row
     read; the slot of the row 16 on is asked for ahead (the rows come in order,
     their slots anywhere)."""
-    slots = np.full(capacity, -1, dtype=np.int32)
+    slots = empty_slots(capacity, parts)
     mask = np.uint64(capacity - 1)
     for q in range(n_pairs):
         if q + 16 < n_pairs:
@@ -106,17 +124,18 @@ def rehash(P, n_pairs, capacity):
 
 
 @njit(cache=True)
-def reserve_pairs(P, slots, n_pairs, more):
-    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed)."""
+def reserve_pairs(P, slots, n_pairs, more, parts):
+    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed;
+    the copy and the new slots' fill in ``parts`` on the numba threads)."""
     if n_pairs + more > len(P):
         bigger = np.empty((max(len(P) + len(P) // 2, n_pairs + more), 4), dtype=np.int64)
-        bigger[:n_pairs] = P[:n_pairs]
+        copy_rows(P, bigger, n_pairs, parts)
         P = bigger
     if 2 * (n_pairs + more) > len(slots):
         size = len(slots)
         while 2 * (n_pairs + more) > size:
             size *= 2
-        slots = rehash(P, n_pairs, size)
+        slots = rehash(P, n_pairs, size, parts)
     return P, slots
 
 
@@ -129,7 +148,7 @@ def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, spent, more, part
     nodes get room as ``room_for_nodes`` gives it. Returns ``(P, slots,
     occ_word, occ_next, n_occ, spent)``.
     """
-    P, slots = reserve_pairs(P, slots, n_pairs, more)
+    P, slots = reserve_pairs(P, slots, n_pairs, more, parts)
     occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more, parts)
     return P, slots, occ_word, occ_next, n_occ, spent
 
