@@ -8,7 +8,7 @@ past them at every pop was time spent on pairs the merges never reach.
 How. An entry whose count lies in a lower power-of-two bucket than the
 heap's top count waits in that bucket's chain (``file_pair``: an append).
 Before each pop the loop flushes every bucket that could hold a count as
-high as the top (``due``), so the top is still the largest (count, key) of
+high as the top (``due``, ``settle``), so the top is still the largest (count, key) of
 all entries: the merges are those of one heap. A flushed entry stands for
 its pair at its count now: pushed if that is still in the bucket, moved to
 its lower bucket if the count fell, dropped under ``min_freq`` or if the
@@ -33,8 +33,7 @@ BUCKETS = 64  # one a power of two of an int64 count
 
 @intrinsic
 def _leading_zeros(typingctx, x):
-    """LLVM's ``ctlz`` of an int64: one instruction, where a search by halves
-    mispredicted a branch or more a count."""
+    """LLVM's ``ctlz`` of an int64: one instruction, where a search by halves takes six tests."""
     if not isinstance(x, types.Integer):
         return None
 
