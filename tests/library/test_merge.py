@@ -217,3 +217,23 @@ def test_pending_buckets_keep_the_heap_top_the_largest_of_all(seed):
             else:
                 P[q, COUNT] = max(0, P[q, COUNT] - int(rng.integers(1, c // 2 + 2)))
     assert merged > n // 2 and all(P[q, COUNT] < min_freq for q in range(n))
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_growing_the_pair_table_in_parts_keeps_every_pair(parts):
+    """``reserve_pairs`` copies the rows and fills the new slots in parts: every
+    row is copied, and every key is found again at its row."""
+    import numpy as np
+
+    from toktoktok.pair_table import KEY, find_slot, reserve_pairs
+
+    rng = np.random.default_rng(parts)
+    n = 1000
+    P = np.zeros((n, 4), np.int64)
+    P[:, KEY] = rng.choice(1 << 40, n, replace=False)
+    P[:, 1:] = rng.integers(0, 1 << 30, (n, 3))
+    slots = np.full(8, -1, np.int32)
+    bigger, slots = reserve_pairs(P, slots, n, 1, parts)
+    assert len(bigger) > n and (bigger[:n] == P).all()
+    assert all(slots[find_slot(slots, bigger, P[q, KEY])] == q for q in range(n))
+    assert (slots >= 0).sum() == n
