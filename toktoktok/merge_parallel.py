@@ -58,9 +58,12 @@ def tallies(parts, tokens, room):
     symbol; ``codes``, ``n_codes``: the symbols tallied in a round, by side) and
     its node buffer of ``room`` nodes (``node_code``: a node's symbol, ~symbol
     on the right side; ``node_w``: its piece), and the rows ``gather`` found in
-    a round (shared), in the order the steps take them."""
+    a round (shared), in the order the steps take them. A part's two counts
+    of symbols have a cache line of their own (columns 2-7 stay 0): counted
+    up at each new symbol, they made the parts' cores pass one line back and
+    forth."""
     return (np.zeros((parts, 2, tokens, 8), dtype=np.int64), np.empty((parts, 2, tokens), dtype=np.int32),
-            np.zeros((parts, 2), dtype=np.int64), np.empty((parts, room), dtype=np.int32),
+            np.zeros((parts, 8), dtype=np.int64), np.empty((parts, room), dtype=np.int32),
             np.empty((parts, room), dtype=np.int32), np.zeros((2, tokens, 2), dtype=np.int64))
 
 
