@@ -38,7 +38,7 @@ from numba import njit, prange
 
 from toktoktok import merge_parallel
 from toktoktok.kernel_args import int64s
-from toktoktok.merge_parallel import ask_symbols, fill, gather, piece_bounds, scan, tallies
+from toktoktok.merge_parallel import ask_symbols, fill, fill_and_file, gather, piece_bounds, scan, tallies
 from toktoktok.pair_table import (
     COUNT,
     HEAD,
@@ -292,6 +292,23 @@ def _distinct(W, ws, n, stamp):
 
 
 @njit(cache=True, nogil=True)
+def _room_for_entries(h_count, h_pair, h_size, pend_pair, pend_next, heads, lens, n_pend, top, P, n_pairs, min_freq,
+                      more):
+    """Room for ``more`` fresh entries in the heap (compacted, then grown by half
+    if still mostly live) and in the pending store. Returns ``(h_count, h_pair,
+    h_size, pend_pair, pend_next, n_pend, top)``."""
+    if h_size + more > len(h_count):
+        h_size = heap_compact(h_count, h_pair, h_size, P, min_freq)
+        if 4 * (h_size + more) >= 3 * len(h_count):  # mostly live: grow by half
+            bigger = max(len(h_count) + len(h_count) // 2, h_size + more)
+            h_count = resized(h_count, bigger)
+            h_pair = resized(h_pair, bigger)
+    if n_pend + more > len(pend_pair):
+        pend_pair, pend_next, n_pend, top = compact(pend_pair, pend_next, heads, lens, P, n_pairs, min_freq, more)
+    return h_count, h_pair, h_size, pend_pair, pend_next, n_pend, top
+
+
+@njit(cache=True, nogil=True)
 def _rewrite(sym, W, ws, t0, n_ws, p, r, stamp, P, slots, occ_word, occ_next, touched,
              state, progress):
     """Replace pair ``p`` by ``r`` in the pieces ``ws[t0:n_ws]``, updating the pair
@@ -423,9 +440,10 @@ def _train_kernel(
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged, as its list gives them
     touched = np.empty(1024, dtype=np.int32)
     # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use
-    tab, codes, n_codes, node_code, node_w, rows = tallies(parts, 0, 0)
+    tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(parts, 0, 0)
     rounds = np.int64(0)
     outs = np.zeros((parts, 5), dtype=np.int64)
+    filed = np.zeros(3, dtype=np.int64)  # h_size, n_pend, top, through fill_and_file
     cursor = np.zeros(parts, dtype=np.int64)
     stamp = 0
     spent = np.int64(0)  # nodes in the lists merges consumed (room_for_nodes)
@@ -504,7 +522,7 @@ def _train_kernel(
             # -- 3b'. a large merge: in rounds, in parts (merge_parallel) ------
             n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
             if tab.shape[2] == 0:
-                tab, codes, n_codes, node_code, node_w, rows = tallies(parts, len(tok_off), node_room)
+                tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(parts, len(tok_off), node_room)
             cursor[:] = 0
             bounds = piece_bounds(ws, n_nodes, parts, n_words)
             while True:
@@ -516,8 +534,7 @@ def _train_kernel(
                 touched = grow(touched, n_touched + more)
                 rounds += 1
                 n_pairs, n_occ, n_touched = gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes,
-                                                   rows, rounds, touched, n_touched)
-                fill(node_code, node_w, outs, tab, occ_word, occ_next)
+                                                   blocks, rows, rounds, touched, n_touched)
                 P[p, COUNT] -= outs[:, 2].sum()
                 progress[1] += outs[:, 3].sum()
                 progress[2] += outs[:, 4].sum()
@@ -529,12 +546,23 @@ def _train_kernel(
                         if outs[k, 1] == 0:
                             longest = max(longest, W[ws[outs[k, 0]]].len)
                     cursor[k] = outs[k, 0]
-                if not left:
+                if left:
+                    fill(node_code, node_w, outs, blocks, tab, codes, n_codes, occ_word, occ_next)
+                else:
+                    # -- 3c, on the first part's thread while the others fill --
+                    h_count, h_pair, h_size, pend_pair, pend_next, n_pend, top = _room_for_entries(
+                        h_count, h_pair, h_size, pend_pair, pend_next, heads, lens, n_pend, top, P, n_pairs, min_freq,
+                        n_touched)
+                    filed[0], filed[1], filed[2] = h_size, n_pend, top
+                    fill_and_file(node_code, node_w, outs, blocks, tab, codes, n_codes, occ_word, occ_next, touched,
+                                  n_touched, h_count, h_pair, P, pend_pair, pend_next, heads, lens, filed, min_freq)
+                    h_size, n_pend, top = filed[0], filed[1], filed[2]
                     break
                 if longest > node_w.shape[1]:
                     node_code = np.empty((parts, longest), dtype=np.int32)
                     node_w = np.empty((parts, longest), dtype=np.int32)
-            state[0], state[1], state[2] = n_pairs, n_occ, n_touched
+            state[0], state[1], state[2] = n_pairs, n_occ, 0
+            continue
         else:
             n_ws = _distinct(W, ws, n_nodes, stamp)
         # the loops over pieces never replace an array (numba counts references on
@@ -551,16 +579,10 @@ def _train_kernel(
             touched = grow(touched, state[2] + more)
         n_pairs = state[0]
         # -- 3c. fresh entries for every pair whose count grew ----------------
+        # (a large merge files them in its last round, above)
         n_touched = state[2]
-        if h_size + n_touched > len(h_count):
-            h_size = heap_compact(h_count, h_pair, h_size, P, min_freq)
-            if 4 * (h_size + n_touched) >= 3 * len(h_count):  # mostly live: grow by half
-                bigger = max(len(h_count) + len(h_count) // 2, h_size + n_touched)
-                h_count = resized(h_count, bigger)
-                h_pair = resized(h_pair, bigger)
-        if n_pend + n_touched > len(pend_pair):
-            pend_pair, pend_next, n_pend, top = compact(pend_pair, pend_next, heads, lens, P, n_pairs, min_freq,
-                                                        n_touched)
+        h_count, h_pair, h_size, pend_pair, pend_next, n_pend, top = _room_for_entries(
+            h_count, h_pair, h_size, pend_pair, pend_next, heads, lens, n_pend, top, P, n_pairs, min_freq, n_touched)
         h_size, n_pend, top = file_pairs(touched, n_touched, h_count, h_pair, P, h_size, pend_pair, pend_next, heads,
                                          lens, n_pend, top, min_freq)
     for w in range(n_words):

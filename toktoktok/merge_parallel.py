@@ -29,13 +29,17 @@ import numpy as np
 from numba import njit, prange
 
 from toktoktok.pair_table import COUNT, HEAD, LOW, MARK, find_slot, pair_row
+from toktoktok.pending import file_pairs
 from toktoktok.prefetch import prefetch
 
 # a symbol's record in a part's tallies, by side (0: left neighbour x, 1: right y),
 # one cache line: the count the site's pieces carry, the last piece + 1 given a
-# node, how many nodes, the first piece given one, where the part's next node
-# of the round goes, where its block ends, and the node after the block
-ACC, LAST, NODES, FIRST, AT, END, TAIL = 0, 1, 2, 3, 4, 5, 6
+# node, how many nodes, the first piece given one, and its place in the round's
+# list of symbols tallied (``codes``)
+ACC, LAST, NODES, FIRST, SLOT = 0, 1, 2, 3, 4
+# a tallied symbol's block, by side and place in ``codes``: where the part's next
+# node of the round goes, where the block ends, and the node after the block
+AT, END, TAIL = 0, 1, 2
 # list nodes a part writes in one round (8 bytes each): it stops before a piece
 # that might not fit, and a round's gather and fill follow
 NODE_ROOM = 1 << 18
@@ -55,16 +59,21 @@ def ask_symbols(sym, W, w):
 @njit(cache=True)
 def tallies(parts, tokens, room):
     """Each part's tallies for symbols ``0..tokens-1`` (``tab``: a record a side and
-    symbol; ``codes``, ``n_codes``: the symbols tallied in a round, by side) and
-    its node buffer of ``room`` nodes (``node_code``: a node's symbol, ~symbol
-    on the right side; ``node_w``: its piece), and the rows ``gather`` found in
-    a round (shared), in the order the steps take them. A part's two counts
-    of symbols have a cache line of their own (columns 2-7 stay 0): counted
-    up at each new symbol, they made the parts' cores pass one line back and
-    forth."""
+    symbol; ``codes``, ``n_codes``: the symbols tallied in a round, by side;
+    ``blocks``: their blocks, by side and place in ``codes``) and its node
+    buffer of ``room`` nodes (``node_code``: a node's place in ``codes``,
+    ~place on the right side; ``node_w``: its piece), and the rows ``gather``
+    found in a round (shared), in the order the steps take them. Each part
+    writes only its own tallies but for ``blocks``, which ``gather`` writes
+    packed, so that the other cores read few lines of it: a part's two counts
+    of symbols have a cache line of their own (columns 2-7 stay 0), and each
+    part empties its own records (in ``fill``): counted up at each new
+    symbol, or written by ``gather`` on its own core, they made the cores
+    pass lines back and forth."""
     return (np.zeros((parts, 2, tokens, 8), dtype=np.int64), np.empty((parts, 2, tokens), dtype=np.int32),
-            np.zeros((parts, 8), dtype=np.int64), np.empty((parts, room), dtype=np.int32),
-            np.empty((parts, room), dtype=np.int32), np.zeros((2, tokens, 2), dtype=np.int64))
+            np.zeros((parts, 8), dtype=np.int64), np.empty((parts, 2, tokens, 4), dtype=np.int64),
+            np.empty((parts, room), dtype=np.int32), np.empty((parts, room), dtype=np.int32),
+            np.zeros((2, tokens, 2), dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -92,17 +101,19 @@ def piece_bounds(ws, n, parts, n_words):
 def _site(tab, side, c, w, cw, codes, n_codes, node_code, node_w, nn):
     """A site of piece ``w`` (count ``cw``) has symbol ``c`` on ``side``: the count
     moves, and the piece gets a node unless it has one there already (its
-    sites come one after another); ``c`` is listed with its first node."""
+    sites come one after another); ``c`` is listed with its first node, and
+    a node names its place in the list."""
     tab[side, c, ACC] += cw
     if tab[side, c, LAST] == w + 1:
         return nn
     if tab[side, c, NODES] == 0:
+        tab[side, c, SLOT] = n_codes[side]
         codes[side, n_codes[side]] = c
         n_codes[side] += 1
         tab[side, c, FIRST] = w
     tab[side, c, LAST] = w + 1
     tab[side, c, NODES] += 1
-    node_code[nn] = c if side == 0 else ~c
+    node_code[nn] = tab[side, c, SLOT] if side == 0 else ~tab[side, c, SLOT]
     node_w[nn] = w
     return nn + 1
 
@@ -172,11 +183,11 @@ def scan(sym, W, ws, at, end, bounds, stamp, a, b, r, tab, codes, n_codes, node_
 
 
 @njit(cache=True, nogil=True)
-def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, rows, gen, touched, n_touched):
+def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, blocks, rows, gen, touched, n_touched):
     """Step 2: each symbol a part tallied gives two pairs: (x, r) or (r, y) gains
     its count and a block for the part's nodes at the head of its list (from
-    ``n_occ`` on), and is noted once per merge in ``touched``; (x, a) or
-    (b, y) loses the count. The tallies are left empty. The caller has made
+    ``n_occ`` on, in ``blocks``), and is noted once per merge in ``touched``;
+    (x, a) or (b, y) loses the count. It only reads the tallies. The caller has made
     room for a new pair per symbol listed and for the nodes. A pair two parts
     tallied is looked up once: ``rows[side, symbol]`` keeps its rows, as
     ``(gen << 32) | row`` (``gen``: this round's number, never 0). Returns
@@ -194,9 +205,10 @@ def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, rows, 
                     q, n_pairs = pair_row(P, n_pairs, slots, key)
                     rows[side, c, 0] = (gen << 32) | q
                 P[q, COUNT] += e[ACC]
-                e[AT] = n_occ
-                e[END] = n_occ + e[NODES]
-                e[TAIL] = P[q, HEAD]
+                block = blocks[k, side, i]
+                block[AT] = n_occ
+                block[END] = n_occ + e[NODES]
+                block[TAIL] = P[q, HEAD]
                 P[q, HEAD] = n_occ
                 n_occ += e[NODES]
                 # the list's head now holds the block's first piece (note_piece's rule)
@@ -218,31 +230,51 @@ def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, rows, 
                     q = np.int64(slots[find_slot(slots, P, key)])
                     rows[side, c, 1] = (gen << 32) | q
                 P[q, COUNT] -= e[ACC]
-                e[ACC] = 0
-                e[LAST] = 0
-                e[NODES] = 0
-            n_codes[k, side] = 0
     return n_pairs, n_occ, n_touched
 
 
 @njit(cache=True, nogil=True)
-def fill_part(node_code, node_w, nn, tab, occ_word, occ_next):
-    """Step 3 for one part: its ``nn`` nodes into its blocks, in order; a block's
-    last node leads on to the rest of the list."""
+def fill_part(node_code, node_w, nn, blocks, tab, codes, n_codes, occ_word, occ_next):
+    """Step 3 for one part: its ``nn`` nodes into its blocks, in order (a block's
+    last node leads on to the rest of the list); then its tallies emptied."""
     for i in range(nn):
-        c = node_code[i]
+        j = node_code[i]
         side = 0
-        if c < 0:
-            c = ~c
+        if j < 0:
+            j = ~j
             side = 1
-        o = tab[side, c, AT]
-        tab[side, c, AT] = o + 1
+        o = blocks[side, j, AT]
+        blocks[side, j, AT] = o + 1
         occ_word[o] = node_w[i]
-        occ_next[o] = o + 1 if o + 1 < tab[side, c, END] else tab[side, c, TAIL]
+        occ_next[o] = o + 1 if o + 1 < blocks[side, j, END] else blocks[side, j, TAIL]
+    for side in range(2):
+        for i in range(n_codes[side]):
+            e = tab[side, codes[side, i]]
+            e[ACC] = 0
+            e[LAST] = 0
+            e[NODES] = 0
+        n_codes[side] = 0
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def fill(node_code, node_w, outs, tab, occ_word, occ_next):
+def fill(node_code, node_w, outs, blocks, tab, codes, n_codes, occ_word, occ_next):
     """Step 3 on every part at once."""
     for k in prange(len(outs)):
-        fill_part(node_code[k], node_w[k], outs[k, 1], tab[k], occ_word, occ_next)
+        fill_part(node_code[k], node_w[k], outs[k, 1], blocks[k], tab[k], codes[k], n_codes[k], occ_word, occ_next)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def fill_and_file(node_code, node_w, outs, blocks, tab, codes, n_codes, occ_word, occ_next, touched, n_touched,
+                  h_count, h_pair, P, pend_pair, pend_next, heads, lens, filed, min_freq):
+    """A merge's last step 3, and its fresh entries (``file_pairs``, ``filed``: h_size,
+    n_pend, top, read and written) on the first part's thread once its nodes
+    are in: they read counts and write the heap, the nodes only the lists, so
+    the filing takes the time the first part would wait for the others."""
+    for k in prange(len(outs)):
+        fill_part(node_code[k], node_w[k], outs[k, 1], blocks[k], tab[k], codes[k], n_codes[k], occ_word, occ_next)
+        if k == 0:
+            h_size, n_pend, top = file_pairs(touched, n_touched, h_count, h_pair, P, filed[0], pend_pair, pend_next,
+                                             heads, lens, filed[1], filed[2], min_freq)
+            filed[0] = h_size
+            filed[1] = n_pend
+            filed[2] = top
