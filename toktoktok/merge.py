@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit, prange
 
 from toktoktok import merge_parallel
+from toktoktok.clock import COUNTS, cycles, now_cycles, to_seconds
 from toktoktok.kernel_args import int64s
 from toktoktok.merge_parallel import ask_symbols, fill, fill_and_file, gather, piece_bounds, scan, tallies
 from toktoktok.pair_table import (
@@ -78,7 +79,10 @@ from toktoktok.vocab import Vocab
 
 Merge = tuple[int, int, int, bytes, int]  # rank, left rank, right rank, bytes, count
 EARLY_MERGES = 1000  # the merges timed apart: the first ones touch the most pieces
-POLL_SECONDS = 0.002  # how often the merge loop's progress is looked at
+# how often the merge loop's progress is looked at: to report it, and, where the
+# kernel cannot read the time-stamp counter (clock.COUNTS), to time its phases
+REPORT_SECONDS = 0.1
+POLL_SECONDS = 0.002
 # a merge whose pair's list holds this many nodes is made in parts (merge_parallel):
 # below it, the rounds' own steps and starting the threads cost more than they save
 PARALLEL_NODES = 1 << 8
@@ -268,11 +272,19 @@ def _list_pieces(W, P, n_pairs, site_pair, slack, parts):
 @njit(cache=True, nogil=True)
 def _read_list(occ_word, occ_next, o, ws, n):
     """The pieces of a list from node ``o`` on into ``ws`` from ``n`` on, as far as it
-    has room. Returns the next node to read (-1: the list is read) and the new n."""
+    has room. Returns the next node to read (-1: the list is read) and the new n.
+
+    A list is mostly runs of nodes side by side (a merge's block, a list laid
+    out by a compaction): each run is found, then copied whole, so that the
+    next node's address never waits for the last node's read."""
     while o >= 0 and n < len(ws):
-        ws[n] = occ_word[o]
-        o = occ_next[o]
-        n += 1
+        e = o
+        room = len(ws) - n - 1
+        while e - o < room and occ_next[e] == e + 1:
+            e += 1
+        ws[n : n + e - o + 1] = occ_word[o : e + 1]
+        n += e - o + 1
+        o = occ_next[e]
     return o, n
 
 
@@ -385,8 +397,10 @@ def _train_kernel(
     """The merge loop on flat arrays. Returns the merges and the grown vocabulary.
 
     ``tok_off`` has room for ``first_rank + n_merges + 1`` offsets and ``table``
-    for as many tokens. ``progress`` (4 entries) is kept at: new ranks made,
-    pieces visited, symbols scanned, heap entries popped. ``t_words`` and
+    for as many tokens. ``progress`` (6 entries) is kept at: new ranks made,
+    pieces visited, symbols scanned, heap entries popped, and the counter
+    (``clock.cycles``) at the first pop and at the ``EARLY_MERGES``-th new
+    rank. ``t_words`` and
     ``t_edges`` (``token_words``, as long as ``tok_off`` less one) hold each
     token's words and edges, filled for the ranks below ``first_rank`` and
     here for new ones; a merge whose token would span more than ``max_words``
@@ -439,7 +453,9 @@ def _train_kernel(
     tok_end = tok_off[first_rank]
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged, as its list gives them
     touched = np.empty(1024, dtype=np.int32)
-    # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use
+    # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use and
+    # made anew, empty, as the ranks outgrow them (they are empty between merges):
+    # made once for every rank the phase can reach, they took ms to zero
     tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(parts, 0, 0)
     rounds = np.int64(0)
     outs = np.zeros((parts, 5), dtype=np.int64)
@@ -453,6 +469,8 @@ def _train_kernel(
                                                   min_freq)
         if h_size == 0:
             break
+        if progress[3] == 0:
+            progress[4] = cycles()  # the loop proper starts (train_split_seconds)
         progress[3] += 1
         p = h_pair[0]
         c = h_count[0]
@@ -492,6 +510,8 @@ def _train_kernel(
             next_rank += 1
             made += 1
             progress[0] = made
+            if made == EARLY_MERGES:
+                progress[5] = cycles()
         if n_learned == len(m_rank):
             m_rank = grow(m_rank, n_learned + 1)
             m_left = grow(m_left, n_learned + 1)
@@ -521,8 +541,9 @@ def _train_kernel(
         if n_nodes >= parallel_nodes:
             # -- 3b'. a large merge: in rounds, in parts (merge_parallel) ------
             n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
-            if tab.shape[2] == 0:
-                tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(parts, len(tok_off), node_room)
+            if tab.shape[2] < next_rank:  # every symbol is a rank made so far: room for twice as many
+                tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(
+                    parts, min(2 * next_rank, len(tok_off)), max(node_room, node_w.shape[1]))
             cursor[:] = 0
             bounds = piece_bounds(ws, n_nodes, parts, n_words)
             while True:
@@ -725,7 +746,9 @@ def train_phase(
     tok_off = np.zeros(first + merges + 1, dtype=np.int64)
     tok_off[: first + 1] = vocab.off
     table = build_table(vocab.buf, vocab.off, table_capacity(first + merges))
-    progress = np.zeros(4, dtype=np.int64)  # new ranks, pieces visited, symbols scanned, heap pops
+    # new ranks, pieces visited, symbols scanned, heap pops, and the counter (clock.cycles)
+    # at the first pop and at the EARLY_MERGES-th new rank
+    progress = np.zeros(6, dtype=np.int64)
     t_words = np.zeros(first + merges, dtype=np.int64)
     t_edges = np.zeros(first + merges, dtype=np.int64)
     token_words(vocab.buf, vocab.off, first, t_words, t_edges)
@@ -763,7 +786,10 @@ def _run_reporting(kernel, args, progress, on_progress, threads):
     """Run the nogil merge kernel in a thread (on ``threads`` numba threads), reporting ``progress[0]`` about ten
     times a second; returns its result and the times (``perf_counter``) at which
     it started merging (``"loop"``: its first heap pop) and made its
-    ``EARLY_MERGES``-th merge (``"early"``), seen by polling every few ms."""
+    ``EARLY_MERGES``-th merge (``"early"``): from the counter readings the
+    kernel left in ``progress[4:6]`` (``clock``), or, where it cannot read the
+    counter, seen by polling every few ms (which takes time slices from the
+    kernel's threads when they use every core)."""
     result: list = []
     errors: list[BaseException] = []
     marks: dict[str, float] = {}
@@ -778,18 +804,24 @@ def _run_reporting(kernel, args, progress, on_progress, threads):
     if threads > 1:
         release_idle_pool()  # the kernel thread's parallel regions then start without a wake-up
     thread = threading.Thread(target=target, daemon=True)
+    start = (now_cycles(), time.perf_counter())
     thread.start()
-    reported = time.perf_counter()
+    reported = start[1]
     while thread.is_alive():
-        thread.join(POLL_SECONDS)
+        thread.join(REPORT_SECONDS if COUNTS else POLL_SECONDS)
         now = time.perf_counter()
-        if "loop" not in marks and progress[3] > 0:
+        if not COUNTS and "loop" not in marks and progress[3] > 0:
             marks["loop"] = now
-        if "early" not in marks and progress[0] >= EARLY_MERGES:
+        if not COUNTS and "early" not in marks and progress[0] >= EARLY_MERGES:
             marks["early"] = now
-        if on_progress is not None and now - reported >= 0.1:
+        if on_progress is not None and now - reported >= REPORT_SECONDS:
             on_progress(int(progress[0]))
             reported = now
+    end = (now_cycles(), time.perf_counter())
+    if COUNTS and end[0] > start[0]:
+        for name, slot in (("loop", 4), ("early", 5)):
+            if progress[slot] > 0:
+                marks[name] = to_seconds(int(progress[slot]), start, end)
     if errors:
         raise errors[0]
     if on_progress is not None:
