@@ -82,3 +82,35 @@ def configure_allocators() -> None:
         libc.mallopt(-3, MMAP_THRESHOLD_BYTES)  # -3: M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass
+
+
+def keep_pandas_out() -> None:
+    """Have pyarrow work without pandas in this process (the CLI calls it after
+    ``configure_allocators``); ``to_pandas`` still imports it when called.
+
+    pyarrow looks for pandas once, at its first conversion of Python or numpy
+    data, and imports it when installed (it is, wherever ``datasets`` is):
+    40 MB resident for the rest of the run, which no stage uses. Here that
+    first look is made while an import of pandas fails, and pyarrow keeps
+    the answer. Nothing is done if pandas is already imported.
+    """
+    import importlib.abc
+    import sys
+
+    if "pandas" in sys.modules:
+        return
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+            if name == "pandas":
+                raise ModuleNotFoundError("not imported by toktoktok's CLI", name=name)
+            return None
+
+    import pyarrow as pa
+
+    refuse = Refuse()
+    sys.meta_path.insert(0, refuse)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(refuse)

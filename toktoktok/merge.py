@@ -39,7 +39,16 @@ from numba import njit, prange
 from toktoktok import merge_parallel
 from toktoktok.clock import COUNTS, cycles, now_cycles, to_seconds
 from toktoktok.kernel_args import int64s
-from toktoktok.merge_parallel import ask_symbols, fill, fill_and_file, gather, piece_bounds, scan, tallies
+from toktoktok.merge_parallel import (
+    ask_symbols,
+    clear_tallies,
+    fill,
+    fill_and_file,
+    gather,
+    piece_bounds,
+    scan,
+    tallies,
+)
 from toktoktok.pair_table import (
     COUNT,
     HEAD,
@@ -59,6 +68,7 @@ from toktoktok.pair_table import (
     resized,
     room_fits,
     room_for_nodes,
+    room_for_rows,
 )
 from toktoktok.pending import compact, due, file_pair, file_pairs, settle, start
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
@@ -434,9 +444,12 @@ def _train_kernel(
         if w < n_words:
             P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len), parts)
     n_pairs = state[0]
-    # room for as many nodes again: room never written costs address space, not memory,
-    # and the first merges then need not copy the lists into larger arrays
-    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 2.0, parts)
+    # rows for the pairs the merges will make (a quarter of the sites: more than
+    # seen), and room for half as many nodes again: room never written costs
+    # address space, not memory, and arrays grown in the loop held their old and
+    # new copies at once, at the loop's peak
+    P = room_for_rows(P, n_pairs, n_pairs + sites // 4, parts)
+    occ_word, occ_next, state[1] = _list_pieces(W, P, n_pairs, site_pair, 1.5, parts)
     site_pair = np.empty(0, dtype=np.int32)  # freed before the heap and the lists grow
     # -- 2. a heap of the pairs in the top count's bucket, the rest waiting ----
     # (pending: a heap entry per pair that could be merged cost a sift each,
@@ -453,10 +466,12 @@ def _train_kernel(
     tok_end = tok_off[first_rank]
     ws = np.empty(n_words, dtype=np.int32)  # the pieces of the pair being merged, as its list gives them
     touched = np.empty(1024, dtype=np.int32)
-    # a large merge's tallies, one set a part (merge_parallel.tallies), made on first use and
-    # made anew, empty, as the ranks outgrow them (they are empty between merges):
-    # made once for every rank the phase can reach, they took ms to zero
+    # a large merge's tallies, one set a part (merge_parallel.tallies), made at the first
+    # large merge for every rank the phase can reach and readied for twice the ranks
+    # made so far (they are empty between merges): made anew as the ranks grew, they
+    # left their old copies as holes in the C heap, and readied at once, they took ms
     tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(parts, 0, 0)
+    ready = np.int64(0)  # symbols whose tallies are readied
     rounds = np.int64(0)
     outs = np.zeros((parts, 5), dtype=np.int64)
     filed = np.zeros(3, dtype=np.int64)  # h_size, n_pend, top, through fill_and_file
@@ -541,9 +556,11 @@ def _train_kernel(
         if n_nodes >= parallel_nodes:
             # -- 3b'. a large merge: in rounds, in parts (merge_parallel) ------
             n_pairs, n_occ, n_touched = state[0], state[1], np.int64(0)
-            if tab.shape[2] < next_rank:  # every symbol is a rank made so far: room for twice as many
-                tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(
-                    parts, min(2 * next_rank, len(tok_off)), max(node_room, node_w.shape[1]))
+            if ready < next_rank:  # every symbol is a rank made so far
+                if tab.shape[2] == 0:
+                    tab, codes, n_codes, blocks, node_code, node_w, rows = tallies(
+                        parts, len(tok_off), max(node_room, node_w.shape[1]))
+                ready = clear_tallies(tab, rows, ready, min(2 * next_rank, tab.shape[2]))
             cursor[:] = 0
             bounds = piece_bounds(ws, n_nodes, parts, n_words)
             while True:

@@ -33,10 +33,10 @@ from toktoktok.pending import file_pairs
 from toktoktok.prefetch import prefetch
 
 # a symbol's record in a part's tallies, by side (0: left neighbour x, 1: right y),
-# one cache line: the count the site's pieces carry, the last piece + 1 given a
-# node, how many nodes, the first piece given one, and its place in the round's
-# list of symbols tallied (``codes``)
-ACC, LAST, NODES, FIRST, SLOT = 0, 1, 2, 3, 4
+# half a cache line: the count the site's pieces carry, the last piece + 1 given a
+# node, how many nodes, and the first piece given one with the symbol's place in
+# the round's list of symbols tallied (``codes``), as ``(first << 32) | place``
+ACC, LAST, NODES, HERE = 0, 1, 2, 3
 # a tallied symbol's block, by side and place in ``codes``: where the part's next
 # node of the round goes, where the block ends, and the node after the block
 AT, END, TAIL = 0, 1, 2
@@ -69,11 +69,25 @@ def tallies(parts, tokens, room):
     of symbols have a cache line of their own (columns 2-7 stay 0), and each
     part empties its own records (in ``fill``): counted up at each new
     symbol, or written by ``gather`` on its own core, they made the cores
-    pass lines back and forth."""
-    return (np.zeros((parts, 2, tokens, 8), dtype=np.int64), np.empty((parts, 2, tokens), dtype=np.int32),
+    pass lines back and forth.
+
+    ``tab`` and ``rows`` are not cleared: ``clear_tallies`` readies the symbols
+    in use, so the pages of the rest are never touched (made for every rank a
+    phase can reach, their pages cost memory only as the ranks come)."""
+    return (np.empty((parts, 2, tokens, 4), dtype=np.int64), np.empty((parts, 2, tokens), dtype=np.int32),
             np.zeros((parts, 8), dtype=np.int64), np.empty((parts, 2, tokens, 4), dtype=np.int64),
             np.empty((parts, room), dtype=np.int32), np.empty((parts, room), dtype=np.int32),
-            np.zeros((2, tokens, 2), dtype=np.int64))
+            np.empty((2, tokens, 2), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def clear_tallies(tab, rows, lo, hi):
+    """Ready the tallies of symbols ``lo..hi-1`` (empty records, no rows); returns ``hi``."""
+    for k in range(tab.shape[0]):
+        for side in range(2):
+            tab[k, side, lo:hi] = 0
+    rows[:, lo:hi] = 0
+    return hi
 
 
 @njit(cache=True, nogil=True)
@@ -107,13 +121,13 @@ def _site(tab, side, c, w, cw, codes, n_codes, node_code, node_w, nn):
     if tab[side, c, LAST] == w + 1:
         return nn
     if tab[side, c, NODES] == 0:
-        tab[side, c, SLOT] = n_codes[side]
+        tab[side, c, HERE] = (np.int64(w) << 32) | n_codes[side]
         codes[side, n_codes[side]] = c
         n_codes[side] += 1
-        tab[side, c, FIRST] = w
     tab[side, c, LAST] = w + 1
     tab[side, c, NODES] += 1
-    node_code[nn] = tab[side, c, SLOT] if side == 0 else ~tab[side, c, SLOT]
+    place = tab[side, c, HERE] & LOW
+    node_code[nn] = place if side == 0 else ~place
     node_w[nn] = w
     return nn + 1
 
@@ -212,7 +226,7 @@ def gather(P, slots, n_pairs, n_occ, a, b, r, stamp, tab, codes, n_codes, blocks
                 P[q, HEAD] = n_occ
                 n_occ += e[NODES]
                 # the list's head now holds the block's first piece (note_piece's rule)
-                mark = (P[q, MARK] & ~np.int64(LOW)) | (e[FIRST] + 1)
+                mark = (P[q, MARK] & ~np.int64(LOW)) | ((e[HERE] >> 32) + 1)
                 if (mark >> 32) != stamp:
                     mark = (np.int64(stamp) << 32) | (mark & LOW)
                     touched[n_touched] = q

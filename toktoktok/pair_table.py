@@ -140,6 +140,17 @@ def reserve_pairs(P, slots, n_pairs, more, parts):
 
 
 @njit(cache=True)
+def room_for_rows(P, n_pairs, rows, parts):
+    """``P`` itself if it has ``rows`` rows, else a copy of its first ``n_pairs``
+    rows in an array of ``rows`` (the rest unwritten)."""
+    if rows <= len(P):
+        return P
+    bigger = np.empty((rows, 4), dtype=np.int64)
+    copy_rows(P, bigger, n_pairs, parts)
+    return bigger
+
+
+@njit(cache=True)
 def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, spent, more, parts):
     """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
 

@@ -98,6 +98,7 @@ def start(command: click.Command, prog_name: str) -> None:
     _plain_warnings()
     gc.freeze()  # the imported modules: no collection needs to scan them (see workdir.peak.release_memory)
     memory.configure_allocators()
+    memory.keep_pandas_out()
     set_handler(signal.SIGINT, on_interrupt)  # from here on, KeyboardInterrupt (and counted), unless ignored
     try:
         code = _run_command(command, prog_name)

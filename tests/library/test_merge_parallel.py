@@ -129,6 +129,19 @@ def test_rounds_split_a_merge_without_changing_it(monkeypatch, room):
         assert_same(learned(pieces, vocab, merges=300, parts=parts, parallel_nodes=0), one)
 
 
+def test_tallies_are_readied_for_the_symbols_asked_only():
+    tab, codes, n_codes, blocks, node_code, node_w, rows = merge_parallel.tallies(2, 10, 4)
+    assert tab.shape == (2, 2, 10, 4) and rows.shape == (2, 10, 2) and node_w.shape == (2, 4)
+    tab[:] = 7
+    rows[:] = 7
+    assert merge_parallel.clear_tallies(tab, rows, 3, 6) == 6
+    for k in range(2):
+        for side in range(2):
+            assert (tab[k, side, 3:6] == 0).all()
+            assert (tab[k, side, :3] == 7).all() and (tab[k, side, 6:] == 7).all()
+    assert (rows[:, 3:6] == 0).all() and (rows[:, :3] == 7).all() and (rows[:, 6:] == 7).all()
+
+
 def test_parts_own_ranges_of_pieces_cut_at_the_lists_quantiles():
     """Each piece goes to the one part whose range holds it, so a piece listed twice
     is merged once; ranges cut at quantiles of the list give parts about equal
