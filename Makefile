@@ -8,7 +8,8 @@
 #                             of English prose and 5 GB of several packages' text (benchmarks/results/SCALE.md;
 #                             builds its corpora under SCALE_DATA with apt-get download, the
 #                             prose from ../shared/corpora beside the checkout, skipped if absent;
-#                             SCALE_REPS runs a point, the 5 GB point once);
+#                             SCALE_REPS runs a point, the 5 GB point once; the merge loop alone on 1 and 2 threads
+#                             at 1.2 GB, with a projection to more cores);
 #                             then its shapes part: ingest of the same kernel text as parquet, Arrow, JSON lines, a folder, ...
 #   make bench-superword      on 100 MB of English prose (../shared/corpora beside the checkout): subword then
 #                             superword phases at three transition points against one plain phase (benchmarks/results/SUPERWORD.md)

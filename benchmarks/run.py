@@ -18,7 +18,8 @@ Sections (what each writes; the make target that runs it):
   largest size, toktoktok ingesting on a local Ray instance), rustbpe (fed
   1 MiB chunks, and documents) and Hugging Face on 0.1, 0.3 and 1.2 GB of the
   Linux kernel's source and on 100 MB of English prose (the shared corpora's);
-  the scale targets; a cost model of ingesting 1 TB on 64 machines;
+  the scale targets; the merge loop alone on 1 and 2 threads at 1.2 GB, with a
+  projection to more cores; a cost model of ingesting 1 TB on 64 machines;
 - ``shapes`` -> the ``## shapes`` part of ``results/SCALE.md`` (``make bench-scale``):
   ``toktok ingest`` on the scale section's kernel text in every shape users
   bring (one ``.txt``, a folder of files, parquet, Arrow, ``datasets``'

@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
@@ -61,10 +62,25 @@ print(json.dumps({"seconds": seconds, "sha": digest.hexdigest()[:16], "merges": 
 """
 
 
-def run_child(config: Path, threads: int, merges: int) -> dict:
+def run_child(config: Path, threads: int, merges: int, env: dict[str, str] | None = None) -> dict:
+    """One fresh process training ``config``'s first phase, ingested already, on ``threads`` threads."""
     done = subprocess.run([sys.executable, "-c", CHILD, str(config), str(threads), str(merges)],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(config: Path, counts: list[int], reps: int, merges: int, env: dict[str, str] | None = None,
+            say: Callable[[str], None] = print) -> dict[int, list[dict]]:
+    """``reps`` runs at each of ``counts`` threads, the counts alternating, so that a slow spell of the
+    machine hits each alike."""
+    runs: dict[int, list[dict]] = {t: [] for t in counts}
+    for rep in range(reps):
+        for threads in counts:
+            began = time.monotonic()
+            runs[threads].append(run_child(config, threads, merges, env))
+            say(f"rep {rep + 1}, {threads} thread(s): loop {loop_seconds(runs[threads][-1])[2]:.3f} s "
+                f"({time.monotonic() - began:.0f} s in all)")
+    return runs
 
 
 def loop_seconds(run: dict) -> tuple[float, float, float]:
@@ -83,27 +99,23 @@ def projection(t1: float, t2: float) -> list[tuple[int, float]]:
     return [(n, serial + parallel / n) for n in PROJECTED]
 
 
-def report(args: argparse.Namespace, runs: dict[int, list[dict]]) -> str:
+def ratios(runs: dict[int, list[dict]], threads: int) -> tuple[float, float, float]:
+    """The medians at ``threads`` against 1 thread: the first 1,000 merges, the later ones, the loop."""
+    times = [[median(loop_seconds(r)[i] for r in runs[t]) for i in range(3)] for t in (1, threads)]
+    return tuple(t / o for t, o in zip(times[1], times[0]))  # type: ignore[return-value]
+
+
+def thread_lines(runs: dict[int, list[dict]], reps: int) -> list[str]:
+    """The table of loop times against 1 thread, whether the merges were identical, and the projection."""
     one = [median(loop_seconds(r)[i] for r in runs[1]) for i in range(3)]
     rows = []
     for threads, done in runs.items():
         times = [median(loop_seconds(r)[i] for r in done) for i in range(3)]
         rows.append([str(threads)] + [f"{t:.3f}" for t in times] + [f"{t / o:.2f}" for t, o in zip(times, one)])
     shas = {r["sha"] for done in runs.values() for r in done}
-    first = runs[1][0]
     lines = [
-        "# The merge loop on threads",
-        "",
-        f"Run {now()}, commit {commit()}, `benchmarks/run.py --section merge-threads "
-        f"--threads {args.threads} --reps {args.reps}`.",
-        "",
-        f"- machine: {machine()}; load average at start {load_average()}",
-        f"- versions: {versions()}",
-        f"- inventory: the first phase of the config ({first['pieces']:,} distinct pieces), "
-        f"{first['merges']:,} merges; {args.note}",
-        "",
         "Seconds of the loop proper (`train_split_seconds`: the first 1,000 merges, the later ones), medians of "
-        f"{args.reps} runs, each in a fresh process; × 1: against 1 thread.",
+        f"{reps} runs, each in a fresh process; × 1: against 1 thread.",
         "",
         md_table(["threads", "first 1,000", "later", "loop", "first 1,000 × 1", "later × 1", "loop × 1"], rows),
         "",
@@ -117,6 +129,24 @@ def report(args: argparse.Namespace, runs: dict[int, list[dict]]) -> str:
                   f"T(n) = S + P / n, S = {t1 - parallel:.3f} s, P = {parallel:.3f} s; a model, not a measurement):",
                   "", md_table(["cores", "loop s", "× 1 thread"],
                                [[str(n), f"{t:.3f}", f"{t / t1:.2f}"] for n, t in projection(t1, t2)])]
+    return lines
+
+
+def report(args: argparse.Namespace, runs: dict[int, list[dict]]) -> str:
+    first = runs[1][0]
+    lines = [
+        "# The merge loop on threads",
+        "",
+        f"Run {now()}, commit {commit()}, `benchmarks/run.py --section merge-threads "
+        f"--threads {args.threads} --reps {args.reps}`.",
+        "",
+        f"- machine: {machine()}; load average at start {load_average()}",
+        f"- versions: {versions()}",
+        f"- inventory: the first phase of the config ({first['pieces']:,} distinct pieces), "
+        f"{first['merges']:,} merges; {args.note}",
+        "",
+        *thread_lines(runs, args.reps),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -133,13 +163,7 @@ def main(argv: list[str]) -> None:
     if counts[0] != 1:
         sys.exit("--threads must start with 1")
     subprocess.run([toktok_bin(), "ingest", "-c", str(args.config)], check=True, stdout=subprocess.DEVNULL)
-    runs: dict[int, list[dict]] = {t: [] for t in counts}
-    for rep in range(args.reps):  # thread counts alternate, so that a slow spell of the machine hits each alike
-        for threads in counts:
-            began = time.monotonic()
-            runs[threads].append(run_child(args.config, threads, args.merges))
-            print(f"rep {rep + 1}, {threads} thread(s): loop {loop_seconds(runs[threads][-1])[2]:.3f} s "
-                  f"({time.monotonic() - began:.0f} s in all)", flush=True)
+    runs = measure(args.config, counts, args.reps, args.merges, say=lambda line: print(line, flush=True))
     text = portable(report(args, runs), args)
     args.out.write_text(text)
     print(text)

@@ -48,6 +48,12 @@ and every process carrying the run's token):
   and the reduce step's cost per row is timed on its inventory
   (``benchkit.reduce_cost``) for the cost model of 1 TB on 64 machines.
 
+At the largest kernel size, after its trainers: the merge loop alone on 1
+and on 2 threads (``merge_threads.measure``, ``--thread-reps`` fresh
+processes each, on the inventory toktoktok's first run there ingested), its
+ratios against the thread targets, and a projection of the loop to 8, 32 and
+64 cores by Amdahl's law through the two medians.
+
 Then each trained ``.tiktoken`` encodes its point's held-out file
 (``heldout.txt``, the same for every kernel size; the English held-out text
 for prose): UTF-8 bytes per token. Before the trainers: numba's
@@ -81,7 +87,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sections import big_corpus, scale_corpus
+from sections import big_corpus, merge_threads, scale_corpus
 from benchkit import report as bench_report
 from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA, Corpus
 from benchkit.measure import Measured, exponent, median_of
@@ -737,6 +743,21 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   f"Computed from the figures above ({args.reps} run(s), medians); the fixed part is the tiny-corpus "
                   "run below.", "",
                   md_table(["target", "measured", ""], target_rows(cells, largest, fixed, scanner)), ""]
+    at, threads = facts.get("threads") or (None, None)  # type: ignore[misc]
+    if at in labels and threads:
+        early, _, loop = merge_threads.ratios(threads, 2)
+        lines += [f"## The merge loop on threads at {labels[at]}", "",
+                  "The merge loop alone, in fresh processes that load the inventory toktoktok's first run above "
+                  "ingested and train it with `train_phase` on 1 and on 2 threads (`numba.set_num_threads`), the "
+                  "kernels loaded before the clock starts, the thread counts alternating (`benchmarks/sections/"
+                  "merge_threads.py`; `run.py --section merge-threads` does the same on any config). A merge whose "
+                  "pair's list holds 256 entries or more is made in parts, one a thread.", "",
+                  *merge_threads.thread_lines(threads, args.thread_reps), "",
+                  md_table(["target", "measured", ""],
+                           [["first 1,000 merges on 2 threads ≤ 0.6x of 1 thread", f"{early:.3f}x",
+                             verdict(early <= 0.6)],
+                            ["the loop on 2 threads ≤ 0.85x of 1 thread", f"{loop:.3f}x", verdict(loop <= 0.85)]]),
+                  ""]
     if ("toktoktok", BIG) in cells:
         lines += [f"## The targets at {labels[BIG]}", "",
                   f"From the figures above ({point_reps(BIG, args)} run(s), medians); the sampled run is the same "
@@ -833,6 +854,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reps", type=int, default=3, help="runs per point; medians are reported")
     parser.add_argument("--big-reps", type=int, default=1,
                         help=f"runs of the {BIG} point at most (its peers take minutes a run)")
+    parser.add_argument("--thread-reps", type=int, default=5,
+                        help="runs of the merge loop alone on 1 and on 2 threads at the largest kernel size, "
+                             "0 to skip")
     parser.add_argument("--tokens", type=int, default=65536, help="vocabulary size incl. 256 bytes")
     parser.add_argument("--scanner-mb", type=int, default=100, help="MB of text for the scanner's rate, 0 to skip")
     parser.add_argument("--note", default="", help="a line printed in bold at the top of the report")
@@ -910,6 +934,23 @@ def run_point(point: Point, args: argparse.Namespace, work: Path, env: dict[str,
             log(f"{size} {trainer}: held-out {cell.bytes_per_token:.4f} bytes/token")
 
 
+def loop_on_threads(size: str, args: argparse.Namespace, work: Path, env: dict[str, str],
+                    cells: dict[tuple[str, str], Cell]) -> dict[int, list[dict]] | None:
+    """The merge loop alone on 1 and 2 threads (``merge_threads.measure``), ``--thread-reps``
+    times each, on the inventory toktoktok's first run at ``size`` ingested; None if it did not."""
+    cell = cells.get(("toktoktok", size))
+    config = work / size / "toktoktok" / "rep1" / "bench.yaml"
+    if cell is None or not cell.runs or cell.runs[0].returncode != 0 or not config.exists():
+        return None
+    log(f"{size}: the merge loop alone on 1 and 2 threads, {args.thread_reps} runs each")
+    try:
+        return merge_threads.measure(config, [1, 2], args.thread_reps, args.tokens - 256, env,
+                                     say=lambda line: log(f"  {line}"))
+    except subprocess.CalledProcessError as exc:
+        log(f"  the merge loop alone FAILED: {exc.stderr.strip().splitlines()[-1:] if exc.stderr else exc}")
+        return None
+
+
 def write_report(out: Path, text: str, done: list[str], args: argparse.Namespace) -> str:
     """``text`` into ``out`` without this machine's paths (``portable``), keeping the
     ``## shapes`` part the shapes section wrote there (at the end)."""
@@ -958,8 +999,11 @@ def main(argv: list[str]) -> None:
             log(f"  {scanner}")
         cells: dict[tuple[str, str], Cell] = {}
         done: list[str] = []
+        largest = max((s for s in args.sizes if s in points and s in KERNEL_SIZES), key=SIZES.index, default=None)
         for size in [s for s in args.sizes if s in points]:
             run_point(points[size], args, work, env, cells)
+            if size == largest and args.thread_reps:
+                facts["threads"] = (size, loop_on_threads(size, args, work, env, cells))
             done.append(size)
             # the report so far after every size: an hour-long run stopped late still leaves its figures
             text = write_report(args.out, report(args, facts, points, cells, fixed, warm, scanner), done, args)
