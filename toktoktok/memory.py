@@ -101,7 +101,7 @@ def keep_pandas_out() -> None:
         return
 
     class Refuse(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+        def find_spec(self, name: str, path: object = None, target: object = None) -> None:
             if name == "pandas":
                 raise ModuleNotFoundError("not imported by toktoktok's CLI", name=name)
             return None

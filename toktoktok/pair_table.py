@@ -124,22 +124,6 @@ def rehash(P, n_pairs, capacity, parts):
 
 
 @njit(cache=True)
-def reserve_pairs(P, slots, n_pairs, more, parts):
-    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed;
-    the copy and the new slots' fill in ``parts`` on the numba threads)."""
-    if n_pairs + more > len(P):
-        bigger = np.empty((max(len(P) + len(P) // 2, n_pairs + more), 4), dtype=np.int64)
-        copy_rows(P, bigger, n_pairs, parts)
-        P = bigger
-    if 2 * (n_pairs + more) > len(slots):
-        size = len(slots)
-        while 2 * (n_pairs + more) > size:
-            size *= 2
-        slots = rehash(P, n_pairs, size, parts)
-    return P, slots
-
-
-@njit(cache=True)
 def room_for_rows(P, n_pairs, rows, parts):
     """``P`` itself if it has ``rows`` rows, else a copy of its first ``n_pairs``
     rows in an array of ``rows`` (the rest unwritten)."""
@@ -148,6 +132,20 @@ def room_for_rows(P, n_pairs, rows, parts):
     bigger = np.empty((rows, 4), dtype=np.int64)
     copy_rows(P, bigger, n_pairs, parts)
     return bigger
+
+
+@njit(cache=True)
+def reserve_pairs(P, slots, n_pairs, more, parts):
+    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed;
+    the copy and the new slots' fill in ``parts`` on the numba threads)."""
+    if n_pairs + more > len(P):
+        P = room_for_rows(P, n_pairs, max(len(P) + len(P) // 2, n_pairs + more), parts)
+    if 2 * (n_pairs + more) > len(slots):
+        size = len(slots)
+        while 2 * (n_pairs + more) > size:
+            size *= 2
+        slots = rehash(P, n_pairs, size, parts)
+    return P, slots
 
 
 @njit(cache=True)
