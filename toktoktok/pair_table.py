@@ -209,6 +209,28 @@ def node_bounds(first, n_pairs, parts):
     return bounds
 
 
+# a compaction's first walk, before the lists' lengths are known, gives the parts
+# every ``parts``-th stretch of this many pairs (the long lists cluster among
+# rows near one another), and asks for the list ``AHEAD`` pairs on: most lists
+# are one run of nodes, each somewhere else, so a walk waited on every first read
+STRETCH = 256
+AHEAD = 8
+
+
+@njit(cache=True, nogil=True, inline="always")
+def run_end(occ_next, o):
+    """The last node of the run of side-by-side nodes from node ``o`` on (a run's
+    reads do not wait on one another: its addresses are known ahead).
+
+        >>> int(run_end(np.array([1, 2, -1, 0], dtype=np.int32), 0))
+        2
+    """
+    e = o
+    while occ_next[e] == e + 1:
+        e += 1
+    return e
+
+
 @njit(cache=True, parallel=True)
 def compact_lists(P, n_pairs, occ_word, occ_next, more, parts):
     """Make every pair's list contiguous, in order, dropping the nodes of lists
@@ -217,18 +239,24 @@ def compact_lists(P, n_pairs, occ_word, occ_next, more, parts):
     again in them, through a copy of the live nodes' pieces only (4 bytes a
     node, instead of two new arrays of 5 bytes a node each: the merge loop's
     peak can come while a compaction holds its old and new arrays side by
-    side). The lists are walked in ``parts`` ranges of pairs on the numba
-    threads; the result is the same for any ``parts``. Returns ``(occ_word,
-    occ_next, live nodes)``."""
+    side). The lists are walked a run of nodes at a time, in ``parts`` ranges
+    of pairs on the numba threads; the result is the same for any ``parts``.
+    Returns ``(occ_word, occ_next, live nodes)``."""
     lengths = np.zeros(n_pairs, dtype=np.int32)
+    stretches = (n_pairs + STRETCH - 1) // STRETCH
     for k in prange(parts):
-        for q in range((n_pairs * k) // parts, (n_pairs * (k + 1)) // parts):
-            n = 0
-            o = P[q, HEAD]
-            while o >= 0:
-                n += 1
-                o = occ_next[o]
-            lengths[q] = n
+        for t in range(k, stretches, parts):
+            end = min(n_pairs, (t + 1) * STRETCH)
+            for q in range(t * STRETCH, end):
+                if q + AHEAD < end:
+                    prefetch(occ_next, P[q + AHEAD, HEAD])
+                n = 0
+                o = P[q, HEAD]
+                while o >= 0:
+                    e = run_end(occ_next, o)
+                    n += e - o + 1
+                    o = occ_next[e]
+                lengths[q] = n
     first = np.empty(n_pairs + 1, dtype=np.int64)
     first[0] = 0
     for q in range(n_pairs):
@@ -240,12 +268,16 @@ def compact_lists(P, n_pairs, occ_word, occ_next, more, parts):
     words = np.empty(live if in_place else size, dtype=np.int32)
     for k in prange(parts):
         for q in range(bounds[k], bounds[k + 1]):
+            if q + AHEAD < bounds[k + 1]:
+                prefetch(occ_next, P[q + AHEAD, HEAD])
+                prefetch(occ_word, P[q + AHEAD, HEAD])
             o = P[q, HEAD]
             j = first[q]
             while o >= 0:
-                words[j] = occ_word[o]
-                o = occ_next[o]
-                j += 1
+                e = run_end(occ_next, o)
+                words[j : j + e - o + 1] = occ_word[o : e + 1]
+                j += e - o + 1
+                o = occ_next[e]
     if in_place:
         for k in prange(parts):
             lo, hi = first[bounds[k]], first[bounds[k + 1]]

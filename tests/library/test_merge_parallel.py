@@ -177,9 +177,10 @@ def test_the_idle_pool_is_let_go_only_under_openmp():
     assert release_idle_pool() == (numba.threading_layer() == "omp")
 
 
-def scattered_lists(rng, n_pairs, room):
+def scattered_lists(rng, n_pairs, room, runs=False):
     """Lists of pieces for ``n_pairs`` pairs (one of them consumed, empty), their nodes
-    scattered over arrays of ``room`` nodes as merges leave them; returns the
+    scattered over arrays of ``room`` nodes as merges leave them (with ``runs``:
+    in runs of 1 to 9 nodes side by side, as merges' blocks lie); returns the
     lists, the rows (``HEAD`` set) and the two node arrays."""
     from toktoktok.pair_table import HEAD
 
@@ -188,7 +189,21 @@ def scattered_lists(rng, n_pairs, room):
     occ_word = np.full(room, -7, np.int32)
     occ_next = np.full(room, -7, np.int32)
     P = np.zeros((n_pairs, 4), np.int64)
-    places = rng.permutation(room)
+    if runs:  # runs of nodes in a shuffled order, each run's nodes side by side
+        total = sum(len(w) for w in lists)
+        cuts = np.unique(np.concatenate([[0, total], np.cumsum(rng.integers(1, 10, total))]))
+        cuts = cuts[cuts <= total]
+        spans = [np.arange(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
+        starts = np.cumsum([0] + [len(x) + 3 for x in spans])  # a gap after each run
+        assert starts[-1] <= room
+        order = rng.permutation(len(spans))
+        places = np.empty(total, np.int64)
+        at = 0
+        for i in order:
+            places[spans[i]] = at + np.arange(len(spans[i]))
+            at += len(spans[i]) + 3
+    else:
+        places = rng.permutation(room)
     used = 0
     for q, words in enumerate(lists):
         nodes = places[used : used + len(words)]
@@ -213,13 +228,15 @@ def read_lists(P, words, nexts):
 
 
 @pytest.mark.parametrize("in_place", [True, False])
-def test_lists_compact_alike_in_any_number_of_parts(in_place):
+@pytest.mark.parametrize("runs", [False, True])
+def test_lists_compact_alike_in_any_number_of_parts(in_place, runs):
     """``compact_lists`` keeps each pair's pieces, in order, and lays them out the
-    same whether it walks the pairs in 1, 2, 3 or 7 parts."""
-    from toktoktok.pair_table import compact_lists
+    same whether it walks the pairs in 1, 2, 3 or 7 parts: nodes scattered one
+    by one, or in runs, for more pairs than a part's stretch of its first walk."""
+    from toktoktok.pair_table import STRETCH, compact_lists
 
-    n_pairs, room = 50, 4000
-    lists, P, occ_word, occ_next = scattered_lists(np.random.default_rng(5), n_pairs, room)
+    n_pairs, room = (50, 4000) if not runs else (3 * STRETCH + 17, 120 * STRETCH)
+    lists, P, occ_word, occ_next = scattered_lists(np.random.default_rng(5), n_pairs, room, runs)
     more = 0 if in_place else room  # room for this many more: the arrays must grow
     results = []
     for parts in (1, 2, 3, 7):
