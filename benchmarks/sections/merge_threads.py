@@ -99,19 +99,20 @@ def projection(t1: float, t2: float) -> list[tuple[int, float]]:
     return [(n, serial + parallel / n) for n in PROJECTED]
 
 
+def medians(runs: dict[int, list[dict]], threads: int) -> list[float]:
+    """The medians at ``threads``: the first 1,000 merges, the later ones, the loop."""
+    return [median(loop_seconds(r)[i] for r in runs[threads]) for i in range(3)]
+
+
 def ratios(runs: dict[int, list[dict]], threads: int) -> tuple[float, float, float]:
     """The medians at ``threads`` against 1 thread: the first 1,000 merges, the later ones, the loop."""
-    times = [[median(loop_seconds(r)[i] for r in runs[t]) for i in range(3)] for t in (1, threads)]
-    return tuple(t / o for t, o in zip(times[1], times[0]))  # type: ignore[return-value]
+    return tuple(t / o for t, o in zip(medians(runs, threads), medians(runs, 1)))  # type: ignore[return-value]
 
 
 def thread_lines(runs: dict[int, list[dict]], reps: int) -> list[str]:
     """The table of loop times against 1 thread, whether the merges were identical, and the projection."""
-    one = [median(loop_seconds(r)[i] for r in runs[1]) for i in range(3)]
-    rows = []
-    for threads, done in runs.items():
-        times = [median(loop_seconds(r)[i] for r in done) for i in range(3)]
-        rows.append([str(threads)] + [f"{t:.3f}" for t in times] + [f"{t / o:.2f}" for t, o in zip(times, one)])
+    rows = [[str(threads)] + [f"{t:.3f}" for t in medians(runs, threads)] + [f"{x:.2f}" for x in ratios(runs, threads)]
+            for threads in runs]
     shas = {r["sha"] for done in runs.values() for r in done}
     lines = [
         "Seconds of the loop proper (`train_split_seconds`: the first 1,000 merges, the later ones), medians of "
@@ -123,7 +124,7 @@ def thread_lines(runs: dict[int, list[dict]], reps: int) -> list[str]:
         f"(sha256 of rank, left, right, count: {sorted(shas)[0]}).",
     ]
     if 2 in runs:
-        t1, t2 = one[2], median(loop_seconds(r)[2] for r in runs[2])
+        t1, t2 = medians(runs, 1)[2], medians(runs, 2)[2]
         parallel = 2 * (t1 - t2)
         lines += ["", "Projection of the loop (Amdahl's law through the 1- and 2-thread medians: "
                   f"T(n) = S + P / n, S = {t1 - parallel:.3f} s, P = {parallel:.3f} s; a model, not a measurement):",

@@ -87,14 +87,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sections import big_corpus, merge_threads, scale_corpus
 from benchkit import report as bench_report
 from benchkit.corpus import DOC_BOUNDARY, SHARED_CORPORA, Corpus
 from benchkit.measure import Measured, exponent, median_of
 from benchkit.report import md_table, num
 from benchkit.toktok import run_env, run_once, toktok_stages
 
+from sections import big_corpus, merge_threads, scale_corpus
 from sections.peers import read_ranks
+from toktoktok.merge import PARALLEL_NODES
 
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 KERNEL_SIZES = ("0.1GB", "0.3GB", "full")
@@ -751,7 +752,7 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
                   "ingested and train it with `train_phase` on 1 and on 2 threads (`numba.set_num_threads`), the "
                   "kernels loaded before the clock starts, the thread counts alternating (`benchmarks/sections/"
                   "merge_threads.py`; `run.py --section merge-threads` does the same on any config). A merge whose "
-                  "pair's list holds 256 entries or more is made in parts, one a thread.", "",
+                  f"pair's list holds {PARALLEL_NODES} entries or more is made in parts, one a thread.", "",
                   *merge_threads.thread_lines(threads, args.thread_reps), "",
                   md_table(["target", "measured", ""],
                            [["first 1,000 merges on 2 threads ≤ 0.6x of 1 thread", f"{early:.3f}x",
