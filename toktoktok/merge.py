@@ -63,12 +63,14 @@ from toktoktok.pair_table import (
     node_bounds,
     note_piece,
     pair_row,
-    reserve_pairs,
+    rehash,
     reserve_room,
     resized,
     room_fits,
     room_for_nodes,
+    room_for_pairs,
     room_for_rows,
+    slot_capacity,
 )
 from toktoktok.pending import compact, due, file_pair, file_pairs, settle, start
 from toktoktok.piece_order import pieces_sorted, sorted_arrays
@@ -442,7 +444,15 @@ def _train_kernel(
     while w < n_words:
         w = _count_pairs(sym, W, w, P, slots, state, site_pair)
         if w < n_words:
-            P, slots = reserve_pairs(P, slots, state[0], np.int64(W[w].len), parts)
+            # a table short of slots is let go before the new one is filled from the rows
+            # (slot_capacity), in a block of its own: numba frees a replaced array at the
+            # end of the block that replaces it, so both tables were resident at once
+            P = room_for_pairs(P, state[0], np.int64(W[w].len), parts)
+            size = slot_capacity(slots, state[0], np.int64(W[w].len))
+            if size > len(slots):
+                slots = np.empty(0, dtype=np.int32)  # freed here, before rehash fills the new one
+            if len(slots) == 0:
+                slots = rehash(P, state[0], size, parts)
     n_pairs = state[0]
     # rows for the pairs the merges will make (a quarter of the sites: more than
     # seen), and room for half as many nodes again: room never written costs
@@ -566,7 +576,12 @@ def _train_kernel(
             while True:
                 scan(sym, W, ws, cursor, n_nodes, bounds, stamp, a, b, r, tab, codes, n_codes, node_code, node_w, outs)
                 more = n_codes.sum()  # at most as many new pairs
-                P, slots = reserve_pairs(P, slots, n_pairs, more, parts)
+                P = room_for_pairs(P, n_pairs, more, parts)
+                size = slot_capacity(slots, n_pairs, more)
+                if size > len(slots):
+                    slots = np.empty(0, dtype=np.int32)  # freed here, before rehash fills the new one
+                if len(slots) == 0:
+                    slots = rehash(P, n_pairs, size, parts)
                 occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent,
                                                                   outs[:, 1].sum(), parts)
                 touched = grow(touched, n_touched + more)
@@ -612,8 +627,13 @@ def _train_kernel(
             if t == n_ws:
                 break
             more = 2 * W[ws[t]].len
-            P, slots, occ_word, occ_next, state[1], spent = reserve_room(P, slots, occ_word, occ_next, state[0],
-                                                                         state[1], spent, more, parts)
+            P, occ_word, occ_next, state[1], spent = reserve_room(P, occ_word, occ_next, state[0], state[1], spent,
+                                                                  more, parts)
+            size = slot_capacity(slots, state[0], more)
+            if size > len(slots):
+                slots = np.empty(0, dtype=np.int32)  # freed here, before rehash fills the new one
+            if len(slots) == 0:
+                slots = rehash(P, state[0], size, parts)
             touched = grow(touched, state[2] + more)
         n_pairs = state[0]
         # -- 3c. fresh entries for every pair whose count grew ----------------

@@ -11,8 +11,9 @@ holds (count, row) entries ordered by count, then by the smaller key; it is
 heap, each a cache miss on a large one.
 
 Nothing here grows an array behind the caller's back: the helpers called
-for each merge site assume room was reserved (``reserve_room``), and only
-the reserving functions return new arrays.
+for each merge site assume room was reserved (``reserve_room``, and
+``slot_capacity`` for the slots), and only the reserving functions return
+new arrays.
 
     >>> P = np.empty((4, 4), dtype=np.int64)
     >>> slots = np.full(8, -1, dtype=np.int32)
@@ -135,31 +136,43 @@ def room_for_rows(P, n_pairs, rows, parts):
 
 
 @njit(cache=True)
-def reserve_pairs(P, slots, n_pairs, more, parts):
-    """Room for ``more`` new pairs in ``P`` and ``slots`` (grown by half, rehashed;
-    the copy and the new slots' fill in ``parts`` on the numba threads)."""
+def room_for_pairs(P, n_pairs, more, parts):
+    """``P`` with room for ``more`` new pairs (grown by half, copied in ``parts`` on
+    the numba threads, when it has not)."""
     if n_pairs + more > len(P):
         P = room_for_rows(P, n_pairs, max(len(P) + len(P) // 2, n_pairs + more), parts)
-    if 2 * (n_pairs + more) > len(slots):
-        size = len(slots)
-        while 2 * (n_pairs + more) > size:
-            size *= 2
-        slots = rehash(P, n_pairs, size, parts)
-    return P, slots
+    return P
 
 
 @njit(cache=True)
-def reserve_room(P, slots, occ_word, occ_next, n_pairs, n_occ, spent, more, parts):
-    """Room for ``more`` new pairs and occurrences, so the hot helpers never grow.
+def slot_capacity(slots, n_pairs, more):
+    """The slots ``more`` new pairs need: ``len(slots)`` if it keeps them at most half
+    full, else the power of two that does. A caller that needs more lets go of
+    ``slots`` before it calls ``rehash``, which rebuilds the table from the rows
+    alone: the old and new tables side by side set the merge loop's peak.
+
+        >>> slot_capacity(np.full(8, -1, dtype=np.int32), 3, 2)
+        16
+    """
+    size = len(slots)
+    while 2 * (n_pairs + more) > size:
+        size *= 2
+    return size
+
+
+@njit(cache=True)
+def reserve_room(P, occ_word, occ_next, n_pairs, n_occ, spent, more, parts):
+    """Room for ``more`` new pairs' rows and occurrences, so the hot helpers never grow
+    (the slots: ``slot_capacity``).
 
     Growing is the one place that returns new arrays; keeping it out of the
     per-site helpers keeps them free of reference-count traffic. The lists'
-    nodes get room as ``room_for_nodes`` gives it. Returns ``(P, slots,
-    occ_word, occ_next, n_occ, spent)``.
+    nodes get room as ``room_for_nodes`` gives it. Returns ``(P, occ_word,
+    occ_next, n_occ, spent)``.
     """
-    P, slots = reserve_pairs(P, slots, n_pairs, more, parts)
+    P = room_for_pairs(P, n_pairs, more, parts)
     occ_word, occ_next, n_occ, spent = room_for_nodes(P, n_pairs, occ_word, occ_next, n_occ, spent, more, parts)
-    return P, slots, occ_word, occ_next, n_occ, spent
+    return P, occ_word, occ_next, n_occ, spent
 
 
 @njit(cache=True)
@@ -302,7 +315,7 @@ def compact_lists(P, n_pairs, occ_word, occ_next, more, parts):
 def pair_row(P, n_pairs, slots, key):
     """The row of pair ``key`` and the new pair count; a new pair starts at count 0.
 
-    The caller has reserved room (``reserve_room``).
+    The caller has reserved room (``reserve_room``, ``slot_capacity``).
     """
     s = find_slot(slots, P, key)
     q = slots[s]
@@ -406,5 +419,5 @@ def heap_compact(h_count, h_pair, size, P, min_freq):
 
 @njit(cache=True)
 def room_fits(P, slots, occ_word, n_pairs, n_occ, more):
-    """Whether ``reserve_room(..., more)`` would change nothing."""
+    """Whether ``more`` new pairs and occurrences fit the rows, slots and nodes as they are."""
     return n_pairs + more <= len(P) and 2 * (n_pairs + more) <= len(slots) and n_occ + more <= len(occ_word)

@@ -221,11 +221,11 @@ def test_pending_buckets_keep_the_heap_top_the_largest_of_all(seed):
 
 @pytest.mark.parametrize("parts", [1, 2, 3])
 def test_growing_the_pair_table_in_parts_keeps_every_pair(parts):
-    """``reserve_pairs`` copies the rows and fills the new slots in parts: every
-    row is copied, and every key is found again at its row."""
+    """``room_for_pairs`` copies the rows and ``rehash`` fills the new slots in parts:
+    every row is copied, and every key is found again at its row."""
     import numpy as np
 
-    from toktoktok.pair_table import KEY, find_slot, reserve_pairs
+    from toktoktok.pair_table import KEY, find_slot, rehash, room_for_pairs, slot_capacity
 
     rng = np.random.default_rng(parts)
     n = 1000
@@ -233,7 +233,10 @@ def test_growing_the_pair_table_in_parts_keeps_every_pair(parts):
     P[:, KEY] = rng.choice(1 << 40, n, replace=False)
     P[:, 1:] = rng.integers(0, 1 << 30, (n, 3))
     slots = np.full(8, -1, np.int32)
-    bigger, slots = reserve_pairs(P, slots, n, 1, parts)
+    bigger = room_for_pairs(P, n, 1, parts)
+    size = slot_capacity(slots, n, 1)
+    assert size >= 2 * (n + 1) and size & (size - 1) == 0 and slot_capacity(np.empty(size, np.int32), n, 1) == size
+    slots = rehash(bigger, n, size, parts)
     assert len(bigger) > n and (bigger[:n] == P).all()
     assert all(slots[find_slot(slots, bigger, P[q, KEY])] == q for q in range(n))
     assert (slots >= 0).sum() == n
