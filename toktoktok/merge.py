@@ -445,8 +445,8 @@ def _train_kernel(
         w = _count_pairs(sym, W, w, P, slots, state, site_pair)
         if w < n_words:
             # a table short of slots is let go before the new one is filled from the rows
-            # (slot_capacity), in a block of its own: numba frees a replaced array at the
-            # end of the block that replaces it, so both tables were resident at once
+            # (slot_capacity), in a block of its own: replaced in the block that rehashed,
+            # the old table stayed resident through the rehash (measured at the loop's peak)
             P = room_for_pairs(P, state[0], np.int64(W[w].len), parts)
             size = slot_capacity(slots, state[0], np.int64(W[w].len))
             if size > len(slots):
