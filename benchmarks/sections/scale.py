@@ -762,7 +762,8 @@ def report(args: argparse.Namespace, facts: dict[str, object], points: dict[str,
     if ("toktoktok", BIG) in cells:
         lines += [f"## The targets at {labels[BIG]}", "",
                   f"From the figures above ({point_reps(BIG, args)} run(s), medians); the sampled run is the same "
-                  f"config with `working_set_mb: {SAMPLED_MB}`, so that ingest keeps a seeded sample of the text.", "",
+                  f"config with `working_set_mb: {SAMPLED_MB}`, so that ingest keeps a seeded sample of the text. "
+                  "Hugging Face is not run at this size: no target is measured on it.", "",
                   md_table(["target", "measured", ""], big_target_rows(cells)), ""]
     rrows = ray_rows(cells, kernel, labels)
     if rrows:
