@@ -194,14 +194,12 @@ def scattered_lists(rng, n_pairs, room, runs=False):
         cuts = np.unique(np.concatenate([[0, total], np.cumsum(rng.integers(1, 10, total))]))
         cuts = cuts[cuts <= total]
         spans = [np.arange(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
-        starts = np.cumsum([0] + [len(x) + 3 for x in spans])  # a gap after each run
-        assert starts[-1] <= room
         order = rng.permutation(len(spans))
+        starts = np.cumsum([0] + [len(spans[i]) + 3 for i in order])  # a gap after each run
+        assert starts[-1] <= room
         places = np.empty(total, np.int64)
-        at = 0
-        for i in order:
+        for at, i in zip(starts, order):
             places[spans[i]] = at + np.arange(len(spans[i]))
-            at += len(spans[i]) + 3
     else:
         places = rng.permutation(room)
     used = 0
